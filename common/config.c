@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "conf.h"
+#include "config.h"
+
+void config_defaults(struct ocsb_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->agent, OCSB_DEFAULT_AGENT);
+	strcpy(c->shell, OCSB_DEFAULT_SHELL);
+	c->ssh_port = OCSB_DEFAULT_SSH_PORT;
+	c->proxy_port = OCSB_DEFAULT_PROXY_PORT;
+}
+
+void config_free(struct ocsb_config *c)
+{
+	strv_free(&c->projects);
+	strv_free(&c->keys);
+}
+
+static int set_name(char *dst, size_t n, const char *v, const char *what, char *err, size_t errlen)
+{
+	if (!valid_user_name(v)) {
+		snprintf(err, errlen,
+			"'%.64s' is not a valid %s name (lower case letters, digits, '_' and '-', "
+			"starting with a letter or '_', at most 32)",
+			v, what);
+		return -1;
+	}
+	snprintf(dst, n, "%s", v);
+	return 0;
+}
+
+static int kw_agent(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return set_name(c->agent, sizeof(c->agent), argv[0], "user", err, errlen);
+}
+
+static int kw_owner(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return set_name(c->owner, sizeof(c->owner), argv[0], "user", err, errlen);
+}
+
+static int abs_path(const char *v, char *err, size_t errlen)
+{
+	if (v[0] != '/') {
+		snprintf(err, errlen, "'%.200s' is not an absolute path", v);
+		return -1;
+	}
+	if (strlen(v) >= 1024) {
+		snprintf(err, errlen, "path too long");
+		return -1;
+	}
+	return 0;
+}
+
+static int push_path(struct strv *s, const char *v, const char *what, char *err, size_t errlen)
+{
+	if (abs_path(v, err, errlen) < 0)
+		return -1;
+	/* The file is rewritten with these values in double quotes: keep that lossless. */
+	if (strpbrk(v, "\"\\")) {
+		snprintf(err, errlen, "%s '%.200s': quotes and backslashes are not supported in paths",
+			what, v);
+		return -1;
+	}
+	if (strv_contains(s, v)) {
+		snprintf(err, errlen, "%s '%.200s' listed twice", what, v);
+		return -1;
+	}
+	if (strv_push(s, v) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int kw_project(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return push_path(&c->projects, argv[0], "project", err, errlen);
+}
+
+static int kw_key(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return push_path(&c->keys, argv[0], "key", err, errlen);
+}
+
+static int kw_shell(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	if (abs_path(argv[0], err, errlen) < 0)
+		return -1;
+	snprintf(c->shell, sizeof(c->shell), "%s", argv[0]);
+	return 0;
+}
+
+static int kw_port(unsigned *dst, const char *v, char *err, size_t errlen)
+{
+	unsigned long p;
+
+	if (conf_uint(v, 1, 65535, &p, err, errlen) < 0)
+		return -1;
+	*dst = (unsigned)p;
+	return 0;
+}
+
+static int kw_ssh_port(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	return kw_port(&((struct ocsb_config *)ctx)->ssh_port, argv[0], err, errlen);
+}
+
+static int kw_proxy_port(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
+	size_t errlen)
+{
+	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
+}
+
+static const struct conf_kw config_keywords[] = {
+	{"agent", 1, 1, kw_agent, CONF_ONCE},
+	{"owner", 1, 1, kw_owner, CONF_ONCE},
+	{"project", 1, 1, kw_project, 0},
+	{"key", 1, 1, kw_key, 0},
+	{"shell", 1, 1, kw_shell, CONF_ONCE},
+	{"ssh-port", 1, 1, kw_ssh_port, CONF_ONCE},
+	{"proxy-port", 1, 1, kw_proxy_port, CONF_ONCE},
+	{NULL, 0, 0, NULL, 0},
+};
+
+int config_parse_buf(struct ocsb_config *c, const char *buf, size_t len, const char *file,
+	char *err, size_t errlen)
+{
+	return conf_parse_buf(buf, len, file, config_keywords, c, err, errlen);
+}
+
+int config_load(struct ocsb_config *c, const char *path, char *err, size_t errlen)
+{
+	/* Root program: only root may have written its configuration. */
+	return conf_parse_file(path, 0, config_keywords, c, err, errlen);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s && s[1] ? s + 1 : p;
+}
+
+int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
+{
+	if (c->owner[0] && strcmp(c->owner, c->agent) == 0) {
+		snprintf(err, errlen, "the agent and the owner are the same user '%s'", c->agent);
+		return -1;
+	}
+	if (strcmp(c->agent, "root") == 0) {
+		snprintf(err, errlen, "the agent cannot be root");
+		return -1;
+	}
+	if (c->ssh_port == c->proxy_port) {
+		snprintf(err, errlen, "ssh-port and proxy-port are both %u", c->ssh_port);
+		return -1;
+	}
+	/* Each project becomes ~agent/<basename>: two with one name would share a clone. */
+	for (size_t i = 0; i < c->projects.n; i++) {
+		const char *bi = base_name(c->projects.v[i]);
+
+		if (!safe_token(bi) || bi[0] == '.') {
+			snprintf(err, errlen,
+				"project '%.200s': its folder name must be plain printable ASCII "
+				"without quotes, spaces or a leading dot",
+				c->projects.v[i]);
+			return -1;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(bi, base_name(c->projects.v[j])) == 0) {
+				snprintf(err, errlen,
+					"projects '%.200s' and '%.200s' share the folder name '%s'",
+					c->projects.v[j], c->projects.v[i], bi);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+int config_render(const struct ocsb_config *c, struct buf *o)
+{
+	int r = 0;
+
+	r |= buf_puts(o, "# /etc/ocsb/ocsb.conf: written by ocsb-provision on its first run.\n"
+			 "# One 'keyword value' a line; '#' starts a comment; values with spaces go in\n"
+			 "# double quotes. Nothing here is executed. After editing, run\n"
+			 "#   sudo ocsb-provision           (apply)   or\n"
+			 "#   sudo ocsb-provision --check   (show what differs)\n\n");
+	r |= buf_printf(o, "# The agent's Unix account (created by ocsb-provision).\nagent %s\n\n",
+		c->agent);
+	r |= buf_puts(o, "# The developer who works with the agent (their keys log in; they sync).\n");
+	if (c->owner[0])
+		r |= buf_printf(o, "owner %s\n\n", c->owner);
+	else
+		r |= buf_puts(o, "#owner alice\n\n");
+	r |= buf_puts(o, "# Repositories of the owner the agent gets a clone of; repeatable.\n");
+	for (size_t i = 0; i < c->projects.n; i++)
+		r |= buf_printf(o, "project \"%s\"\n", c->projects.v[i]);
+	if (!c->projects.n)
+		r |= buf_puts(o, "#project /home/alice/code/shop\n");
+	r |= buf_puts(o, "\n# Extra public keys allowed to log in as the agent (besides\n"
+			 "# ~owner/.ssh/*.pub); repeatable.\n");
+	for (size_t i = 0; i < c->keys.n; i++)
+		r |= buf_printf(o, "key \"%s\"\n", c->keys.v[i]);
+	if (!c->keys.n)
+		r |= buf_puts(o, "#key /root/alice-laptop.pub\n");
+	r |= buf_printf(o, "\n# The agent's login shell.\n%sshell %s\n", strcmp(c->shell, OCSB_DEFAULT_SHELL) ? "" : "#", c->shell);
+	r |= buf_printf(o, "\n# Port of this machine's sshd (pinned in the owner's known_hosts).\n%sssh-port %u\n",
+		c->ssh_port == OCSB_DEFAULT_SSH_PORT ? "#" : "", c->ssh_port);
+	r |= buf_printf(o, "\n# Loopback port of the egress proxy the agent's traffic must use.\n%sproxy-port %u\n",
+		c->proxy_port == OCSB_DEFAULT_PROXY_PORT ? "#" : "", c->proxy_port);
+	return r ? -1 : 0;
+}

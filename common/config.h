@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_CONFIG_H
+#define OCSB_CONFIG_H
+
+#include "util.h"
+
+/* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
+struct ocsb_config {
+	char agent[64];
+	char owner[64]; /* empty: the user who ran sudo */
+	struct strv projects; /* absolute paths of the owner's repositories */
+	struct strv keys;     /* extra public key files for the owner */
+	char shell[256];
+	unsigned ssh_port;
+	unsigned proxy_port;
+};
+
+#define OCSB_DEFAULT_AGENT "ai-dev"
+#define OCSB_DEFAULT_SHELL "/bin/bash"
+#define OCSB_DEFAULT_SSH_PORT 22
+#define OCSB_DEFAULT_PROXY_PORT 3128
+
+void config_defaults(struct ocsb_config *c);
+void config_free(struct ocsb_config *c);
+/* Pass 1 (syntax) for a buffer: "file:line: message" in err. */
+int config_parse_buf(struct ocsb_config *c, const char *buf, size_t len, const char *file,
+	char *err, size_t errlen);
+/* Root-owned, not group/world-writable file; -ENOENT when missing. */
+int config_load(struct ocsb_config *c, const char *path, char *err, size_t errlen);
+/* Pass 2: whole-config checks that need no system lookups. */
+int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
+/* The file written on first run: every keyword documented, the values in force set. */
+int config_render(const struct ocsb_config *c, struct buf *out);
+
+#endif

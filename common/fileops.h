@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_FILEOPS_H
+#define OCSB_FILEOPS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * File operations that never follow a symbolic link anywhere in the path and
+ * replace files atomically (temp file + fsync + rename + fsync of the directory).
+ * Paths are resolved one component at a time from a directory fd with O_NOFOLLOW:
+ * a link planted by a less privileged user makes the call fail with ELOOP or
+ * ENOTDIR instead of redirecting a write made by root.
+ * All functions return 0 or a negative errno.
+ */
+
+/* Open directory `path` (absolute, or relative to dirfd) without following links. */
+int fo_open_dir(int dirfd, const char *path);
+/* Like fo_open_dir, creating missing components with mode/uid/gid (uid -1: keep). */
+int fo_mkdir_p(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid);
+
+/* Split an absolute or relative path into an opened parent dir and the last name. */
+int fo_open_parent(int dirfd, const char *path, int create, mode_t mode, char *ret_name,
+	size_t namelen);
+
+/* Atomically replace dirfd/name with `len` bytes, owner uid:gid (-1: caller), mode. */
+int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+	gid_t gid);
+/* Same for a full path; parents must exist. */
+int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
+
+/* Read a regular file (no links, at most `max` bytes: -EFBIG beyond). Caller frees. */
+int fo_read_at(int dirfd, const char *name, size_t max, char **ret_data, size_t *ret_len);
+int fo_read(const char *path, size_t max, char **ret_data, size_t *ret_len);
+
+/*
+ * 1 when dirfd/name is a regular file with exactly this content, mode and owner;
+ * 0 when it differs or is missing; negative errno when it cannot be read.
+ */
+int fo_same_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+	gid_t gid);
+int fo_same(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
+
+/* Remove a file; a missing one is success. */
+int fo_unlink(const char *path);
+
+#endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_LOG_H
+#define OCSB_LOG_H
+
+#include <stdarg.h>
+
+/*
+ * Where messages go. Tools write plain lines to stderr ("prog: message").
+ * The daemon writes "<N>message" lines when its stderr is the journal (systemd
+ * reads the priority prefix) and uses syslog(3) otherwise.
+ */
+enum log_target {
+	LOG_TARGET_STDERR,
+	LOG_TARGET_DAEMON,
+};
+
+enum log_level {
+	LOG_LVL_ERR = 3,
+	LOG_LVL_WARN = 4,
+	LOG_LVL_NOTICE = 5,
+	LOG_LVL_INFO = 6,
+	LOG_LVL_DEBUG = 7,
+};
+
+void log_init(const char *prog, enum log_target target, int verbosity);
+void log_setlevel(int verbosity);
+void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+#define log_err(...) log_msg(LOG_LVL_ERR, __VA_ARGS__)
+#define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_notice(...) log_msg(LOG_LVL_NOTICE, __VA_ARGS__)
+#define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+/* Only during start-up and privilege setup. */
+void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+#endif

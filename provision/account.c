@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <shadow.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileops.h"
+#include "log.h"
+#include "provision.h"
+#include "spawn.h"
+
+/* Below this uid an account belongs to the system, never to an agent. */
+#define AGENT_UID_MIN 1000
+
+/*
+ * GECOS marks the account as ocsb's and carries umask=077 for pam_umask, so
+ * files the agent creates are private by default wherever PAM applies it.
+ */
+#define AGENT_GECOS "ocsb agent,,,,umask=077"
+
+static int state_path(struct prov *p, char *out, size_t n)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "ocsb/agents/%s", p->cfg.agent);
+	return path_join(out, n, p->paths.varlib, rel);
+}
+
+/* The state file says ocsb made (or adopted) this account: it is ours to change or purge. */
+int state_origin(struct prov *p, char *ret, size_t n)
+{
+	char path[4096], *data = NULL, *s;
+	int r;
+
+	if (state_path(p, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	r = fo_read(path, 4096, &data, NULL);
+	if (r < 0)
+		return r;
+	s = strstr(data, "origin ");
+	if (!s) {
+		free(data);
+		return -EINVAL;
+	}
+	s += strlen("origin ");
+	snprintf(ret, n, "%.*s", (int)strcspn(s, "\n"), s);
+	free(data);
+	return 0;
+}
+
+int state_record(struct prov *p, const char *origin)
+{
+	char path[4096], dir[4096];
+	struct buf b = {0};
+	int dfd, r;
+
+	if (state_path(p, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	/* Root-only: nobody else needs to know which accounts ocsb manages. */
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return dfd;
+	}
+	close(dfd);
+	buf_printf(&b, "# written by ocsb-provision; do not edit\nagent %s\norigin %s\n",
+		p->cfg.agent, origin);
+	r = fo_write(path, b.data, b.len, 0600, 0, 0);
+	buf_free(&b);
+	if (r < 0)
+		log_err("%s: %s", path, strerror(-r));
+	return r;
+}
+
+int state_remove(struct prov *p)
+{
+	char path[4096];
+	int r;
+
+	if (state_path(p, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	r = fo_unlink(path);
+	if (r < 0)
+		log_err("%s: %s", path, strerror(-r));
+	return r;
+}
+
+int account_preflight(struct prov *p)
+{
+	char origin[32];
+	struct group *g;
+	int r;
+
+	r = user_lookup(p->cfg.agent, &p->agent);
+	if (r < 0 && r != -ENOENT) {
+		log_err("looking up '%s': %s", p->cfg.agent, strerror(-r));
+		return r;
+	}
+	p->agent_exists = r == 0;
+	if (!p->agent_exists) {
+		if (p->mode == PROV_REMOVE)
+			return 0;
+		errno = 0;
+		g = getgrnam(p->cfg.agent);
+		if (g) {
+			log_err("a group named '%s' already exists (gid %u) but no such user: choose "
+				"another --agent name, or remove the group",
+				p->cfg.agent, (unsigned)g->gr_gid);
+			return -EEXIST;
+		}
+		return 0;
+	}
+	if (p->agent.uid < AGENT_UID_MIN) {
+		log_err("'%s' is a system account (uid %u): the agent needs an account of its "
+			"own; choose another --agent name",
+			p->cfg.agent, (unsigned)p->agent.uid);
+		return -EEXIST;
+	}
+	if (p->have_owner && p->agent.uid == p->owner.uid) {
+		log_err("'%s' has the owner's uid %u: the agent must be a different user",
+			p->cfg.agent, (unsigned)p->agent.uid);
+		return -EEXIST;
+	}
+	if (state_origin(p, origin, sizeof(origin)) == 0)
+		return 0;
+	if (p->adopt)
+		return 0;
+	/*
+	 * An account we did not create may carry keys, cron jobs, group memberships or
+	 * files that other people rely on: taking it over must be a conscious choice.
+	 */
+	log_err("user '%s' already exists (uid %u) and was not created by ocsb-provision: "
+		"pass --adopt to take it over (its password, shell, groups and home mode will "
+		"be changed), or choose another --agent name",
+		p->cfg.agent, (unsigned)p->agent.uid);
+	return -EEXIST;
+}
+
+static int agent_home(struct prov *p, char *out, size_t n)
+{
+	return path_join(out, n, p->paths.home, p->cfg.agent);
+}
+
+static int create_account(struct prov *p)
+{
+	char home[4096];
+	const char *argv[] = {"/usr/sbin/useradd", "--create-home", "--user-group", "--home-dir",
+		home, "--shell", p->cfg.shell, "--comment", AGENT_GECOS, "--key", "UMASK=077",
+		"--key", "HOME_MODE=0700", p->cfg.agent, NULL};
+	char origin[32];
+
+	if (agent_home(p, home, sizeof(home)) < 0)
+		return -ENAMETOOLONG;
+	if (!prov_change(p, "create account %s (home %s, shell %s)", p->cfg.agent, home,
+		    p->cfg.shell))
+		return 0;
+	/* Intent first: a run killed after useradd must find the account to be ours. */
+	if (state_origin(p, origin, sizeof(origin)) < 0 && state_record(p, "created") < 0)
+		return -EIO;
+	if (prov_exec(p, argv, NULL) < 0)
+		return -EIO;
+	if (user_lookup(p->cfg.agent, &p->agent) < 0) {
+		log_err("useradd %s succeeded but the account cannot be found", p->cfg.agent);
+		return -EIO;
+	}
+	p->agent_exists = 1;
+	p->agent_created = 1;
+	prov_done(p);
+	return 0;
+}
+
+static int usermod(struct prov *p, const char *opt, const char *val)
+{
+	const char *argv[] = {"/usr/sbin/usermod", opt, val, p->cfg.agent, NULL};
+
+	if (prov_exec(p, argv, NULL) < 0)
+		return -EIO;
+	prov_done(p);
+	return 0;
+}
+
+static int fix_password(struct prov *p)
+{
+	struct spwd *sp;
+
+	errno = 0;
+	sp = getspnam(p->cfg.agent);
+	/*
+	 * '*' matches no password (no password login) yet is not the '!' lock that
+	 * makes sshd without PAM refuse key logins too.
+	 */
+	if (sp && sp->sp_pwdp && strcmp(sp->sp_pwdp, "*") == 0)
+		return 0;
+	if (!prov_change(p, "set the password field of %s to '*' (no password login)",
+		    p->cfg.agent))
+		return 0;
+	return usermod(p, "--password", "*");
+}
+
+static const char *const privileged_groups[] = {"root", "sudo", "wheel", "adm", "admin", "docker",
+	"lxd", "libvirt", "disk", "input", "kvm", "systemd-journal", "shadow", "staff", "video",
+	"audio", "plugdev", "netdev", "lpadmin", "sambashare", NULL};
+
+static int is_privileged_group(const char *name)
+{
+	for (const char *const *g = privileged_groups; *g; g++)
+		if (strcmp(*g, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The agent keeps only its own primary group: any membership is a path to someone's files. */
+static int fix_groups(struct prov *p)
+{
+	struct strv drop = {0};
+	struct group *g;
+	int r = 0;
+
+	g = getgrgid(p->agent.gid);
+	if (!g || (p->have_owner && p->agent.gid == p->owner.gid) || is_privileged_group(g->gr_name)) {
+		log_err("the primary group of %s is %s (gid %u), not a group of its own: run "
+			"'groupadd %s && usermod -g %s %s' or choose another --agent name",
+			p->cfg.agent, g ? g->gr_name : "unknown", (unsigned)p->agent.gid,
+			p->cfg.agent, p->cfg.agent, p->cfg.agent);
+		return -EPERM;
+	}
+	setgrent();
+	while ((g = getgrent()) != NULL) {
+		if (g->gr_gid == p->agent.gid)
+			continue;
+		for (char **m = g->gr_mem; *m; m++)
+			if (strcmp(*m, p->cfg.agent) == 0 && strv_push(&drop, g->gr_name) < 0)
+				r = -ENOMEM;
+	}
+	endgrent();
+	for (size_t i = 0; r == 0 && i < drop.n; i++) {
+		const char *argv[] = {"/usr/bin/gpasswd", "--delete", p->cfg.agent, drop.v[i], NULL};
+
+		if (!prov_change(p, "remove %s from group %s", p->cfg.agent, drop.v[i]))
+			continue;
+		if (prov_exec(p, argv, NULL) < 0)
+			r = -EIO;
+		else
+			prov_done(p);
+	}
+	strv_free(&drop);
+	return r;
+}
+
+static int fix_home(struct prov *p)
+{
+	const char *home = p->agent.home;
+	char name[256];
+	struct stat st;
+	int dfd, fd, r = 0;
+
+	if (home[0] != '/' || strcmp(home, "/") == 0) {
+		log_err("home of %s is '%s': it needs a home directory of its own", p->cfg.agent,
+			home);
+		return -EINVAL;
+	}
+	dfd = fo_open_parent(AT_FDCWD, home, 0, 0, name, sizeof(name));
+	if (dfd < 0) {
+		log_err("%s: %s", home, strerror(-dfd));
+		return dfd;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT) {
+			r = -errno;
+			log_err("%s: %s", home, strerror(errno));
+			goto out;
+		}
+		/* useradd killed half-way: the entry exists, the directory does not. */
+		if (!prov_change(p, "create home %s", home))
+			goto out;
+		if (mkdirat(dfd, name, 0700) < 0) {
+			r = -errno;
+			log_err("mkdir %s: %s", home, strerror(errno));
+			goto out;
+		}
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fchown(fd, p->agent.uid, p->agent.gid) < 0 || fchmod(fd, 0700) < 0) {
+			r = -errno;
+			log_err("%s: %s", home, strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+		if (r == 0)
+			prov_done(p);
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		log_err("home %s of %s is not a directory (a symbolic link is not accepted)", home,
+			p->cfg.agent);
+		r = -ENOTDIR;
+		goto out;
+	}
+	if (st.st_uid != p->agent.uid) {
+		log_err("home %s is owned by uid %u, not by %s (uid %u): fix its owner or remove it",
+			home, (unsigned)st.st_uid, p->cfg.agent, (unsigned)p->agent.uid);
+		r = -EPERM;
+		goto out;
+	}
+	if ((st.st_mode & 07777) != 0700 &&
+		prov_change(p, "set mode 0700 on %s (was %04o)", home, (unsigned)(st.st_mode & 07777))) {
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fchmod(fd, 0700) < 0) {
+			r = -errno;
+			log_err("chmod %s: %s", home, strerror(errno));
+		}
+		if (fd >= 0)
+			close(fd);
+		if (r == 0)
+			prov_done(p);
+	}
+out:
+	close(dfd);
+	return r;
+}
+
+/*
+ * Runs as the agent: umask 077 at the top of its own dotfiles, for shells without
+ * pam_umask. At the top, because Debian's .bashrc returns early when not interactive
+ * and `ssh ai-dev@host cmd` runs exactly such a shell.
+ */
+static int child_umask_profile(void *arg, int outfd)
+{
+	static const char line[] = "# added by ocsb-provision: files private by default\numask 077\n";
+	static const char *const files[] = {".profile", ".bashrc"};
+
+	(void)arg;
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		struct buf b = {0};
+		char *old = NULL;
+		size_t oldlen = 0;
+		int r;
+
+		r = fo_read_at(AT_FDCWD, files[i], 1024 * 1024, &old, &oldlen);
+		if (r < 0 && r != -ENOENT) {
+			dprintf(outfd, "%s: %s", files[i], strerror(-r));
+			return 1;
+		}
+		buf_puts(&b, line);
+		if (old)
+			buf_append(&b, old, oldlen);
+		r = fo_write_at(AT_FDCWD, files[i], b.data, b.len, 0600, (uid_t)-1, (gid_t)-1);
+		buf_free(&b);
+		free(old);
+		if (r < 0) {
+			dprintf(outfd, "%s: %s", files[i], strerror(-r));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int init_profile(struct prov *p)
+{
+	struct spawn_opts o = {.drop = 1, .uid = p->agent.uid, .gid = p->agent.gid,
+		.user = p->agent.name, .cwd = p->agent.home};
+	struct spawn_result res;
+	int r;
+
+	if (!prov_change(p, "set umask 077 in %s/.profile and .bashrc", p->agent.home))
+		return 0;
+	r = spawn_fn(child_umask_profile, NULL, &o, &res);
+	if (r == 0 && res.status != 0) {
+		log_err("as %s: %s", p->cfg.agent, res.output ? res.output : "failed");
+		r = -EIO;
+	}
+	spawn_result_free(&res);
+	if (r == 0)
+		prov_done(p);
+	return r;
+}
+
+int account_ensure(struct prov *p)
+{
+	char origin[32];
+
+	if (!p->agent_exists) {
+		if (create_account(p) < 0)
+			return -1;
+		if (!p->agent_exists)
+			return 0; /* dry run or check: nothing more to inspect */
+	} else if (state_origin(p, origin, sizeof(origin)) < 0) {
+		if (prov_change(p, "adopt existing account %s (uid %u)", p->cfg.agent,
+			    (unsigned)p->agent.uid)) {
+			if (state_record(p, "adopted") < 0)
+				return -1;
+			prov_done(p);
+		}
+	}
+	if (fix_password(p) < 0)
+		return -1;
+	if (strcmp(p->agent.shell, p->cfg.shell) != 0 &&
+		prov_change(p, "set the shell of %s to %s (was %s)", p->cfg.agent, p->cfg.shell,
+			p->agent.shell) &&
+		usermod(p, "--shell", p->cfg.shell) < 0)
+		return -1;
+	if (strcmp(p->agent.gecos, AGENT_GECOS) != 0 &&
+		prov_change(p, "set the comment of %s to '%s'", p->cfg.agent, AGENT_GECOS) &&
+		usermod(p, "--comment", AGENT_GECOS) < 0)
+		return -1;
+	if (fix_groups(p) < 0 || fix_home(p) < 0)
+		return -1;
+	if (p->agent_created && init_profile(p) < 0)
+		return -1;
+	return 0;
+}
+
+int kill_uid_processes(uid_t uid)
+{
+	int total = 0;
+
+	/* Repeat: a process may fork between our scan and our kill. */
+	for (int round = 0; round < 100; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		int found = 0;
+
+		if (!d)
+			return -errno;
+		while ((e = readdir(d)) != NULL) {
+			char path[64], line[256];
+			unsigned r_, e_, s_, f_;
+			FILE *f;
+			pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+
+			if (pid <= 1)
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+			f = fopen(path, "re");
+			if (!f)
+				continue;
+			while (fgets(line, sizeof(line), f))
+				if (sscanf(line, "Uid: %u %u %u %u", &r_, &e_, &s_, &f_) == 4) {
+					if (r_ == uid || e_ == uid || s_ == uid || f_ == uid) {
+						kill(pid, SIGKILL);
+						found++;
+					}
+					break;
+				}
+			fclose(f);
+		}
+		closedir(d);
+		if (!found)
+			return total;
+		total += found;
+		usleep(10000);
+	}
+	return -EBUSY;
+}
+
+static uid_t sweep_uid;
+static unsigned sweep_removed, sweep_failed;
+
+static int sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (st->st_uid != sweep_uid)
+		return 0;
+	if ((type == FTW_DP ? rmdir(path) : unlink(path)) == 0) {
+		sweep_removed++;
+	} else {
+		sweep_failed++;
+		log_warn("cannot remove %s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+/* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
+static int sweep_files(struct prov *p, uid_t uid)
+{
+	const char *fixed[] = {"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
+	const char *roots[ARRAY_SIZE(fixed) + 3];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
+		roots[n++] = fixed[i];
+	roots[n++] = p->paths.run;
+	roots[n++] = p->paths.varlib;
+	roots[n++] = p->paths.home;
+	sweep_uid = uid;
+	sweep_removed = sweep_failed = 0;
+	for (size_t i = 0; i < n; i++)
+		if (nftw(roots[i], sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
+			errno != ENOENT)
+			log_warn("scanning %s: %s", roots[i], strerror(errno));
+	if (sweep_removed)
+		printf("- removed %u file%s left by uid %u\n", sweep_removed,
+			sweep_removed == 1 ? "" : "s", (unsigned)uid);
+	return sweep_failed ? -EIO : 0;
+}
+
+int account_purge(struct prov *p)
+{
+	const char *argv[] = {"/usr/sbin/userdel", "--remove", p->cfg.agent, NULL};
+	uid_t uid;
+	int n;
+
+	if (!p->agent_exists) {
+		state_remove(p);
+		return 0;
+	}
+	uid = p->agent.uid;
+	prov_change(p, "stop every process of %s", p->cfg.agent);
+	n = kill_uid_processes(uid);
+	if (n < 0) {
+		log_err("cannot stop the processes of %s: %s", p->cfg.agent, strerror(-n));
+		return -1;
+	}
+	prov_done(p);
+	prov_change(p, "delete account %s (uid %u) with its home %s", p->cfg.agent, (unsigned)uid,
+		p->agent.home);
+	/* userdel warns (exit 12) when the mail spool is absent; the account is gone all the same. */
+	if (prov_exec(p, argv, NULL) < 0 && user_lookup(p->cfg.agent, &p->agent) == 0)
+		return -1;
+	prov_done(p);
+	if (sweep_files(p, uid) < 0)
+		return -1;
+	return state_remove(p);
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileops.h"
+#include "log.h"
+#include "provision.h"
+#include "spawn.h"
+
+int prov_change(struct prov *p, const char *fmt, ...)
+{
+	static const char *const prefix[] = {
+		[PROV_APPLY] = "+ ",
+		[PROV_DRY_RUN] = "would: ",
+		[PROV_CHECK] = "drift: ",
+		[PROV_REMOVE] = "- ",
+	};
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->changes++;
+	printf("%s%s\n", prefix[p->mode], msg);
+	fflush(stdout);
+	return p->mode == PROV_APPLY || p->mode == PROV_REMOVE;
+}
+
+void prov_done(struct prov *p)
+{
+	static unsigned done;
+
+	/* Tests kill us after each change to prove a re-run converges. */
+	if (p->fault_at && ++done == p->fault_at) {
+		fflush(NULL);
+		raise(SIGKILL);
+	}
+}
+
+int prov_exec(struct prov *p, const char *const argv[], char **ret_output)
+{
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 60000};
+	struct spawn_result res;
+	char how[64];
+	int r;
+
+	r = spawn_run(argv, &o, &res);
+	if (r < 0) {
+		log_err("cannot run %s: %s", argv[0], strerror(-r));
+		return r;
+	}
+	if (res.status != 0) {
+		/* The tool's own words, trimmed, are the most useful part. */
+		while (res.output_len && (res.output[res.output_len - 1] == '\n'))
+			res.output[--res.output_len] = '\0';
+		log_err("%s %s: %s%s%s", argv[0], argv[1] ? argv[1] : "",
+			spawn_describe(&res, how, sizeof(how)), res.output_len ? ": " : "",
+			res.output_len ? res.output : "");
+		spawn_result_free(&res);
+		return -EIO;
+	}
+	if (ret_output)
+		*ret_output = res.output;
+	else
+		spawn_result_free(&res);
+	return 0;
+}
+
+static int take_lock(struct prov *p)
+{
+	char dir[4096], path[4096];
+	int dfd, fd;
+
+	if (path_join(dir, sizeof(dir), p->paths.run, "ocsb") < 0 ||
+		path_join(path, sizeof(path), dir, "provision.lock") < 0)
+		return -ENAMETOOLONG;
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return dfd;
+	}
+	fd = openat(dfd, "provision.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	close(dfd);
+	if (fd < 0) {
+		log_err("%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	/* The lock dies with the process, so a SIGKILLed run never leaves it stale. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		log_err("another ocsb-provision is running (lock %s held); wait for it to finish", path);
+		close(fd);
+		return -EBUSY;
+	}
+	return fd;
+}
+
+/* Config file, then flags, then the sudo user as the default owner. */
+static int resolve_config(struct prov *p, struct prov_opts *o)
+{
+	char err[1024];
+	int r;
+
+	config_defaults(&p->cfg);
+	if (o->config_path)
+		snprintf(p->config_path, sizeof(p->config_path), "%s", o->config_path);
+	else if (path_join(p->config_path, sizeof(p->config_path), p->paths.etc, "ocsb/ocsb.conf") < 0)
+		return -ENAMETOOLONG;
+	r = config_load(&p->cfg, p->config_path, err, sizeof(err));
+	if (r == 0) {
+		p->config_exists = 1;
+	} else if (r == -ENOENT && !o->config_path) {
+		p->config_exists = 0;
+	} else {
+		log_err("%s", err);
+		return -EINVAL;
+	}
+	if (o->agent) {
+		if (!valid_user_name(o->agent)) {
+			log_err("--agent '%s' is not a valid user name (lower case letters, digits, "
+				"'_' and '-', starting with a letter or '_', at most 32)",
+				o->agent);
+			return -EINVAL;
+		}
+		snprintf(p->cfg.agent, sizeof(p->cfg.agent), "%s", o->agent);
+	}
+	if (o->owner) {
+		if (!valid_user_name(o->owner)) {
+			log_err("--owner '%s' is not a valid user name", o->owner);
+			return -EINVAL;
+		}
+		snprintf(p->cfg.owner, sizeof(p->cfg.owner), "%s", o->owner);
+	}
+	if (o->projects.n) {
+		strv_free(&p->cfg.projects);
+		for (size_t i = 0; i < o->projects.n; i++)
+			if (strv_contains(&p->cfg.projects, o->projects.v[i]) == 0 &&
+				strv_push(&p->cfg.projects, o->projects.v[i]) < 0)
+				return -ENOMEM;
+	}
+	if (o->keys.n) {
+		strv_free(&p->cfg.keys);
+		for (size_t i = 0; i < o->keys.n; i++)
+			if (strv_contains(&p->cfg.keys, o->keys.v[i]) == 0 &&
+				strv_push(&p->cfg.keys, o->keys.v[i]) < 0)
+				return -ENOMEM;
+	}
+	if (!p->cfg.owner[0]) {
+		const char *su = getenv("SUDO_USER");
+		if (su && *su && strcmp(su, "root") != 0 && valid_user_name(su))
+			snprintf(p->cfg.owner, sizeof(p->cfg.owner), "%s", su);
+	}
+	if (config_validate(&p->cfg, err, sizeof(err)) < 0) {
+		log_err("%s%s", p->config_exists ? "configuration: " : "", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int owner_preflight(struct prov *p)
+{
+	int r;
+
+	if (!p->cfg.owner[0]) {
+		if (p->mode == PROV_REMOVE)
+			return 0;
+		log_err("no owner given: pass --owner USER (the developer who works with the "
+			"agent) or set 'owner' in %s",
+			p->config_path);
+		return -EINVAL;
+	}
+	r = user_lookup(p->cfg.owner, &p->owner);
+	if (r == -ENOENT) {
+		if (p->mode == PROV_REMOVE) {
+			log_warn("owner '%s' no longer exists: skipping the owner's files",
+				p->cfg.owner);
+			return 0;
+		}
+		log_err("unknown owner '%s': no such user on this machine (check the name given "
+			"with --owner or in %s)",
+			p->cfg.owner, p->config_path);
+		return -EINVAL;
+	}
+	if (r < 0) {
+		log_err("looking up owner '%s': %s", p->cfg.owner, strerror(-r));
+		return r;
+	}
+	if (p->owner.uid == 0) {
+		log_err("the owner cannot be root: name the developer's own account with --owner");
+		return -EINVAL;
+	}
+	p->have_owner = 1;
+	return 0;
+}
+
+static int config_ensure(struct prov *p)
+{
+	struct buf b = {0};
+	char dir[4096];
+	int dfd, r;
+
+	if (p->config_exists)
+		return 0;
+	if (!prov_change(p, "write %s (commented defaults and the values in force)", p->config_path))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", p->config_path);
+	*strrchr(dir, '/') = '\0';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return dfd;
+	}
+	r = config_render(&p->cfg, &b);
+	if (r == 0)
+		r = fo_write_at(dfd, strrchr(p->config_path, '/') + 1, b.data, b.len, 0644, 0, 0);
+	if (r < 0)
+		log_err("%s: %s", p->config_path, strerror(-r));
+	close(dfd);
+	buf_free(&b);
+	if (r == 0)
+		prov_done(p);
+	return r;
+}
+
+static int remove_config(struct prov *p)
+{
+	char dir[4096];
+	int r;
+
+	if (!p->config_exists)
+		return 0;
+	if (!p->purge) {
+		printf("kept %s (your settings; --purge removes it)\n", p->config_path);
+		return 0;
+	}
+	prov_change(p, "remove %s", p->config_path);
+	r = fo_unlink(p->config_path);
+	if (r < 0) {
+		log_err("%s: %s", p->config_path, strerror(-r));
+		return r;
+	}
+	/* Leave /etc/ocsb itself only if something else still lives there. */
+	snprintf(dir, sizeof(dir), "%s", p->config_path);
+	*strrchr(dir, '/') = '\0';
+	rmdir(dir);
+	prov_done(p);
+	return 0;
+}
+
+static int run_remove(struct prov *p)
+{
+	int r = 0;
+
+	if (sshd_remove(p) < 0)
+		r = -1;
+	if (keys_remove(p) < 0)
+		r = -1;
+	if (p->purge) {
+		if (account_purge(p) < 0)
+			r = -1;
+	} else if (p->agent_exists) {
+		printf("kept account %s (home %s); --purge removes it and every file it owns\n",
+			p->agent.name, p->agent.home);
+	}
+	if (r == 0 && remove_config(p) < 0)
+		r = -1;
+	return r;
+}
+
+int prov_main(struct prov_opts *o)
+{
+	static const char *const verb[] = {
+		[PROV_APPLY] = "change",
+		[PROV_DRY_RUN] = "planned change",
+		[PROV_CHECK] = "difference",
+		[PROV_REMOVE] = "removal",
+	};
+	struct prov *p;
+	const char *fault;
+	int lock = -1, r;
+
+	if (geteuid() != 0) {
+		log_err("must run as root: sudo ocsb-provision ...");
+		return 2;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return 1;
+	paths_default(&p->paths);
+	p->mode = o->mode;
+	p->purge = o->purge;
+	p->adopt = o->adopt;
+	fault = getenv("OCSB_FAULT_KILL_AT");
+	if (fault)
+		p->fault_at = (unsigned)strtoul(fault, NULL, 10);
+	umask(022);
+
+	lock = take_lock(p);
+	if (lock < 0) {
+		r = 2;
+		goto out;
+	}
+	/* Everything that can be wrong with the input is found before the first change. */
+	if (resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
+		(p->mode != PROV_REMOVE && (sshd_preflight(p) < 0 || repos_preflight(p) < 0))) {
+		r = 2;
+		goto out;
+	}
+	if (p->mode == PROV_REMOVE) {
+		r = run_remove(p) < 0 ? 1 : 0;
+	} else {
+		r = 0;
+		if (config_ensure(p) < 0 || account_ensure(p) < 0 || keys_ensure(p) < 0 ||
+			sshd_ensure(p) < 0 || repos_ensure(p) < 0)
+			r = 1;
+	}
+	if (r == 1) {
+		log_err("stopped after %u %s%s; fix the error above and run again (completed steps "
+			"are kept and not redone)",
+			p->changes, verb[p->mode], p->changes == 1 ? "" : "s");
+		goto out;
+	}
+	switch (p->mode) {
+	case PROV_CHECK:
+		printf("ocsb-provision: %u difference%s from the configuration%s\n", p->changes,
+			p->changes == 1 ? "" : "s", p->changes ? " (run ocsb-provision to fix)" : "");
+		r = p->changes ? 1 : 0;
+		break;
+	case PROV_DRY_RUN:
+		printf("ocsb-provision: %u change%s planned, none made (--dry-run)\n", p->changes,
+			p->changes == 1 ? "" : "s");
+		break;
+	default:
+		printf("ocsb-provision: %u %s%s\n", p->changes, verb[p->mode],
+			p->changes == 1 ? "" : "s");
+	}
+out:
+	if (lock >= 0)
+		close(lock);
+	config_free(&p->cfg);
+	free(p);
+	return r;
+}

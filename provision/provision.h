@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_PROVISION_H
+#define OCSB_PROVISION_H
+
+#include <sys/types.h>
+
+#include "config.h"
+#include "paths.h"
+#include "util.h"
+
+enum prov_mode {
+	PROV_APPLY,
+	PROV_DRY_RUN, /* print the plan, change nothing */
+	PROV_CHECK,   /* report drift, change nothing, exit 1 on drift */
+	PROV_REMOVE,  /* undo (account kept unless purge) */
+};
+
+struct prov_opts {
+	const char *config_path; /* borrowed; NULL = <etc>/ocsb/ocsb.conf */
+	const char *agent;	 /* borrowed; overrides the file */
+	const char *owner;
+	struct strv projects; /* owned; replaces the file's list when non-empty */
+	struct strv keys;
+	enum prov_mode mode;
+	int purge;
+	int adopt;
+	int verbose;
+};
+
+struct prov {
+	struct paths paths;
+	struct ocsb_config cfg; /* owned */
+	enum prov_mode mode;
+	int purge;
+	int adopt;
+	int config_exists;
+	char config_path[4096];
+
+	struct user_info owner;
+	int have_owner;
+	struct user_info agent;
+	int agent_exists;
+	int agent_created; /* useradd ran in this process */
+
+	unsigned changes;
+	unsigned fault_at; /* test hook: SIGKILL self after this many changes */
+};
+
+/* prov.c */
+int prov_main(struct prov_opts *o);
+/* Record one change; returns 1 when the caller must make it (apply/remove modes). */
+int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Called after each change is made: the fault-injection point of the tests. */
+void prov_done(struct prov *p);
+/* Run an absolute-path program as root with a clean environment; logs failures. */
+int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
+
+/* account.c */
+int account_preflight(struct prov *p);
+int account_ensure(struct prov *p);
+int account_purge(struct prov *p);
+int state_record(struct prov *p, const char *origin);
+int state_origin(struct prov *p, char *ret, size_t n);
+int state_remove(struct prov *p);
+int kill_uid_processes(uid_t uid);
+
+/* keys.c */
+int keys_parse_pubkey(const char *line, struct buf *ret_normalized, char *err, size_t errlen);
+int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, struct buf *out);
+int keys_render_known_hosts(const struct strv *host_keys, unsigned port, struct buf *out);
+int keys_ensure(struct prov *p);
+int keys_remove(struct prov *p);
+
+/* sshd.c */
+int sshd_render_dropin(const struct ocsb_config *c, const char *keys_dir, struct buf *out);
+int sshd_has_include(const char *main_config, const char *dropin_dir);
+int sshd_check_effective(const char *sshd_T_output, const struct ocsb_config *c,
+	const char *keys_dir, char *err, size_t errlen);
+int sshd_preflight(struct prov *p);
+int sshd_ensure(struct prov *p);
+int sshd_remove(struct prov *p);
+
+/* repos.c */
+int repos_preflight(struct prov *p);
+int repos_ensure(struct prov *p);
+
+#endif

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "provision.h"
+#include "spawn.h"
+
+#define GIT "/usr/bin/git"
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+/* As the owner: is each project a git repository? Output: one line per bad path. */
+static int child_check_projects(void *arg, int outfd)
+{
+	const struct strv *projects = arg;
+	int bad = 0;
+
+	for (size_t i = 0; i < projects->n; i++) {
+		const char *path = projects->v[i];
+		char probe[4200];
+		struct stat st;
+
+		if (stat(path, &st) < 0) {
+			dprintf(outfd, "%s: %s\n", path, strerror(errno));
+			bad = 1;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			dprintf(outfd, "%s: not a directory\n", path);
+			bad = 1;
+			continue;
+		}
+		/* A work tree has .git (a directory, or a file for worktrees); a bare one has HEAD. */
+		snprintf(probe, sizeof(probe), "%s/.git", path);
+		if (access(probe, F_OK) == 0)
+			continue;
+		snprintf(probe, sizeof(probe), "%s/HEAD", path);
+		if (access(probe, F_OK) == 0) {
+			snprintf(probe, sizeof(probe), "%s/objects", path);
+			if (access(probe, F_OK) == 0)
+				continue;
+		}
+		dprintf(outfd, "%s: not a git repository (no .git inside; run 'git init' there, or "
+			       "name the repository's top folder)\n",
+			path);
+		bad = 1;
+	}
+	return bad;
+}
+
+int repos_preflight(struct prov *p)
+{
+	struct spawn_opts o = {.drop = 1, .uid = p->owner.uid, .gid = p->owner.gid,
+		.user = p->owner.name, .cwd = "/", .timeout_ms = 30000};
+	struct spawn_result res;
+	int r;
+
+	if (!p->cfg.projects.n)
+		return 0;
+	if (access(GIT, X_OK) < 0) {
+		log_err(GIT " not found: install git (apt-get install git)");
+		return -1;
+	}
+	/* The owner's repositories are looked at with the owner's rights only. */
+	r = spawn_fn(child_check_projects, &p->cfg.projects, &o, &res);
+	if (r < 0) {
+		log_err("checking projects as %s: %s", p->owner.name, strerror(-r));
+		return -1;
+	}
+	if (res.status != 0) {
+		char *save = NULL;
+		for (char *l = strtok_r(res.output, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			log_err("project %s", l);
+		r = -1;
+	}
+	spawn_result_free(&res);
+	return r;
+}
+
+/* Run git as the agent in its home, with an environment built from nothing. */
+static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
+{
+	char home[4200], user[128];
+	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", home, user, "GIT_CONFIG_NOSYSTEM=1", NULL};
+	struct spawn_opts o = {.drop = 1, .uid = p->agent.uid, .gid = p->agent.gid,
+		.user = p->agent.name, .cwd = p->agent.home, .envp = env, .capture = 1,
+		.timeout_ms = 30000};
+	struct spawn_result res;
+	char how[64];
+	int r;
+
+	snprintf(home, sizeof(home), "HOME=%s", p->agent.home);
+	snprintf(user, sizeof(user), "USER=%s", p->agent.name);
+	r = spawn_run(argv, &o, &res);
+	if (r < 0) {
+		log_err("running git as %s: %s", p->agent.name, strerror(-r));
+		return -1;
+	}
+	if (res.status != 0 && !ret_out) {
+		log_err("as %s: git %s %s: %s: %s", p->agent.name, argv[1], argv[2],
+			spawn_describe(&res, how, sizeof(how)), res.output ? res.output : "");
+		spawn_result_free(&res);
+		return -1;
+	}
+	r = res.status;
+	if (ret_out)
+		*ret_out = res.output;
+	else
+		spawn_result_free(&res);
+	return r;
+}
+
+int repos_ensure(struct prov *p)
+{
+	if (!p->agent_exists) {
+		for (size_t i = 0; i < p->cfg.projects.n; i++)
+			prov_change(p, "create the empty repository ~%s/%s for %s", p->cfg.agent,
+				base_name(p->cfg.projects.v[i]), p->cfg.projects.v[i]);
+		return 0;
+	}
+	for (size_t i = 0; i < p->cfg.projects.n; i++) {
+		const char *name = base_name(p->cfg.projects.v[i]);
+		const char *get[] = {GIT, "-C", name, "config", "--get", "receive.denyCurrentBranch", NULL};
+		const char *init[] = {GIT, "-c", "init.defaultBranch=main", "init", "--quiet", name, NULL};
+		const char *set[] = {GIT, "-C", name, "config", "receive.denyCurrentBranch", "updateInstead", NULL};
+		char *out = NULL;
+		int st;
+
+		/* Checked as the agent: its home is its own, root does not walk into it. */
+		st = agent_git(p, get, &out);
+		if (st < 0)
+			return -1;
+		if (st == 0 && out && strncmp(out, "updateInstead", 13) == 0) {
+			free(out);
+			continue;
+		}
+		free(out);
+		if (!prov_change(p, "create the repository ~%s/%s (receive.denyCurrentBranch "
+				    "updateInstead) for %s",
+			    p->cfg.agent, name, p->cfg.projects.v[i]))
+			continue;
+		if (agent_git(p, init, NULL) < 0 || agent_git(p, set, NULL) < 0)
+			return -1;
+		prov_done(p);
+	}
+	return 0;
+}
