@@ -76,10 +76,31 @@ int state_record(struct prov *p, const char *origin)
 	close(dfd);
 	buf_printf(&b, "# written by ocsb-provision; do not edit\nagent %s\norigin %s\n",
 		p->cfg.agent, origin);
+	/* Kept so a purge interrupted after userdel can still find the uid's files. */
+	if (p->agent_exists)
+		buf_printf(&b, "uid %u\n", (unsigned)p->agent.uid);
 	r = fo_write(path, b.data, b.len, 0600, 0, 0);
 	buf_free(&b);
 	if (r < 0)
 		log_err("%s: %s", path, strerror(-r));
+	return r;
+}
+
+static int state_uid(struct prov *p, uid_t *ret)
+{
+	char path[4096], *data = NULL, *s;
+	int r;
+
+	if (state_path(p, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	r = fo_read(path, 4096, &data, NULL);
+	if (r < 0)
+		return r;
+	s = strstr(data, "\nuid ");
+	r = s ? 0 : -ENOENT;
+	if (s)
+		*ret = (uid_t)strtoul(s + 5, NULL, 10);
+	free(data);
 	return r;
 }
 
@@ -147,6 +168,9 @@ int account_preflight(struct prov *p)
 	return -EEXIST;
 }
 
+static int fix_password(struct prov *p);
+static int init_profile(struct prov *p);
+
 static int agent_home(struct prov *p, char *out, size_t n)
 {
 	return path_join(out, n, p->paths.home, p->cfg.agent);
@@ -162,8 +186,8 @@ static int create_account(struct prov *p)
 
 	if (agent_home(p, home, sizeof(home)) < 0)
 		return -ENAMETOOLONG;
-	if (!prov_change(p, "create account %s (home %s, shell %s)", p->cfg.agent, home,
-		    p->cfg.shell))
+	if (!prov_change(p, "create account %s (home %s, shell %s, no password, umask 077)",
+		    p->cfg.agent, home, p->cfg.shell))
 		return 0;
 	/* Intent first: a run killed after useradd must find the account to be ours. */
 	if (state_origin(p, origin, sizeof(origin)) < 0 && state_record(p, "created") < 0)
@@ -176,7 +200,12 @@ static int create_account(struct prov *p)
 	}
 	p->agent_exists = 1;
 	p->agent_created = 1;
+	if (state_record(p, "created") < 0)
+		return -EIO;
 	prov_done(p);
+	/* Part of creating it: these do not count as changes of their own. */
+	if (fix_password(p) < 0 || init_profile(p) < 0)
+		return -EIO;
 	return 0;
 }
 
@@ -202,8 +231,8 @@ static int fix_password(struct prov *p)
 	 */
 	if (sp && sp->sp_pwdp && strcmp(sp->sp_pwdp, "*") == 0)
 		return 0;
-	if (!prov_change(p, "set the password field of %s to '*' (no password login)",
-		    p->cfg.agent))
+	if (!p->agent_created &&
+		!prov_change(p, "set the password field of %s to '*' (no password login)", p->cfg.agent))
 		return 0;
 	return usermod(p, "--password", "*");
 }
@@ -372,8 +401,6 @@ static int init_profile(struct prov *p)
 	struct spawn_result res;
 	int r;
 
-	if (!prov_change(p, "set umask 077 in %s/.profile and .bashrc", p->agent.home))
-		return 0;
 	r = spawn_fn(child_umask_profile, NULL, &o, &res);
 	if (r == 0 && res.status != 0) {
 		log_err("as %s: %s", p->cfg.agent, res.output ? res.output : "failed");
@@ -414,8 +441,6 @@ int account_ensure(struct prov *p)
 		usermod(p, "--comment", AGENT_GECOS) < 0)
 		return -1;
 	if (fix_groups(p) < 0 || fix_home(p) < 0)
-		return -1;
-	if (p->agent_created && init_profile(p) < 0)
 		return -1;
 	return 0;
 }
@@ -506,14 +531,26 @@ static int sweep_files(struct prov *p, uid_t uid)
 int account_purge(struct prov *p)
 {
 	const char *argv[] = {"/usr/sbin/userdel", "--remove", p->cfg.agent, NULL};
+	struct user_info other;
+	char origin[32] = "created";
 	uid_t uid;
 	int n;
 
 	if (!p->agent_exists) {
-		state_remove(p);
-		return 0;
+		/* A purge killed after userdel: finish the sweep, unless the uid was reused. */
+		if (state_uid(p, &uid) == 0 && uid >= AGENT_UID_MIN) {
+			if (user_lookup_uid(uid, &other) == 0)
+				log_warn("uid %u now belongs to %s: its files are not swept",
+					(unsigned)uid, other.name);
+			else if (sweep_files(p, uid) < 0)
+				return -1;
+		}
+		return state_remove(p);
 	}
 	uid = p->agent.uid;
+	state_origin(p, origin, sizeof(origin));
+	if (state_record(p, origin) < 0)
+		return -1;
 	prov_change(p, "stop every process of %s", p->cfg.agent);
 	n = kill_uid_processes(uid);
 	if (n < 0) {

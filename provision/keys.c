@@ -389,8 +389,21 @@ static int collect_owner_keys(struct prov *p, struct strv *keys)
 		buf_free(&norm);
 	}
 	free(out);
+	for (size_t i = 0; r == 0 && i < p->extra_keys.n; i++)
+		if (!strv_contains(keys, p->extra_keys.v[i]))
+			r = strv_push(keys, p->extra_keys.v[i]);
+	return r < 0 ? -1 : 0;
+}
+
+/* Key files named by the administrator (--key, 'key'): read and checked before any change. */
+int keys_preflight(struct prov *p)
+{
+	char err[256];
+	int r = 0;
+
 	for (size_t i = 0; r == 0 && i < p->cfg.keys.n; i++) {
-		char *data = NULL, *s2 = NULL;
+		char *data = NULL, *save = NULL;
+		unsigned lineno = 0;
 
 		r = fo_read(p->cfg.keys.v[i], PUBKEY_MAX, &data, NULL);
 		if (r < 0) {
@@ -398,8 +411,7 @@ static int collect_owner_keys(struct prov *p, struct strv *keys)
 				r == -ELOOP ? "is a symbolic link (give the real file)" : strerror(-r));
 			return -1;
 		}
-		lineno = 0;
-		for (char *line = strtok_r(data, "\n", &s2); line; line = strtok_r(NULL, "\n", &s2)) {
+		for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 			struct buf norm = {0};
 
 			lineno++;
@@ -408,8 +420,8 @@ static int collect_owner_keys(struct prov *p, struct strv *keys)
 			if (keys_parse_pubkey(line, &norm, err, sizeof(err)) < 0) {
 				log_err("%s:%u: %s", p->cfg.keys.v[i], lineno, err);
 				r = -EINVAL;
-			} else if (!strv_contains(keys, norm.data)) {
-				r = strv_push(keys, norm.data);
+			} else if (!strv_contains(&p->extra_keys, norm.data)) {
+				r = strv_push(&p->extra_keys, norm.data);
 			}
 			buf_free(&norm);
 			if (r < 0)

@@ -310,7 +310,8 @@ int prov_main(struct prov_opts *o)
 	}
 	/* Everything that can be wrong with the input is found before the first change. */
 	if (resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
-		(p->mode != PROV_REMOVE && (sshd_preflight(p) < 0 || repos_preflight(p) < 0))) {
+		(p->mode != PROV_REMOVE && (keys_preflight(p) < 0 || sshd_preflight(p) < 0 ||
+					       repos_preflight(p) < 0))) {
 		r = 2;
 		goto out;
 	}
@@ -346,6 +347,7 @@ out:
 	if (lock >= 0)
 		close(lock);
 	config_free(&p->cfg);
+	strv_free(&p->extra_keys);
 	free(p);
 	return r;
 }

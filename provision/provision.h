@@ -38,6 +38,7 @@ struct prov {
 
 	struct user_info owner;
 	int have_owner;
+	struct strv extra_keys; /* owned; normalized lines of the 'key' files */
 	struct user_info agent;
 	int agent_exists;
 	int agent_created; /* useradd ran in this process */
@@ -68,6 +69,7 @@ int kill_uid_processes(uid_t uid);
 int keys_parse_pubkey(const char *line, struct buf *ret_normalized, char *err, size_t errlen);
 int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, struct buf *out);
 int keys_render_known_hosts(const struct strv *host_keys, unsigned port, struct buf *out);
+int keys_preflight(struct prov *p);
 int keys_ensure(struct prov *p);
 int keys_remove(struct prov *p);
 

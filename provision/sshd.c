@@ -304,6 +304,37 @@ static int add_include(const char *main, const char *dir, struct buf *out)
 	return buf_puts(out, main);
 }
 
+/*
+ * Set before our files change and cleared once sshd has reloaded them: a run killed in
+ * between leaves it, and the next run reloads even though the files are already right.
+ * Under /run on purpose: after a reboot sshd reads the files anyway.
+ */
+static int reload_marker(struct prov *p, char *out, size_t n)
+{
+	return path_join(out, n, p->paths.run, "ocsb/sshd-reload-pending");
+}
+
+static int mark_reload(struct prov *p, int pending)
+{
+	char path[4096];
+	int r;
+
+	if (reload_marker(p, path, sizeof(path)) < 0)
+		return -ENAMETOOLONG;
+	r = pending ? fo_write(path, "1\n", 2, 0600, 0, 0) : fo_unlink(path);
+	if (r < 0)
+		log_err("%s: %s", path, strerror(-r));
+	return r;
+}
+
+static int reload_pending(struct prov *p)
+{
+	char path[4096];
+	struct stat st;
+
+	return reload_marker(p, path, sizeof(path)) == 0 && lstat(path, &st) == 0;
+}
+
 struct saved {
 	const char *path;
 	char *data; /* owned; NULL: the file did not exist */
@@ -331,6 +362,8 @@ static int commit(struct prov *p, struct sshd_files *f, const struct buf *newmai
 	for (size_t i = 0; i < 2; i++)
 		if (fo_read(s[i].path, 1024 * 1024, &s[i].data, &s[i].len) < 0)
 			s[i].data = NULL;
+	if (mark_reload(p, 1) < 0)
+		goto out;
 	if (newmain && fo_write(f->main, newmain->data, newmain->len, 0644, 0, 0) < 0) {
 		log_err("%s: cannot write", f->main);
 		goto out;
@@ -361,9 +394,12 @@ static int commit(struct prov *p, struct sshd_files *f, const struct buf *newmai
 	}
 	prov_done(p);
 	r = sshd_reload(p, T);
+	if (r == 0)
+		r = mark_reload(p, 0);
 	goto out;
 fail:
 	restore(s, 2);
+	mark_reload(p, 0);
 out:
 	free(T);
 	for (size_t i = 0; i < 2; i++)
@@ -409,6 +445,13 @@ int sshd_ensure(struct prov *p)
 	if (sshd_check_effective(T, &p->cfg, f.keys, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		r = -1;
+	} else if (reload_pending(p) &&
+		   prov_change(p, "reload sshd (an earlier run stopped before reloading it)")) {
+		r = sshd_reload(p, T);
+		if (r == 0)
+			r = mark_reload(p, 0);
+		if (r == 0)
+			prov_done(p);
 	}
 out:
 	free(main);
@@ -441,8 +484,14 @@ int sshd_remove(struct prov *p)
 	}
 	if (has_dropin)
 		prov_change(p, "remove %s", f.dropin);
-	if (has_dropin || newmain.data)
+	if (has_dropin || newmain.data) {
 		r = commit(p, &f, newmain.data ? &newmain : NULL, NULL, has_dropin);
+	} else if (reload_pending(p)) {
+		prov_change(p, "reload sshd (an earlier run stopped before reloading it)");
+		r = sshd_reload(p, "");
+		if (r == 0)
+			r = mark_reload(p, 0);
+	}
 	free(main);
 	buf_free(&newmain);
 	return r;
