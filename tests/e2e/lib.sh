@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: MIT
+#
+# lib.sh: helpers for e2e t-files. Sourced inside the test namespace (ns-inner.sh sets
+# OCSB_BUILD, OWNER, OWNER_HOME, OWNER_KEY, OWNER_KEY2, E2E_SCRATCH, E2E_HOST,
+# E2E_SSHD_LOG). Output is TAP-like: "ok - ...", "not ok - ...", detail lines "  # ...".
+# Checks return 0/1 so a t-file can write `check ... || return`; do not use set -e.
+
+set -u
+
+# _detail LINES...: print each argument (possibly multi-line) as indented "# " lines.
+_detail() {
+	local text
+	for text in "$@"; do
+		[ -n "$text" ] || continue
+		printf '%s\n' "$text" | head -n 40 | sed 's/^/  # /'
+	done
+}
+
+# _capture cmd...: run cmd, leaving its stdout+stderr in $_out and its status in $_rc.
+# Through a file, not $(...): a background process the command leaves behind (an ssh -N,
+# a server) would keep a pipe open and hang the check until the t-file timeout.
+_capture() {
+	local _capture_file
+	_capture_file=$(mktemp /tmp/e2e-out.XXXXXX)
+	"$@" >"$_capture_file" 2>&1
+	_rc=$?
+	_out=$(cat "$_capture_file")
+	rm -f "$_capture_file"
+}
+
+pass() { printf 'ok - %s\n' "$1"; }
+fail() {
+	printf 'not ok - %s\n' "$1"
+	shift
+	_detail "$@"
+	return 1
+}
+skip() { printf 'ok - %s # SKIP %s\n' "$1" "$2"; }
+
+# check DESC cmd...: ok if cmd exits 0.
+check() {
+	local _desc=$1 _out _rc
+	shift
+	_capture "$@"
+	[ "$_rc" -eq 0 ] && { pass "$_desc"; return 0; }
+	fail "$_desc" "command: $* (exit $_rc)" "$_out"
+}
+
+# check_fails DESC cmd...: ok if cmd exits non-zero. Pair it with a positive control:
+# a missing binary also "fails".
+check_fails() {
+	local _desc=$1 _out _rc
+	shift
+	_capture "$@"
+	[ "$_rc" -ne 0 ] && { pass "$_desc"; return 0; }
+	fail "$_desc" "command: $* (exit 0, expected failure)" "$_out"
+}
+
+# check_output DESC REGEX cmd...: ok if cmd exits 0 and its stdout+stderr matches REGEX
+# (grep -E, any line).
+check_output() {
+	local _desc=$1 _re=$2 _out _rc
+	shift 2
+	_capture "$@"
+	if [ "$_rc" -eq 0 ] && grep -Eq -- "$_re" <<<"$_out"; then
+		pass "$_desc"
+		return 0
+	fi
+	fail "$_desc" "command: $* (exit $_rc, want output matching /$_re/)" "$_out"
+}
+
+# check_fails_output DESC REGEX cmd...: ok if cmd exits non-zero and its output matches
+# REGEX: "blocked, and for the expected reason".
+check_fails_output() {
+	local _desc=$1 _re=$2 _out _rc
+	shift 2
+	_capture "$@"
+	if [ "$_rc" -ne 0 ] && grep -Eq -- "$_re" <<<"$_out"; then
+		pass "$_desc"
+		return 0
+	fi
+	fail "$_desc" "command: $* (exit $_rc, want failure with output matching /$_re/)" "$_out"
+}
+
+# as_user USER cmd...: run cmd as USER with a clean login-like environment (HOME, USER,
+# SHELL, PATH from passwd) and all of USER's groups, from USER's home directory.
+# In the background (`as_owner ssh -N ... &`) $! is a bash subshell, not the command:
+# stop it with kill_tree.
+as_user() {
+	local user=$1 home
+	shift
+	home=$(getent passwd "$user" | cut -d: -f6)
+	[ -d "$home" ] || home=/
+	setpriv --reuid="$user" --regid="$user" --init-groups --reset-env env -C "$home" "$@"
+}
+as_owner() { as_user "$OWNER" "$@"; }
+
+# kill_tree PID [SIGNAL]: signal PID and all its descendants (children first found, so
+# none is reparented away before it is signalled), then reap PID if it is our child.
+kill_tree() {
+	local pid=$1 sig=${2:-TERM} child
+	kill -STOP "$pid" 2>/dev/null
+	for child in $(pgrep -P "$pid"); do
+		kill_tree "$child" "$sig"
+	done
+	kill "-$sig" "$pid" 2>/dev/null
+	kill -CONT "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# owner_ssh USER cmd...: ssh as the owner to USER@localhost with her key (OWNER_SSH_KEY,
+# default OWNER_KEY). Extra options go in the array OWNER_SSH_OPTS, e.g.
+# OWNER_SSH_OPTS=(-o Port=2222). Host keys are not pinned: the harness made them.
+OWNER_SSH_OPTS=()
+owner_ssh() {
+	local user=$1
+	shift
+	as_owner ssh -i "${OWNER_SSH_KEY:-$OWNER_KEY}" -o IdentitiesOnly=yes \
+		-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o ConnectTimeout=5 -o LogLevel=ERROR "${OWNER_SSH_OPTS[@]}" \
+		-- "$user@localhost" "$@"
+}
+
+# prov ARGS...: the program under test.
+prov() { "$OCSB_BUILD/ocsb-provision" "$@"; }
+
+# snapshot_state NAME / state_unchanged DESC NAME: fingerprint of everything
+# provisioning may touch (content, type, mode, owner; not times), for idempotence and
+# "refused without side effects" checks. Tests may add paths to STATE_PATHS.
+STATE_PATHS=(/etc/passwd /etc/group /etc/shadow /etc/gshadow /etc/subuid /etc/subgid
+	/etc/ssh /etc/ocsb /home /var/lib/ocsb)
+_state_manifest() {
+	local p
+	for p in "${STATE_PATHS[@]}"; do
+		if [ ! -e "$p" ] && [ ! -L "$p" ]; then
+			printf '%s\tabsent\n' "$p"
+			continue
+		fi
+		# -xdev: not into bind mounts below /home (a repo under /home/me, see ns-inner.sh)
+		find "$p" -xdev -printf '%p\t%y\t%m\t%u:%g\t%l\n'
+		find "$p" -xdev -type f -print0 | xargs -0r sha256sum |
+			sed -E 's/^\\?([0-9a-f]{64})  (.*)$/\2\tsha256:\1/'
+	done | LC_ALL=C sort
+}
+snapshot_state() {
+	mkdir -p "$E2E_SCRATCH/state"
+	_state_manifest >"$E2E_SCRATCH/state/$1"
+}
+state_unchanged() {
+	local desc=$1 diff
+	diff=$(_state_manifest | diff -u "$E2E_SCRATCH/state/$2" - | tail -n +3)
+	if [ -z "$diff" ]; then
+		pass "$desc"
+	else
+		fail "$desc" "changes since snapshot '$2':" "$diff"
+	fi
+}
+
+# wait_port HOST PORT SECS: 0 once a TCP connect succeeds, 1 after SECS seconds.
+wait_port() {
+	local host=$1 port=$2 i
+	for ((i = 0; i < $3 * 10; i++)); do
+		# timeout: a connect to a silent address would otherwise block for minutes
+		timeout 1 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$host" "$port" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

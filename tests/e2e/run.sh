@@ -1,0 +1,303 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# run.sh [t-file...]: hermetic end-to-end suite (default: every tests/e2e/t-*.sh).
+#
+# Each t-file runs in its own fresh mount+net+pid namespace (ns-inner.sh) with overlays
+# and tmpfs over everything useradd, sshd and ocsb write, so the real tools run but the
+# machine is not changed. To prove that, the host is fingerprinted before and after and
+# any difference is reported as "not ok - host changed: ...".
+#
+# Environment: OCSB_BUILD (absolute build dir, default <repo>/build), OCSB_E2E_TIMEOUT
+# (seconds per t-file, default 300). Output: TAP-like "ok - ..." / "not ok - ..." lines,
+# detail lines "  # ...". Exit 0 when nothing is "not ok", 1 otherwise.
+
+set -u
+export LC_ALL=C
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+OCSB_BUILD=${OCSB_BUILD:-$REPO/build}
+TIMEOUT=${OCSB_E2E_TIMEOUT:-300}
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo 'ok - e2e suite # SKIP needs root (run: sudo make test)'
+	exit 0
+fi
+
+FAILED=0
+say_ok() { printf 'ok - %s\n' "$1"; }
+say_not_ok() {
+	local text
+	printf 'not ok - %s\n' "$1"
+	shift
+	FAILED=1
+	for text in "$@"; do
+		[ -n "$text" ] || continue
+		printf '%s\n' "$text" | head -n 40 | sed 's/^/  # /'
+	done
+}
+
+missing=()
+for tool in unshare timeout ip mount setpriv ssh ssh-keygen /usr/sbin/sshd useradd; do
+	command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	say_not_ok "e2e prerequisites" "missing: ${missing[*]}"
+	exit 1
+fi
+case $OCSB_BUILD in
+/*) ;;
+*) OCSB_BUILD=$(cd "$OCSB_BUILD" 2>/dev/null && pwd) || OCSB_BUILD=$PWD/$OCSB_BUILD ;;
+esac
+case $TIMEOUT in
+'' | *[!0-9]*) say_not_ok "OCSB_E2E_TIMEOUT must be a number of seconds, not '$TIMEOUT'"; exit 1 ;;
+esac
+
+# Which t-files: arguments may be paths or names relative to tests/e2e.
+T_FILES=()
+if [ "$#" -eq 0 ]; then
+	for t in "$E2E_DIR"/t-*.sh; do
+		[ -f "$t" ] && T_FILES+=("$t")
+	done
+else
+	for t in "$@"; do
+		if [ -f "$t" ]; then
+			T_FILES+=("$(cd "$(dirname "$t")" && pwd)/$(basename "$t")")
+		elif [ -f "$E2E_DIR/$t" ]; then
+			T_FILES+=("$E2E_DIR/$t")
+		else
+			say_not_ok "$t: no such t-file"
+		fi
+	done
+fi
+
+# Always under /tmp: ns-inner.sh reads it before covering /tmp, and its overlay scratch
+# mount point lives here (only ever mounted inside the namespace).
+RUNDIR=$(mktemp -d /tmp/ocsb-e2e.XXXXXX) || exit 1
+mkdir "$RUNDIR/ns" "$RUNDIR/host" "$RUNDIR/before" "$RUNDIR/after"
+CHILD=
+INTERRUPTED=
+cleanup() {
+	# --one-file-system: should a namespace mount ever leak here, do not descend into it.
+	rm -rf --one-file-system "$RUNDIR"
+}
+trap cleanup EXIT
+# Stop the running namespace (timeout forwards the signal to its whole process group;
+# unshare's death SIGKILLs the namespace's PID 1), then still check the host.
+trap 'INTERRUPTED=1; [ -n "$CHILD" ] && kill -TERM "$CHILD" 2>/dev/null' INT TERM HUP
+
+# Marker in the environment of everything the suite starts as root, to recognise
+# survivors even if they left the process tree.
+export OCSB_E2E_RUN="ocsb-e2e-$$-$RANDOM$RANDOM"
+SELF_START=$(
+	read -r stat <"/proc/$$/stat"
+	read -ra f <<<"${stat##*) }"
+	echo "${f[19]}"
+)
+SELF_PIDNS=$(readlink /proc/self/ns/pid)
+
+# --- host fingerprint ------------------------------------------------------------------
+
+# manifest PATH...: type, mode, owner, link target and sha256 of every entry below PATH.
+manifest() {
+	local p
+	for p in "$@"; do
+		if [ ! -e "$p" ] && [ ! -L "$p" ]; then
+			printf '%s\tabsent\n' "$p"
+			continue
+		fi
+		find "$p" -printf '%p\t%y\t%m\t%u:%g\t%l\n'
+		find "$p" -type f -print0 | xargs -0r sha256sum |
+			sed -E 's/^\\?([0-9a-f]{64})  (.*)$/\2\tsha256:\1/'
+	done | sort
+}
+
+# proc_scan: "pid uid start pidns comm" for every process except kernel threads and this
+# script's own descendants (its helpers, alive at scan time). pidns and the run marker
+# are only looked up for processes younger than the suite (fewer forks).
+proc_scan() {
+	local d pid stat rest comm uid key val p ns
+	local -a f
+	local -A ppid_of start_of comm_of uid_of
+	for d in /proc/[0-9]*; do
+		pid=${d#/proc/}
+		read -r stat 2>/dev/null <"$d/stat" || continue
+		rest=${stat##*) }
+		comm=${stat#*(}
+		comm=${comm%)*}
+		read -ra f <<<"$rest"
+		[ "$pid" = 2 ] || [ "${f[1]}" = 2 ] && continue
+		uid=
+		while read -r key val _; do
+			[ "$key" = Uid: ] && { uid=$val; break; }
+		done 2>/dev/null <"$d/status"
+		ppid_of[$pid]=${f[1]}
+		start_of[$pid]=${f[19]}
+		comm_of[$pid]=${comm// /_}
+		uid_of[$pid]=${uid:-?}
+	done
+	for pid in "${!ppid_of[@]}"; do
+		p=$pid
+		while [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != 1 ]; do
+			[ "$p" = "$$" ] && continue 2
+			p=${ppid_of[$p]:-}
+		done
+		ns=-
+		if [ "${start_of[$pid]}" -ge "$SELF_START" ]; then
+			ns=$(readlink "/proc/$pid/ns/pid" 2>/dev/null) || ns=gone
+			if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "OCSB_E2E_RUN=$OCSB_E2E_RUN"; then
+				ns="$ns,marked"
+			fi
+		fi
+		printf '%s %s %s %s %s\n' "$pid" "${uid_of[$pid]}" "${start_of[$pid]}" "$ns" "${comm_of[$pid]}"
+	done | sort -n
+}
+
+fingerprint() {
+	local out=$1
+	manifest /etc/passwd /etc/group /etc/shadow /etc/gshadow /etc/subuid /etc/subgid >"$out/auth"
+	manifest /etc/ssh >"$out/ssh"
+	manifest /etc/ocsb /var/lib/ocsb >"$out/ocsb"
+	if command -v nft >/dev/null; then
+		nft list ruleset >"$out/nft" 2>&1
+	fi
+	# Mount point, per-mount options and fs type (after the " - " separator); duplicates
+	# kept (stacking). The options catch a leaked read-only remount of ns-inner.sh.
+	awk '{ for (i = 7; $i != "-"; i++) ; print $5, $6, $(i + 1) }' /proc/self/mountinfo | sort >"$out/mounts"
+	find /home -mindepth 1 -maxdepth 1 -printf '%f\t%y\t%m\t%u:%g\n' | sort >"$out/home"
+	# Leaks of the failed bind-mount approach: /etc/passwd+ and friends, lock files
+	# (any new top-level /etc name), and mount(8)'s /run/mount without LIBMOUNT_UTAB.
+	{
+		find /etc -mindepth 1 -maxdepth 1 | sort
+		manifest /run/mount
+	} >"$out/leaks"
+	proc_scan >"$out/procs"
+	awk '{ print $2, $5 }' "$out/procs" | sort -u >"$out/proc-set"
+}
+
+# Host facts the tests compare against from inside (they cannot see the host).
+cp /etc/passwd /etc/group "$RUNDIR/host/"
+if command -v nft >/dev/null; then
+	nft list tables >"$RUNDIR/host/nft-tables" 2>/dev/null
+fi
+fingerprint "$RUNDIR/before"
+
+# --- the t-files -----------------------------------------------------------------------
+
+echo "# ocsb e2e: OCSB_BUILD=$OCSB_BUILD, timeout ${TIMEOUT}s per file"
+[ -x "$OCSB_BUILD/ocsb-provision" ] || echo "# note: $OCSB_BUILD/ocsb-provision not built"
+
+run_one() {
+	local t=$1 name out err rc t0 t1 results tee_fd tee_pid
+	name=$(basename "$t")
+	out=$RUNDIR/$name.out
+	err=$RUNDIR/$name.err
+	echo "# $name"
+	t0=$(date +%s.%N)
+	# LIBMOUNT_UTAB: else mount(8) inside creates /run/mount on the host's /run.
+	# --kill-child: if unshare dies (timeout, ^C) the namespace's PID 1 gets SIGKILL and
+	# with it every process inside. stdout streams through tee; stderr is kept for
+	# failures.
+	# The tee is started by this shell (not by the background job) so that it is our
+	# child and can be waited for: its copy must be complete before we read it.
+	exec {tee_fd}> >(tee "$out")
+	tee_pid=$!
+	env LIBMOUNT_UTAB="$RUNDIR/utab" E2E_RUNDIR="$RUNDIR" OCSB_BUILD="$OCSB_BUILD" \
+		E2E_HOST_NS_mnt="$(readlink /proc/self/ns/mnt)" \
+		E2E_HOST_NS_net="$(readlink /proc/self/ns/net)" \
+		E2E_HOST_NS_pid="$SELF_PIDNS" \
+		timeout --kill-after=5 "$TIMEOUT" \
+		unshare --mount --net --pid --fork --mount-proc --propagation private \
+		--kill-child=SIGKILL bash "$E2E_DIR/ns-inner.sh" "$t" \
+		</dev/null 1>&"$tee_fd" 2>"$err" &
+	CHILD=$!
+	wait "$CHILD"
+	rc=$?
+	# A trapped signal interrupts wait: wait again for the real status.
+	while kill -0 "$CHILD" 2>/dev/null; do
+		wait "$CHILD"
+		rc=$?
+	done
+	CHILD=
+	exec {tee_fd}>&-
+	wait "$tee_pid"
+	t1=$(date +%s.%N)
+	results=$(grep -cE '^(not )?ok\b' "$out")
+	if grep -q '^not ok' "$out"; then
+		FAILED=1
+	fi
+	if [ -n "$INTERRUPTED" ]; then
+		say_not_ok "$name interrupted"
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] &&
+		awk -v a="$t0" -v b="$t1" -v t="$TIMEOUT" 'BEGIN { exit !(b - a >= t) }'; then
+		say_not_ok "$name timed out after ${TIMEOUT}s" "$(tail -n 20 "$err")"
+	elif [ "$rc" -ne 0 ] && ! grep -q '^not ok' "$out"; then
+		say_not_ok "$name exited $rc" "$(tail -n 20 "$err")"
+	elif [ "$rc" -ne 0 ]; then
+		echo "  # $name exited $rc"
+		[ -s "$err" ] && tail -n 20 "$err" | sed 's/^/  # stderr: /'
+	elif [ "$results" -eq 0 ]; then
+		say_not_ok "$name printed no results" "$(tail -n 20 "$err")"
+	fi
+	awk -v a="$t0" -v b="$t1" -v n="$name" 'BEGIN { printf "# %s: %.1f s\n", n, b - a }'
+}
+
+for t in "${T_FILES[@]}"; do
+	[ -n "$INTERRUPTED" ] && break
+	run_one "$t"
+done
+
+# --- host unchanged? ------------------------------------------------------------------
+
+fingerprint "$RUNDIR/after"
+
+compare() {
+	local what=$1 file=$2 diff
+	if [ ! -e "$RUNDIR/before/$file" ] && [ ! -e "$RUNDIR/after/$file" ]; then
+		say_ok "host unchanged: $what # SKIP not available"
+	else
+		diff=$(diff -u "$RUNDIR/before/$file" "$RUNDIR/after/$file" | tail -n +3)
+		if [ -z "$diff" ]; then
+			say_ok "host unchanged: $what"
+		else
+			say_not_ok "host changed: $what" "$diff"
+		fi
+	fi
+}
+compare "/etc/passwd, group, shadow, gshadow, subuid, subgid" auth
+compare "/etc/ssh" ssh
+compare "/etc/ocsb, /var/lib/ocsb" ocsb
+compare "nft ruleset" nft
+compare "mount points" mounts
+compare "/home entries" home
+compare "no /etc/passwd+, lock files or /run/mount leaked" leaks
+
+# Survivors: younger than the suite and either carrying our marker, or in one of the
+# pid namespaces our t-files ran in (recorded by ns-inner.sh; all should be dead now), or
+# one of the daemons/tools the tests run showing up in the host's pid namespace. Other
+# pid namespaces are someone else's: the same machine may run other sandboxes, even
+# other copies of this harness.
+touch "$RUNDIR/pidns"
+leftovers=$(awk -v self="$SELF_START" -v pidns="$SELF_PIDNS" '
+	FILENAME != ARGV[2] { ours[$1] = 1; next }
+	{ split($4, ns, ",") }
+	$3 >= self && ($4 ~ /,marked$/ || (ns[1] in ours) || (ns[1] == pidns &&
+		$5 ~ /^(sshd|useradd|usermod|userdel|groupadd|groupdel|squid|ocsb-.*|opencode|ssh-agent|dbus-daemon|gnome-keyring-d)$/))
+	' "$RUNDIR/pidns" "$RUNDIR/after/procs")
+if [ -z "$leftovers" ]; then
+	say_ok "host unchanged: no processes left behind by the tests"
+	# New uid/command pairs not attributable to the tests (other users of the machine).
+	others=$(comm -13 "$RUNDIR/before/proc-set" "$RUNDIR/after/proc-set")
+	[ -n "$others" ] && printf '%s\n' "$others" | head -n 10 |
+		sed 's/^/  # unrelated new process (uid comm), not counted: /'
+else
+	details=()
+	while read -r pid uid _ ns comm; do
+		details+=("pid $pid uid $uid $comm ($ns): $(ps -o args= -p "$pid" 2>/dev/null || echo gone)")
+	done <<<"$leftovers"
+	say_not_ok "host changed: processes left behind by the tests" "${details[@]}"
+fi
+
+[ -n "$INTERRUPTED" ] && FAILED=1
+exit "$FAILED"
