@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The whole suite: unit tests (unprivileged), then the end-to-end suite (root, namespaces).
+# Ends with one line "N passed, N failed, N skipped" counting every check of both.
+# Usage: tests/run-all.sh UNIT_BINARY...   (OCSB_BUILD names the build directory)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+echo "== unit tests"
+"$here/run-unit.sh" "$@" 2>&1 | tee -a "$log"
+echo "== end-to-end tests"
+"$here/e2e/run.sh" 2>&1 | tee -a "$log"
+
+# TAP lines of both runners: "ok N - d", "ok - d", "not ok ...". A skip is marked
+# "# SKIP" (cmocka 1.1.5 prints skips as "not ok N # SKIP").
+results=$(grep -E '^(not )?ok( [0-9]+)?( |$)' "$log")
+skips=$(grep -iE '# skip' <<<"$results")
+passed=$(grep -viE '# skip' <<<"$results" | grep -c '^ok')
+notok=$(grep -viE '# skip' <<<"$results" | grep -c '^not ok')
+skipped=$(grep -c . <<<"$skips")
+if [ "$skipped" -gt 0 ]; then
+	echo "skipped:"
+	sed 's/^/  /' <<<"$skips"
+fi
+echo "$passed passed, $notok failed, $skipped skipped"
+[ "$notok" -eq 0 ] && [ "$passed" -gt 0 ]
