@@ -90,8 +90,11 @@ int conf_parse_buf(const char *buf, size_t len, const char *file, const struct c
 
 	while (kws[nkw].name)
 		nkw++;
-	if (nkw > sizeof(seen) / sizeof(seen[0]))
+	if (nkw > sizeof(seen) / sizeof(seen[0])) {
+		snprintf(err, errlen, "%s: internal error: more than %zu keywords", file,
+			sizeof(seen) / sizeof(seen[0]));
 		return -1;
+	}
 	while (pos < len) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t ll = nl ? (size_t)(nl - (buf + pos)) : len - pos;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "paths.h"
 #include "config.h"
 
 void config_defaults(struct ocsb_config *c)
@@ -60,8 +61,10 @@ static int abs_path(const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int push_path(struct strv *s, const char *v, const char *what, char *err, size_t errlen)
+static int check_path(const char *v, const char *what, char *err, size_t errlen)
 {
+	size_t n = strlen(v);
+
 	if (abs_path(v, err, errlen) < 0)
 		return -1;
 	/* The file is rewritten with these values in double quotes: keep that lossless. */
@@ -70,6 +73,17 @@ static int push_path(struct strv *s, const char *v, const char *what, char *err,
 			what, v);
 		return -1;
 	}
+	if (n == 1 || v[n - 1] == '/') {
+		snprintf(err, errlen, "%s '%.200s': give the path without a trailing '/'", what, v);
+		return -1;
+	}
+	return 0;
+}
+
+static int push_path(struct strv *s, const char *v, const char *what, char *err, size_t errlen)
+{
+	if (check_path(v, what, err, errlen) < 0)
+		return -1;
 	if (strv_contains(s, v)) {
 		snprintf(err, errlen, "%s '%.200s' listed twice", what, v);
 		return -1;
@@ -102,6 +116,11 @@ static int kw_shell(void *ctx, const struct conf_loc *loc, int argc, char **argv
 
 	if (abs_path(argv[0], err, errlen) < 0)
 		return -1;
+	if (!safe_token(argv[0])) {
+		snprintf(err, errlen, "shell '%.200s': spaces, quotes and '$' are not supported",
+			argv[0]);
+		return -1;
+	}
 	snprintf(c->shell, sizeof(c->shell), "%s", argv[0]);
 	return 0;
 }
@@ -151,12 +170,6 @@ int config_load(struct ocsb_config *c, const char *path, char *err, size_t errle
 	return conf_parse_file(path, 0, config_keywords, c, err, errlen);
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s && s[1] ? s + 1 : p;
-}
-
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 {
 	if (c->owner[0] && strcmp(c->owner, c->agent) == 0) {
@@ -171,10 +184,16 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "ssh-port and proxy-port are both %u", c->ssh_port);
 		return -1;
 	}
+	/* Paths may come from the command line too: the same rules as in the file. */
+	for (size_t i = 0; i < c->keys.n; i++)
+		if (check_path(c->keys.v[i], "key", err, errlen) < 0)
+			return -1;
 	/* Each project becomes ~agent/<basename>: two with one name would share a clone. */
 	for (size_t i = 0; i < c->projects.n; i++) {
-		const char *bi = base_name(c->projects.v[i]);
+		const char *bi = path_base(c->projects.v[i]);
 
+		if (check_path(c->projects.v[i], "project", err, errlen) < 0)
+			return -1;
 		if (!safe_token(bi) || bi[0] == '.') {
 			snprintf(err, errlen,
 				"project '%.200s': its folder name must be plain printable ASCII "
@@ -183,7 +202,7 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 			return -1;
 		}
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(bi, base_name(c->projects.v[j])) == 0) {
+			if (strcmp(bi, path_base(c->projects.v[j])) == 0) {
 				snprintf(err, errlen,
 					"projects '%.200s' and '%.200s' share the folder name '%s'",
 					c->projects.v[j], c->projects.v[i], bi);

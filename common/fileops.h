@@ -23,6 +23,10 @@ int fo_mkdir_p(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid);
 int fo_open_parent(int dirfd, const char *path, int create, mode_t mode, char *ret_name,
 	size_t namelen);
 
+/*
+ * Atomically replace dirfd/name with `len` bytes. A symlink at dirfd/name is replaced
+ * itself (rename does not follow it); its target is never written.
+ */
 /* Atomically replace dirfd/name with `len` bytes, owner uid:gid (-1: caller), mode. */
 int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
 	gid_t gid);

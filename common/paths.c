@@ -42,3 +42,10 @@ int path_join(char *out, size_t n, const char *base, const char *rel)
 	}
 	return 0;
 }
+
+const char *path_base(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s && s[1] ? s + 1 : path;
+}

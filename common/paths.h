@@ -21,5 +21,7 @@ void paths_default(struct paths *p);
 int paths_under(struct paths *p, const char *root);
 /* out = base "/" rel; -1 (ENAMETOOLONG) if it does not fit. */
 int path_join(char *out, size_t n, const char *base, const char *rel);
+/* The last component of a path without a trailing '/' ("/a/b" -> "b"). */
+const char *path_base(const char *path);
 
 #endif

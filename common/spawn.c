@@ -130,11 +130,15 @@ static int parent_io(pid_t pid, int in_w, int out_r, const struct spawn_opts *o,
 			if (!pf[i].revents)
 				continue;
 			if (pf[i].fd == in_w) {
+				/* Non-blocking: a child that echoes its input must not deadlock us. */
 				ssize_t w = in_left ? write(in_w, in, in_left) : 0;
+				if (w < 0 && (errno == EAGAIN || errno == EINTR))
+					continue;
 				if (w > 0) {
 					in += w;
 					in_left -= (size_t)w;
 				}
+				/* EPIPE: the child stopped reading; its input is done. */
 				if (w <= 0 || in_left == 0) {
 					close(in_w);
 					in_w = -1;
@@ -189,6 +193,7 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 	const struct spawn_opts *o, struct spawn_result *ret)
 {
 	int errpipe[2] = {-1, -1}, inpipe[2] = {-1, -1}, outpipe[2] = {-1, -1};
+	struct sigaction old_pipe;
 	int err = 0, r;
 	ssize_t n;
 	pid_t pid;
@@ -228,7 +233,12 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 		close(outpipe[1]);
 		outpipe[1] = -1;
 	}
+	if (inpipe[1] >= 0)
+		fcntl(inpipe[1], F_SETFL, O_NONBLOCK);
+	/* A child that exits without reading must give us EPIPE, not a fatal SIGPIPE. */
+	sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN}, &old_pipe);
 	r = parent_io(pid, inpipe[1], outpipe[0], o, ret);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 	inpipe[1] = outpipe[0] = -1;
 	if (r < 0)
 		goto out;

@@ -63,7 +63,10 @@ int keys_parse_pubkey(const char *line, struct buf *ret, char *err, size_t errle
 	}
 	ssh_key_free(key);
 	clean_comment(comment, clean, sizeof(clean));
-	buf_printf(ret, "%s %s%s%s", type, b64, clean[0] ? " " : "", clean);
+	if (buf_printf(ret, "%s %s%s%s", type, b64, clean[0] ? " " : "", clean) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	return 0;
 }
 

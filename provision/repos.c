@@ -14,12 +14,6 @@
 
 #define GIT "/usr/bin/git"
 
-static const char *base_name(const char *path)
-{
-	const char *s = strrchr(path, '/');
-	return s && s[1] ? s + 1 : path;
-}
-
 /* As the owner: is each project a git repository? Output: one line per bad path. */
 static int child_check_projects(void *arg, int outfd)
 {
@@ -126,11 +120,11 @@ int repos_ensure(struct prov *p)
 	if (!p->agent_exists) {
 		for (size_t i = 0; i < p->cfg.projects.n; i++)
 			prov_change(p, "create the empty repository ~%s/%s for %s", p->cfg.agent,
-				base_name(p->cfg.projects.v[i]), p->cfg.projects.v[i]);
+				path_base(p->cfg.projects.v[i]), p->cfg.projects.v[i]);
 		return 0;
 	}
 	for (size_t i = 0; i < p->cfg.projects.n; i++) {
-		const char *name = base_name(p->cfg.projects.v[i]);
+		const char *name = path_base(p->cfg.projects.v[i]);
 		const char *get[] = {GIT, "-C", name, "config", "--get", "receive.denyCurrentBranch", NULL};
 		const char *init[] = {GIT, "-c", "init.defaultBranch=main", "init", "--quiet", name, NULL};
 		const char *set[] = {GIT, "-C", name, "config", "receive.denyCurrentBranch", "updateInstead", NULL};

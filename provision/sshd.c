@@ -142,6 +142,9 @@ int sshd_check_effective(const char *out, const struct ocsb_config *c, const cha
 		const char *want;
 	} need[] = {
 		{"authorizedkeysfile", akf},
+		{"authorizedkeyscommand", "none"},
+		{"authorizedprincipalsfile", "none"},
+		{"hostbasedauthentication", "no"},
 		{"passwordauthentication", "no"},
 		{"kbdinteractiveauthentication", "no"},
 		{"disableforwarding", "yes"},
@@ -153,8 +156,9 @@ int sshd_check_effective(const char *out, const struct ocsb_config *c, const cha
 		{"permituserrc", "no"},
 		{"permituserenvironment", "no"},
 	};
-	struct buf env = {0};
-	char val[4096];
+	char val[4096], want[64];
+	const char *hit;
+	size_t wl;
 
 	snprintf(akf, sizeof(akf), "%s/%%u", keys_dir);
 	for (size_t i = 0; i < ARRAY_SIZE(need); i++) {
@@ -171,15 +175,16 @@ int sshd_check_effective(const char *out, const struct ocsb_config *c, const cha
 			return -1;
 		}
 	}
-	proxy_env(c, &env);
-	if (!find_T(out, "setenv", val, sizeof(val)) || !strstr(val, "http_proxy=http://127.0.0.1")) {
+	/* The whole value, port included: another SetEnv may point elsewhere. */
+	wl = (size_t)snprintf(want, sizeof(want), "http_proxy=http://127.0.0.1:%u", c->proxy_port);
+	if (!find_T(out, "setenv", val, sizeof(val)) || !(hit = strstr(val, want)) ||
+		(hit[wl] != ' ' && hit[wl] != '\0') || (hit != val && hit[-1] != ' ')) {
 		snprintf(err, errlen,
-			"for user %s sshd does not set the proxy variables (another SetEnv comes first)",
-			c->agent);
-		buf_free(&env);
+			"for user %s sshd does not set http_proxy to port %u (another SetEnv comes "
+			"first)",
+			c->agent, c->proxy_port);
 		return -1;
 	}
-	buf_free(&env);
 	return 0;
 }
 
