@@ -45,6 +45,7 @@ UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
+.SECONDARY:
 .PHONY: all clean install uninstall test test-unit test-e2e test-all deps format format-check bench
 all: $(PROGRAMS)
 

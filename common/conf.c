@@ -129,8 +129,9 @@ int conf_parse_buf(const char *buf, size_t len, const char *file, const struct c
 		}
 		if (argc - 1 < kw->min_args || argc - 1 > kw->max_args) {
 			if (kw->min_args == kw->max_args)
-				snprintf(msg, sizeof(msg), "'%s' takes %d value%s, got %d", kw->name,
-					kw->min_args, kw->min_args == 1 ? "" : "s", argc - 1);
+				snprintf(msg, sizeof(msg), "'%s' takes %d value%s, got %d",
+					kw->name, kw->min_args, kw->min_args == 1 ? "" : "s",
+					argc - 1);
 			else
 				snprintf(msg, sizeof(msg), "'%s' takes %d to %d values, got %d",
 					kw->name, kw->min_args, kw->max_args, argc - 1);
@@ -157,7 +158,8 @@ static int check_owner(const struct stat *st, uid_t owner, const char *what, con
 {
 	if (st->st_uid != 0 && st->st_uid != owner) {
 		snprintf(err, errlen,
-			"%s: %s is owned by uid %u; it must belong to root%s (chown it or remove it)",
+			"%s: %s is owned by uid %u; it must belong to root%s (chown it or remove "
+			"it)",
 			path, what, (unsigned)st->st_uid, owner ? " or its user" : "");
 		return -1;
 	}
@@ -170,8 +172,8 @@ static int check_owner(const struct stat *st, uid_t owner, const char *what, con
 	return 0;
 }
 
-int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx,
-	char *err, size_t errlen)
+int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx, char *err,
+	size_t errlen)
 {
 	char name[256];
 	struct stat st;
@@ -185,7 +187,8 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 		return dfd;
 	}
 	if (owner != (uid_t)-1) {
-		if (fstat(dfd, &st) < 0 || check_owner(&st, owner, "its directory", path, err, errlen) < 0) {
+		if (fstat(dfd, &st) < 0 ||
+			check_owner(&st, owner, "its directory", path, err, errlen) < 0) {
 			close(dfd);
 			return -EPERM;
 		}
@@ -197,7 +200,8 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 		return r;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file (symbolic links are not followed)", path);
+		snprintf(err, errlen, "%s: not a regular file (symbolic links are not followed)",
+			path);
 		close(dfd);
 		return -EINVAL;
 	}

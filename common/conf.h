@@ -48,8 +48,8 @@ int conf_parse_buf(const char *buf, size_t len, const char *file, const struct c
  * group/world-writable. Symlinks are not followed. -ENOENT passes through so
  * callers can treat a missing file as "defaults".
  */
-int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx,
-	char *err, size_t errlen);
+int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx, char *err,
+	size_t errlen);
 
 /* Parsers for common value types; -1 with err on bad input. */
 int conf_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret, char *err,

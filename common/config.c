@@ -34,15 +34,15 @@ static int set_name(char *dst, size_t n, const char *v, const char *what, char *
 	return 0;
 }
 
-static int kw_agent(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_agent(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return set_name(c->agent, sizeof(c->agent), argv[0], "user", err, errlen);
 }
 
-static int kw_owner(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_owner(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return set_name(c->owner, sizeof(c->owner), argv[0], "user", err, errlen);
@@ -69,8 +69,8 @@ static int check_path(const char *v, const char *what, char *err, size_t errlen)
 		return -1;
 	/* The file is rewritten with these values in double quotes: keep that lossless. */
 	if (strpbrk(v, "\"\\")) {
-		snprintf(err, errlen, "%s '%.200s': quotes and backslashes are not supported in paths",
-			what, v);
+		snprintf(err, errlen,
+			"%s '%.200s': quotes and backslashes are not supported in paths", what, v);
 		return -1;
 	}
 	if (n == 1 || v[n - 1] == '/') {
@@ -95,22 +95,22 @@ static int push_path(struct strv *s, const char *v, const char *what, char *err,
 	return 0;
 }
 
-static int kw_project(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_project(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return push_path(&c->projects, argv[0], "project", err, errlen);
 }
 
-static int kw_key(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_key(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return push_path(&c->keys, argv[0], "key", err, errlen);
 }
 
-static int kw_shell(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_shell(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 
@@ -135,14 +135,14 @@ static int kw_port(unsigned *dst, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int kw_ssh_port(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_ssh_port(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_port(&((struct ocsb_config *)ctx)->ssh_port, argv[0], err, errlen);
 }
 
-static int kw_proxy_port(void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err,
-	size_t errlen)
+static int kw_proxy_port(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
 }
@@ -216,14 +216,16 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 {
 	int r = 0;
 
-	r |= buf_puts(o, "# /etc/ocsb/ocsb.conf: written by ocsb-provision on its first run.\n"
-			 "# One 'keyword value' a line; '#' starts a comment; values with spaces go in\n"
-			 "# double quotes. Nothing here is executed. After editing, run\n"
-			 "#   sudo ocsb-provision           (apply)   or\n"
-			 "#   sudo ocsb-provision --check   (show what differs)\n\n");
+	r |= buf_puts(o,
+		"# /etc/ocsb/ocsb.conf: written by ocsb-provision on its first run.\n"
+		"# One 'keyword value' a line; '#' starts a comment; values with spaces go in\n"
+		"# double quotes. Nothing here is executed. After editing, run\n"
+		"#   sudo ocsb-provision           (apply)   or\n"
+		"#   sudo ocsb-provision --check   (show what differs)\n\n");
 	r |= buf_printf(o, "# The agent's Unix account (created by ocsb-provision).\nagent %s\n\n",
 		c->agent);
-	r |= buf_puts(o, "# The developer who works with the agent (their keys log in; they sync).\n");
+	r |= buf_puts(
+		o, "# The developer who works with the agent (their keys log in; they sync).\n");
 	if (c->owner[0])
 		r |= buf_printf(o, "owner %s\n\n", c->owner);
 	else
@@ -233,16 +235,22 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		r |= buf_printf(o, "project \"%s\"\n", c->projects.v[i]);
 	if (!c->projects.n)
 		r |= buf_puts(o, "#project /home/alice/code/shop\n");
-	r |= buf_puts(o, "\n# Extra public keys allowed to log in as the agent (besides\n"
-			 "# ~owner/.ssh/*.pub); repeatable.\n");
+	r |= buf_puts(o,
+		"\n# Extra public keys allowed to log in as the agent (besides\n"
+		"# ~owner/.ssh/*.pub); repeatable.\n");
 	for (size_t i = 0; i < c->keys.n; i++)
 		r |= buf_printf(o, "key \"%s\"\n", c->keys.v[i]);
 	if (!c->keys.n)
 		r |= buf_puts(o, "#key /root/alice-laptop.pub\n");
-	r |= buf_printf(o, "\n# The agent's login shell.\n%sshell %s\n", strcmp(c->shell, OCSB_DEFAULT_SHELL) ? "" : "#", c->shell);
-	r |= buf_printf(o, "\n# Port of this machine's sshd (pinned in the owner's known_hosts).\n%sssh-port %u\n",
+	r |= buf_printf(o, "\n# The agent's login shell.\n%sshell %s\n",
+		strcmp(c->shell, OCSB_DEFAULT_SHELL) ? "" : "#", c->shell);
+	r |= buf_printf(o,
+		"\n# Port of this machine's sshd (pinned in the owner's known_hosts).\n%sssh-port "
+		"%u\n",
 		c->ssh_port == OCSB_DEFAULT_SSH_PORT ? "#" : "", c->ssh_port);
-	r |= buf_printf(o, "\n# Loopback port of the egress proxy the agent's traffic must use.\n%sproxy-port %u\n",
+	r |= buf_printf(o,
+		"\n# Loopback port of the egress proxy the agent's traffic must use.\n%sproxy-port "
+		"%u\n",
 		c->proxy_port == OCSB_DEFAULT_PROXY_PORT ? "#" : "", c->proxy_port);
 	return r ? -1 : 0;
 }

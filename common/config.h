@@ -9,7 +9,7 @@ struct ocsb_config {
 	char agent[64];
 	char owner[64]; /* empty: the user who ran sudo */
 	struct strv projects; /* absolute paths of the owner's repositories */
-	struct strv keys;     /* extra public key files for the owner */
+	struct strv keys; /* extra public key files for the owner */
 	char shell[256];
 	unsigned ssh_port;
 	unsigned proxy_port;

@@ -88,8 +88,8 @@ int fo_mkdir_p(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid)
 	return walk(dirfd, path, 1, mode, uid, gid);
 }
 
-int fo_open_parent(int dirfd, const char *path, int create, mode_t mode, char *ret_name,
-	size_t namelen)
+int fo_open_parent(
+	int dirfd, const char *path, int create, mode_t mode, char *ret_name, size_t namelen)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');

@@ -20,8 +20,8 @@ int fo_open_dir(int dirfd, const char *path);
 int fo_mkdir_p(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid);
 
 /* Split an absolute or relative path into an opened parent dir and the last name. */
-int fo_open_parent(int dirfd, const char *path, int create, mode_t mode, char *ret_name,
-	size_t namelen);
+int fo_open_parent(
+	int dirfd, const char *path, int create, mode_t mode, char *ret_name, size_t namelen);
 
 /*
  * Atomically replace dirfd/name with `len` bytes. A symlink at dirfd/name is replaced

@@ -52,7 +52,9 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	} else if (log_target == LOG_TARGET_DAEMON) {
 		fprintf(stderr, "<%d>%s\n", level, line);
 	} else {
-		const char *tag = level == LOG_LVL_ERR ? "error: " : level == LOG_LVL_WARN ? "warning: " : "";
+		const char *tag = level == LOG_LVL_ERR ? "error: "
+			: level == LOG_LVL_WARN	       ? "warning: "
+						       : "";
 		if (level <= LOG_LVL_WARN)
 			fprintf(stderr, "%s: %s%s\n", log_prog, tag, line);
 		else

@@ -9,11 +9,11 @@
  * them at a temporary directory. Programs use paths_default().
  */
 struct paths {
-	char etc[PATH_MAX];    /* /etc */
-	char run[PATH_MAX];    /* /run */
+	char etc[PATH_MAX]; /* /etc */
+	char run[PATH_MAX]; /* /run */
 	char varlib[PATH_MAX]; /* /var/lib */
-	char home[PATH_MAX];   /* /home: parent of the agent's home */
-	char sshd[PATH_MAX];   /* /usr/sbin/sshd */
+	char home[PATH_MAX]; /* /home: parent of the agent's home */
+	char sshd[PATH_MAX]; /* /usr/sbin/sshd */
 };
 
 void paths_default(struct paths *p);

@@ -67,8 +67,8 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0)
 		child_fail(errfd, errno);
-	if (dup2(in_fd >= 0 ? in_fd : nullfd, 0) < 0 || dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 ||
-		dup2(out_fd >= 0 ? out_fd : 2, 2) < 0)
+	if (dup2(in_fd >= 0 ? in_fd : nullfd, 0) < 0 ||
+		dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 || dup2(out_fd >= 0 ? out_fd : 2, 2) < 0)
 		child_fail(errfd, errno);
 	/* Leave only stdio, the error pipe (CLOEXEC, closes itself on exec) and keepfd. */
 	for (int fd = 3; fd < top; fd++)
@@ -92,8 +92,8 @@ static long now_ms(void)
 }
 
 /* Feed input, collect output, wait with a deadline. */
-static int parent_io(pid_t pid, int in_w, int out_r, const struct spawn_opts *o,
-	struct spawn_result *ret)
+static int parent_io(
+	pid_t pid, int in_w, int out_r, const struct spawn_opts *o, struct spawn_result *ret)
 {
 	size_t max = o->max_output ? o->max_output : 256 * 1024;
 	long deadline = now_ms() + (o->timeout_ms ? o->timeout_ms : 60000);

@@ -15,17 +15,17 @@ struct spawn_opts {
 	int drop;
 	uid_t uid;
 	gid_t gid;
-	const char *user;	  /* borrowed; initgroups() name, NULL = no groups */
-	char *const *envp;	  /* borrowed; NULL = PATH only */
-	const char *cwd;	  /* borrowed; NULL = "/" */
-	const char *input;	  /* borrowed; written to stdin, NULL = /dev/null */
-	int capture;		  /* collect stdout+stderr */
-	int timeout_ms;		  /* 0 = 60 s; then SIGKILL */
-	size_t max_output;	  /* 0 = 256 KiB; the rest is dropped */
+	const char *user; /* borrowed; initgroups() name, NULL = no groups */
+	char *const *envp; /* borrowed; NULL = PATH only */
+	const char *cwd; /* borrowed; NULL = "/" */
+	const char *input; /* borrowed; written to stdin, NULL = /dev/null */
+	int capture; /* collect stdout+stderr */
+	int timeout_ms; /* 0 = 60 s; then SIGKILL */
+	size_t max_output; /* 0 = 256 KiB; the rest is dropped */
 };
 
 struct spawn_result {
-	int status;   /* exit code, or 128+signal */
+	int status; /* exit code, or 128+signal */
 	char *output; /* owned; NUL-terminated when captured, else NULL */
 	size_t output_len;
 	int timed_out;

@@ -135,7 +135,8 @@ int account_preflight(struct prov *p)
 		errno = 0;
 		g = getgrnam(p->cfg.agent);
 		if (g) {
-			log_err("a group named '%s' already exists (gid %u) but no such user: choose "
+			log_err("a group named '%s' already exists (gid %u) but no such user: "
+				"choose "
 				"another --agent name, or remove the group",
 				p->cfg.agent, (unsigned)g->gr_gid);
 			return -EEXIST;
@@ -232,7 +233,8 @@ static int fix_password(struct prov *p)
 	if (sp && sp->sp_pwdp && strcmp(sp->sp_pwdp, "*") == 0)
 		return 0;
 	if (!p->agent_created &&
-		!prov_change(p, "set the password field of %s to '*' (no password login)", p->cfg.agent))
+		!prov_change(
+			p, "set the password field of %s to '*' (no password login)", p->cfg.agent))
 		return 0;
 	return usermod(p, "--password", "*");
 }
@@ -257,7 +259,8 @@ static int fix_groups(struct prov *p)
 	int r = 0;
 
 	g = getgrgid(p->agent.gid);
-	if (!g || (p->have_owner && p->agent.gid == p->owner.gid) || is_privileged_group(g->gr_name)) {
+	if (!g || (p->have_owner && p->agent.gid == p->owner.gid) ||
+		is_privileged_group(g->gr_name)) {
 		log_err("the primary group of %s is %s (gid %u), not a group of its own: run "
 			"'groupadd %s && usermod -g %s %s' or choose another --agent name",
 			p->cfg.agent, g ? g->gr_name : "unknown", (unsigned)p->agent.gid,
@@ -274,7 +277,8 @@ static int fix_groups(struct prov *p)
 	}
 	endgrent();
 	for (size_t i = 0; r == 0 && i < drop.n; i++) {
-		const char *argv[] = {"/usr/bin/gpasswd", "--delete", p->cfg.agent, drop.v[i], NULL};
+		const char *argv[] = {
+			"/usr/bin/gpasswd", "--delete", p->cfg.agent, drop.v[i], NULL};
 
 		if (!prov_change(p, "remove %s from group %s", p->cfg.agent, drop.v[i]))
 			continue;
@@ -336,13 +340,15 @@ static int fix_home(struct prov *p)
 		goto out;
 	}
 	if (st.st_uid != p->agent.uid) {
-		log_err("home %s is owned by uid %u, not by %s (uid %u): fix its owner or remove it",
+		log_err("home %s is owned by uid %u, not by %s (uid %u): fix its owner or remove "
+			"it",
 			home, (unsigned)st.st_uid, p->cfg.agent, (unsigned)p->agent.uid);
 		r = -EPERM;
 		goto out;
 	}
 	if ((st.st_mode & 07777) != 0700 &&
-		prov_change(p, "set mode 0700 on %s (was %04o)", home, (unsigned)(st.st_mode & 07777))) {
+		prov_change(p, "set mode 0700 on %s (was %04o)", home,
+			(unsigned)(st.st_mode & 07777))) {
 		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || fchmod(fd, 0700) < 0) {
 			r = -errno;
@@ -365,7 +371,8 @@ out:
  */
 static int child_umask_profile(void *arg, int outfd)
 {
-	static const char line[] = "# added by ocsb-provision: files private by default\numask 077\n";
+	static const char line[] =
+		"# added by ocsb-provision: files private by default\numask 077\n";
 	static const char *const files[] = {".profile", ".bashrc"};
 
 	(void)arg;
@@ -396,8 +403,11 @@ static int child_umask_profile(void *arg, int outfd)
 
 static int init_profile(struct prov *p)
 {
-	struct spawn_opts o = {.drop = 1, .uid = p->agent.uid, .gid = p->agent.gid,
-		.user = p->agent.name, .cwd = p->agent.home};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->agent.uid,
+		.gid = p->agent.gid,
+		.user = p->agent.name,
+		.cwd = p->agent.home};
 	struct spawn_result res;
 	int r;
 
@@ -507,7 +517,8 @@ static int sweep_one(const char *path, const struct stat *st, int type, struct F
 /* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
 static int sweep_files(struct prov *p, uid_t uid)
 {
-	const char *fixed[] = {"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
+	const char *fixed[] = {
+		"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
 	const char *roots[ARRAY_SIZE(fixed) + 3];
 	size_t n = 0;
 

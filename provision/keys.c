@@ -53,8 +53,8 @@ int keys_parse_pubkey(const char *line, struct buf *ret, char *err, size_t errle
 	kt = ssh_key_type_from_name(type);
 	if (kt == SSH_KEYTYPE_UNKNOWN) {
 		/* A line with options ("restrict,... ssh-ed25519 ...") lands here too. */
-		snprintf(err, errlen, "unknown key type '%.40s' (options before the key are not accepted)",
-			type);
+		snprintf(err, errlen,
+			"unknown key type '%.40s' (options before the key are not accepted)", type);
 		return -1;
 	}
 	if (ssh_pki_import_pubkey_base64(b64, kt, &key) != SSH_OK) {
@@ -74,16 +74,19 @@ int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, 
 {
 	int r = 0;
 
-	r |= buf_puts(out, "# Written by ocsb-provision; edits are overwritten. Root-owned on purpose:\n"
-			   "# the agent must not be able to add keys that let anyone in.\n");
-	r |= buf_puts(out, "# The owner's keys: a shell with a terminal, no forwarding of any kind.\n");
+	r |= buf_puts(out,
+		"# Written by ocsb-provision; edits are overwritten. Root-owned on purpose:\n"
+		"# the agent must not be able to add keys that let anyone in.\n");
+	r |= buf_puts(
+		out, "# The owner's keys: a shell with a terminal, no forwarding of any kind.\n");
 	for (size_t i = 0; i < owner_keys->n; i++)
 		r |= buf_printf(out, "restrict,pty %s\n", owner_keys->v[i]);
 	if (sync_key) {
 		/* git-shell runs only git-upload-pack/receive-pack/upload-archive on one path. */
 		r |= buf_puts(out, "# The sync key (ocsb sync): git only.\n");
 		r |= buf_printf(out,
-			"restrict,command=\"/usr/bin/git-shell -c \\\"$SSH_ORIGINAL_COMMAND\\\"\" %s\n",
+			"restrict,command=\"/usr/bin/git-shell -c \\\"$SSH_ORIGINAL_COMMAND\\\"\" "
+			"%s\n",
 			sync_key);
 	}
 	return r ? -ENOMEM : 0;
@@ -94,8 +97,9 @@ int keys_render_known_hosts(const struct strv *host_keys, unsigned port, struct 
 	static const char *const names[] = {"localhost", "127.0.0.1", "::1"};
 	int r = 0;
 
-	r |= buf_puts(out, "# This machine's own sshd, pinned by ocsb-provision from its host key\n"
-			   "# files: ocsb sync never trusts a key on first use.\n");
+	r |= buf_puts(out,
+		"# This machine's own sshd, pinned by ocsb-provision from its host key\n"
+		"# files: ocsb sync never trusts a key on first use.\n");
 	for (size_t i = 0; i < host_keys->n; i++) {
 		char type[64], b64[PUBKEY_MAX];
 
@@ -121,7 +125,8 @@ static int load_host_keys(struct prov *p, struct strv *ret)
 	if (path_join(pattern, sizeof(pattern), p->paths.etc, "ssh/ssh_host_*_key.pub") < 0)
 		return -ENAMETOOLONG;
 	if (glob(pattern, 0, NULL, &g) != 0) {
-		log_err("no host key found (%s): sshd has not been set up; run ssh-keygen -A", pattern);
+		log_err("no host key found (%s): sshd has not been set up; run ssh-keygen -A",
+			pattern);
 		return -ENOENT;
 	}
 	for (size_t i = 0; r == 0 && i < g.gl_pathc; i++) {
@@ -153,7 +158,7 @@ enum { CHILD_SAME = 0, CHILD_CHANGED = 1, CHILD_FAILED = 2 };
 
 struct owner_job {
 	const char *agent;
-	int write;	     /* make the change (else only report) */
+	int write; /* make the change (else only report) */
 	const char *content; /* known_hosts */
 	char comment[128];
 };
@@ -342,8 +347,12 @@ static int child_remove_owner_files(void *arg, int outfd)
 /* Run fn as the owner; returns the child's CHILD_* code or -1 (already logged). */
 static int as_owner(struct prov *p, int (*fn)(void *, int), struct owner_job *j, char **ret_out)
 {
-	struct spawn_opts o = {.drop = 1, .uid = p->owner.uid, .gid = p->owner.gid,
-		.user = p->owner.name, .cwd = p->owner.home, .timeout_ms = 30000};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->owner.uid,
+		.gid = p->owner.gid,
+		.user = p->owner.name,
+		.cwd = p->owner.home,
+		.timeout_ms = 30000};
 	struct spawn_result res;
 	int r;
 
@@ -411,10 +420,12 @@ int keys_preflight(struct prov *p)
 		r = fo_read(p->cfg.keys.v[i], PUBKEY_MAX, &data, NULL);
 		if (r < 0) {
 			log_err("key file %s: %s", p->cfg.keys.v[i],
-				r == -ELOOP ? "is a symbolic link (give the real file)" : strerror(-r));
+				r == -ELOOP ? "is a symbolic link (give the real file)"
+					    : strerror(-r));
 			return -1;
 		}
-		for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		for (char *line = strtok_r(data, "\n", &save); line;
+			line = strtok_r(NULL, "\n", &save)) {
 			struct buf norm = {0};
 
 			lineno++;
@@ -479,8 +490,9 @@ static int ensure_authorized(struct prov *p, const struct strv *owner_keys, cons
 	if (keys_render_authorized(owner_keys, sync, &b) < 0)
 		return -1;
 	r = fo_same(path, b.data, b.len, 0644, 0, 0);
-	if (r == 1 || !prov_change(p, "write %s (%zu owner key%s%s)", path, owner_keys->n,
-			      owner_keys->n == 1 ? "" : "s", sync ? " and the sync key" : "")) {
+	if (r == 1 ||
+		!prov_change(p, "write %s (%zu owner key%s%s)", path, owner_keys->n,
+			owner_keys->n == 1 ? "" : "s", sync ? " and the sync key" : "")) {
 		buf_free(&b);
 		return 0;
 	}
@@ -515,7 +527,8 @@ static int ensure_known_hosts(struct prov *p)
 	r = as_owner(p, child_known_hosts, &j, NULL);
 	if (r == CHILD_CHANGED) {
 		r = 0;
-		if (!prov_change(p, "pin this machine's %zu host key%s in %s/" OWNER_DIR "/known_hosts",
+		if (!prov_change(p,
+			    "pin this machine's %zu host key%s in %s/" OWNER_DIR "/known_hosts",
 			    hk.n, hk.n == 1 ? "" : "s", p->owner.home))
 			goto out;
 		j.write = 1;

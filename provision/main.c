@@ -64,8 +64,19 @@ static int push_abs(struct strv *s, const char *arg)
 
 int main(int argc, char **argv)
 {
-	enum { OPT_AGENT = 256, OPT_OWNER, OPT_PROJECT, OPT_KEY, OPT_CONFIG, OPT_ADOPT,
-		OPT_DRY, OPT_CHECK, OPT_REMOVE, OPT_PURGE, OPT_VERSION };
+	enum {
+		OPT_AGENT = 256,
+		OPT_OWNER,
+		OPT_PROJECT,
+		OPT_KEY,
+		OPT_CONFIG,
+		OPT_ADOPT,
+		OPT_DRY,
+		OPT_CHECK,
+		OPT_REMOVE,
+		OPT_PURGE,
+		OPT_VERSION
+	};
 	static const struct option longopts[] = {
 		{"agent", required_argument, NULL, OPT_AGENT},
 		{"owner", required_argument, NULL, OPT_OWNER},

@@ -96,7 +96,8 @@ static int take_lock(struct prov *p)
 	}
 	/* The lock dies with the process, so a SIGKILLed run never leaves it stale. */
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		log_err("another ocsb-provision is running (lock %s held); wait for it to finish", path);
+		log_err("another ocsb-provision is running (lock %s held); wait for it to finish",
+			path);
 		close(fd);
 		return -EBUSY;
 	}
@@ -112,7 +113,8 @@ static int resolve_config(struct prov *p, struct prov_opts *o)
 	config_defaults(&p->cfg);
 	if (o->config_path)
 		snprintf(p->config_path, sizeof(p->config_path), "%s", o->config_path);
-	else if (path_join(p->config_path, sizeof(p->config_path), p->paths.etc, "ocsb/ocsb.conf") < 0)
+	else if (path_join(p->config_path, sizeof(p->config_path), p->paths.etc, "ocsb/ocsb.conf") <
+		0)
 		return -ENAMETOOLONG;
 	r = config_load(&p->cfg, p->config_path, err, sizeof(err));
 	if (r == 0) {
@@ -125,7 +127,8 @@ static int resolve_config(struct prov *p, struct prov_opts *o)
 	}
 	if (o->agent) {
 		if (!valid_user_name(o->agent)) {
-			log_err("--agent '%s' is not a valid user name (lower case letters, digits, "
+			log_err("--agent '%s' is not a valid user name (lower case letters, "
+				"digits, "
 				"'_' and '-', starting with a letter or '_', at most 32)",
 				o->agent);
 			return -EINVAL;
@@ -209,7 +212,8 @@ static int config_ensure(struct prov *p)
 
 	if (p->config_exists)
 		return 0;
-	if (!prov_change(p, "write %s (commented defaults and the values in force)", p->config_path))
+	if (!prov_change(
+		    p, "write %s (commented defaults and the values in force)", p->config_path))
 		return 0;
 	snprintf(dir, sizeof(dir), "%s", p->config_path);
 	*strrchr(dir, '/') = '\0';
@@ -310,8 +314,9 @@ int prov_main(struct prov_opts *o)
 	}
 	/* Everything that can be wrong with the input is found before the first change. */
 	if (resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
-		(p->mode != PROV_REMOVE && (keys_preflight(p) < 0 || sshd_preflight(p) < 0 ||
-					       repos_preflight(p) < 0))) {
+		(p->mode != PROV_REMOVE &&
+			(keys_preflight(p) < 0 || sshd_preflight(p) < 0 ||
+				repos_preflight(p) < 0))) {
 		r = 2;
 		goto out;
 	}
@@ -332,7 +337,8 @@ int prov_main(struct prov_opts *o)
 	switch (p->mode) {
 	case PROV_CHECK:
 		printf("ocsb-provision: %u difference%s from the configuration%s\n", p->changes,
-			p->changes == 1 ? "" : "s", p->changes ? " (run ocsb-provision to fix)" : "");
+			p->changes == 1 ? "" : "s",
+			p->changes ? " (run ocsb-provision to fix)" : "");
 		r = p->changes ? 1 : 0;
 		break;
 	case PROV_DRY_RUN:

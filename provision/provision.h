@@ -11,13 +11,13 @@
 enum prov_mode {
 	PROV_APPLY,
 	PROV_DRY_RUN, /* print the plan, change nothing */
-	PROV_CHECK,   /* report drift, change nothing, exit 1 on drift */
-	PROV_REMOVE,  /* undo (account kept unless purge) */
+	PROV_CHECK, /* report drift, change nothing, exit 1 on drift */
+	PROV_REMOVE, /* undo (account kept unless purge) */
 };
 
 struct prov_opts {
 	const char *config_path; /* borrowed; NULL = <etc>/ocsb/ocsb.conf */
-	const char *agent;	 /* borrowed; overrides the file */
+	const char *agent; /* borrowed; overrides the file */
 	const char *owner;
 	struct strv projects; /* owned; replaces the file's list when non-empty */
 	struct strv keys;

@@ -45,8 +45,9 @@ static int child_check_projects(void *arg, int outfd)
 			if (access(probe, F_OK) == 0)
 				continue;
 		}
-		dprintf(outfd, "%s: not a git repository (no .git inside; run 'git init' there, or "
-			       "name the repository's top folder)\n",
+		dprintf(outfd,
+			"%s: not a git repository (no .git inside; run 'git init' there, or "
+			"name the repository's top folder)\n",
 			path);
 		bad = 1;
 	}
@@ -55,8 +56,12 @@ static int child_check_projects(void *arg, int outfd)
 
 int repos_preflight(struct prov *p)
 {
-	struct spawn_opts o = {.drop = 1, .uid = p->owner.uid, .gid = p->owner.gid,
-		.user = p->owner.name, .cwd = "/", .timeout_ms = 30000};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->owner.uid,
+		.gid = p->owner.gid,
+		.user = p->owner.name,
+		.cwd = "/",
+		.timeout_ms = 30000};
 	struct spawn_result res;
 	int r;
 
@@ -74,7 +79,8 @@ int repos_preflight(struct prov *p)
 	}
 	if (res.status != 0) {
 		char *save = NULL;
-		for (char *l = strtok_r(res.output, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		for (char *l = strtok_r(res.output, "\n", &save); l;
+			l = strtok_r(NULL, "\n", &save))
 			log_err("project %s", l);
 		r = -1;
 	}
@@ -87,8 +93,13 @@ static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
 {
 	char home[4200], user[128];
 	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", home, user, "GIT_CONFIG_NOSYSTEM=1", NULL};
-	struct spawn_opts o = {.drop = 1, .uid = p->agent.uid, .gid = p->agent.gid,
-		.user = p->agent.name, .cwd = p->agent.home, .envp = env, .capture = 1,
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->agent.uid,
+		.gid = p->agent.gid,
+		.user = p->agent.name,
+		.cwd = p->agent.home,
+		.envp = env,
+		.capture = 1,
 		.timeout_ms = 30000};
 	struct spawn_result res;
 	char how[64];
@@ -125,9 +136,12 @@ int repos_ensure(struct prov *p)
 	}
 	for (size_t i = 0; i < p->cfg.projects.n; i++) {
 		const char *name = path_base(p->cfg.projects.v[i]);
-		const char *get[] = {GIT, "-C", name, "config", "--get", "receive.denyCurrentBranch", NULL};
-		const char *init[] = {GIT, "-c", "init.defaultBranch=main", "init", "--quiet", name, NULL};
-		const char *set[] = {GIT, "-C", name, "config", "receive.denyCurrentBranch", "updateInstead", NULL};
+		const char *get[] = {
+			GIT, "-C", name, "config", "--get", "receive.denyCurrentBranch", NULL};
+		const char *init[] = {
+			GIT, "-c", "init.defaultBranch=main", "init", "--quiet", name, NULL};
+		const char *set[] = {GIT, "-C", name, "config", "receive.denyCurrentBranch",
+			"updateInstead", NULL};
 		char *out = NULL;
 		int st;
 
@@ -140,8 +154,9 @@ int repos_ensure(struct prov *p)
 			continue;
 		}
 		free(out);
-		if (!prov_change(p, "create the repository ~%s/%s (receive.denyCurrentBranch "
-				    "updateInstead) for %s",
+		if (!prov_change(p,
+			    "create the repository ~%s/%s (receive.denyCurrentBranch "
+			    "updateInstead) for %s",
 			    p->cfg.agent, name, p->cfg.projects.v[i]))
 			continue;
 		if (agent_git(p, init, NULL) < 0 || agent_git(p, set, NULL) < 0)

@@ -21,10 +21,10 @@
 #define INCLUDE_MARK "# added by ocsb-provision"
 
 struct sshd_files {
-	char main[4096];  /* <etc>/ssh/sshd_config */
-	char dir[4096];	  /* <etc>/ssh/sshd_config.d */
+	char main[4096]; /* <etc>/ssh/sshd_config */
+	char dir[4096]; /* <etc>/ssh/sshd_config.d */
 	char dropin[4096];
-	char keys[4096];  /* <etc>/ocsb/keys */
+	char keys[4096]; /* <etc>/ocsb/keys */
 };
 
 static int sshd_files(struct prov *p, struct sshd_files *f)
@@ -62,7 +62,8 @@ int sshd_render_dropin(const struct ocsb_config *c, const char *keys_dir, struct
 		"# Written by ocsb-provision for the agent account %s; edits are overwritten.\n"
 		"# Remove with: ocsb-provision --remove\n\n"
 		"# PermitUserEnvironment is not allowed inside Match, so it is set here for the\n"
-		"# whole server, to \"no\", sshd's own default: with it the agent could set its own\n"
+		"# whole server, to \"no\", sshd's own default: with it the agent could set its "
+		"own\n"
 		"# variables (LD_PRELOAD, proxy settings) from ~/.ssh/environment.\n"
 		"PermitUserEnvironment no\n\n",
 		c->agent);
@@ -109,8 +110,10 @@ int sshd_has_include(const char *main_config, const char *dropin_dir)
 		if (len < sizeof(buf)) {
 			memcpy(buf, line, len);
 			buf[len] = '\0';
-			if (sscanf(buf, " %31s %4299s", kw, arg) == 2 && strcasecmp(kw, "Include") == 0 &&
-				(strcmp(arg, want_abs) == 0 || strcmp(arg, "sshd_config.d/*.conf") == 0))
+			if (sscanf(buf, " %31s %4299s", kw, arg) == 2 &&
+				strcasecmp(kw, "Include") == 0 &&
+				(strcmp(arg, want_abs) == 0 ||
+					strcmp(arg, "sshd_config.d/*.conf") == 0))
 				return 1;
 		}
 		line = end ? end + 1 : NULL;
@@ -168,8 +171,10 @@ int sshd_check_effective(const char *out, const struct ocsb_config *c, const cha
 		}
 		if (strcmp(val, need[i].want) != 0) {
 			snprintf(err, errlen,
-				"for user %s sshd uses '%s %s', not '%s': another configuration file "
-				"sets it first (look for '%s' or a Match block in sshd_config and the "
+				"for user %s sshd uses '%s %s', not '%s': another configuration "
+				"file "
+				"sets it first (look for '%s' or a Match block in sshd_config and "
+				"the "
 				"files of sshd_config.d that sort before ocsb-%s.conf)",
 				c->agent, need[i].kw, val, need[i].want, need[i].kw, c->agent);
 			return -1;
@@ -380,8 +385,9 @@ static int commit(struct prov *p, struct sshd_files *f, const struct buf *newmai
 		}
 	} else if (dropin) {
 		dfd = fo_mkdir_p(AT_FDCWD, f->dir, 0755, 0, 0);
-		if (dfd < 0 || fo_write_at(dfd, strrchr(f->dropin, '/') + 1, dropin->data,
-				       dropin->len, 0644, 0, 0) < 0) {
+		if (dfd < 0 ||
+			fo_write_at(dfd, strrchr(f->dropin, '/') + 1, dropin->data, dropin->len,
+				0644, 0, 0) < 0) {
 			log_err("%s: cannot write", f->dropin);
 			if (dfd >= 0)
 				close(dfd);
@@ -430,8 +436,9 @@ int sshd_ensure(struct prov *p)
 	if (need_main)
 		prov_change(p, "add 'Include %s/*.conf' at the top of %s", f.dir, f.main);
 	if (!same)
-		prov_change(p, "write %s (Match User %s: keys from %s, no forwarding, proxy "
-			       "variables)",
+		prov_change(p,
+			"write %s (Match User %s: keys from %s, no forwarding, proxy "
+			"variables)",
 			f.dropin, p->cfg.agent, f.keys);
 	if (need_main && add_include(main, f.dir, &newmain) < 0)
 		goto out;
@@ -451,7 +458,7 @@ int sshd_ensure(struct prov *p)
 		log_err("%s", err);
 		r = -1;
 	} else if (reload_pending(p) &&
-		   prov_change(p, "reload sshd (an earlier run stopped before reloading it)")) {
+		prov_change(p, "reload sshd (an earlier run stopped before reloading it)")) {
 		r = sshd_reload(p, T);
 		if (r == 0)
 			r = mark_reload(p, 0);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -366,49 +365,6 @@ static void describe_real_signal(void **state)
 	assert_string_equal(spawn_describe(&r, buf, sizeof(buf)), "killed by signal 15");
 }
 
-/* ---- privilege drop: only as root ---- */
-
-static void drop_id(void **state)
-{
-	const char *argv[] = {"/usr/bin/id", "-u", NULL};
-	const char *gargv[] = {"/usr/bin/id", "-G", NULL};
-	struct spawn_opts o = {.capture = 1, .drop = 1, .uid = 65534, .gid = 65534};
-	struct spawn_result r;
-
-	if (geteuid() != 0)
-		skip();
-	assert_int_equal(spawn_run(argv, &o, &r), 0);
-	assert_string_equal(r.output, "65534\n");
-	spawn_result_free(&r);
-	/* No supplementary groups kept from root. */
-	assert_int_equal(spawn_run(gargv, &o, &r), 0);
-	assert_string_equal(r.output, "65534\n");
-	spawn_result_free(&r);
-}
-
-static int fn_regain_root(void *arg, int outfd)
-{
-	uid_t ru, eu, su;
-
-	getresuid(&ru, &eu, &su);
-	dprintf(outfd, "uid %u %u %u nnp %d setuid %d seteuid %d", ru, eu, su,
-		prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), setuid(0), seteuid(0));
-	return 0;
-}
-
-static void drop_cannot_regain_root(void **state)
-{
-	struct spawn_opts o = {.drop = 1, .uid = 65534, .gid = 65534};
-	struct spawn_result r;
-
-	if (geteuid() != 0)
-		skip();
-	assert_int_equal(spawn_fn(fn_regain_root, NULL, &o, &r), 0);
-	assert_int_equal(r.status, 0);
-	assert_string_equal(r.output, "uid 65534 65534 65534 nnp 1 setuid -1 seteuid -1");
-	spawn_result_free(&r);
-}
-
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -430,8 +386,6 @@ int main(void)
 		T(spawn_fn_output),
 		cmocka_unit_test(describe),
 		cmocka_unit_test(describe_real_signal),
-		cmocka_unit_test(drop_id),
-		cmocka_unit_test(drop_cannot_regain_root),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
