@@ -147,6 +147,31 @@ static int kw_proxy_port(
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
 }
 
+static int kw_agent_ports(void *ctx, const struct conf_loc *loc, int argc, char **argv,
+	char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	unsigned long lo, hi;
+	char *dash = strchr(argv[0], '-'), first[16];
+
+	if (!dash || (size_t)(dash - argv[0]) >= sizeof(first)) {
+		snprintf(err, errlen, "'%.64s' is not a port range LOW-HIGH (e.g. 8000-8099)",
+			argv[0]);
+		return -1;
+	}
+	snprintf(first, sizeof(first), "%.*s", (int)(dash - argv[0]), argv[0]);
+	if (conf_uint(first, 1024, 65535, &lo, err, errlen) < 0 ||
+		conf_uint(dash + 1, 1024, 65535, &hi, err, errlen) < 0)
+		return -1;
+	if (lo > hi) {
+		snprintf(err, errlen, "port range %lu-%lu is empty", lo, hi);
+		return -1;
+	}
+	c->ports_lo = (unsigned)lo;
+	c->ports_hi = (unsigned)hi;
+	return 0;
+}
+
 static const struct conf_kw config_keywords[] = {
 	{"agent", 1, 1, kw_agent, CONF_ONCE},
 	{"owner", 1, 1, kw_owner, CONF_ONCE},
@@ -155,6 +180,7 @@ static const struct conf_kw config_keywords[] = {
 	{"shell", 1, 1, kw_shell, CONF_ONCE},
 	{"ssh-port", 1, 1, kw_ssh_port, CONF_ONCE},
 	{"proxy-port", 1, 1, kw_proxy_port, CONF_ONCE},
+	{"agent-ports", 1, 1, kw_agent_ports, CONF_ONCE},
 	{NULL, 0, 0, NULL, 0},
 };
 
@@ -182,6 +208,13 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	}
 	if (c->ssh_port == c->proxy_port) {
 		snprintf(err, errlen, "ssh-port and proxy-port are both %u", c->ssh_port);
+		return -1;
+	}
+	/* The range opens loopback ports to the agent: never sshd's or the proxy's own. */
+	if (c->ports_hi && ((c->ssh_port >= c->ports_lo && c->ssh_port <= c->ports_hi) ||
+				   (c->proxy_port >= c->ports_lo && c->proxy_port <= c->ports_hi))) {
+		snprintf(err, errlen, "agent-ports %u-%u contains ssh-port or proxy-port", c->ports_lo,
+			c->ports_hi);
 		return -1;
 	}
 	/* Paths may come from the command line too: the same rules as in the file. */
@@ -252,5 +285,11 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		"\n# Loopback port of the egress proxy the agent's traffic must use.\n%sproxy-port "
 		"%u\n",
 		c->proxy_port == OCSB_DEFAULT_PROXY_PORT ? "#" : "", c->proxy_port);
+	r |= buf_puts(o, "\n# Loopback TCP ports the agent may connect to, for servers it runs\n"
+			 "# itself (tests, dev servers); every other local port is refused.\n");
+	if (c->ports_hi)
+		r |= buf_printf(o, "agent-ports %u-%u\n", c->ports_lo, c->ports_hi);
+	else
+		r |= buf_puts(o, "#agent-ports 8000-8099\n");
 	return r ? -1 : 0;
 }

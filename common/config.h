@@ -13,6 +13,7 @@ struct ocsb_config {
 	char shell[256];
 	unsigned ssh_port;
 	unsigned proxy_port;
+	unsigned ports_lo, ports_hi; /* loopback TCP ports the agent may reach (0 = none) */
 };
 
 #define OCSB_DEFAULT_AGENT "ai-dev"

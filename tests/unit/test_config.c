@@ -23,7 +23,8 @@ static void good_file(void **state)
 			   "key '/root/bob laptop.pub'\n"
 			   "shell /bin/zsh\n"
 			   "ssh-port 2222\n"
-			   "proxy-port 8080\n";
+			   "proxy-port 8080\n"
+			   "agent-ports 9000-9009\n";
 	struct ocsb_config c;
 	char err[512];
 
@@ -39,6 +40,8 @@ static void good_file(void **state)
 	assert_string_equal(c.shell, "/bin/zsh");
 	assert_int_equal(c.ssh_port, 2222);
 	assert_int_equal(c.proxy_port, 8080);
+	assert_int_equal(c.ports_lo, 9000);
+	assert_int_equal(c.ports_hi, 9009);
 	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
 	config_free(&c);
 }
@@ -143,6 +146,9 @@ static void bad_keywords(void **state)
 	expect_bad("ssh_port 22", "ocsb.conf:3: unknown keyword 'ssh_port'");
 	expect_bad("Agent bot", "ocsb.conf:3: unknown keyword 'Agent'");
 	expect_bad("include /etc/other.conf", "ocsb.conf:3: unknown keyword 'include'");
+	expect_bad("agent-ports 9000", "ocsb.conf:3: '9000' is not a port range LOW-HIGH");
+	expect_bad("agent-ports 9010-9000", "ocsb.conf:3: port range 9010-9000 is empty");
+	expect_bad("agent-ports 80-90", "ocsb.conf:3: 80 is out of range (1024..65535)");
 }
 
 static void duplicates(void **state)
@@ -369,7 +375,8 @@ static void render_round_trip_shell(void **state)
 static void render_documents_every_keyword(void **state)
 {
 	static const char *const kws[] = {
-		"agent", "owner", "project", "key", "shell", "ssh-port", "proxy-port"};
+		"agent", "owner", "project", "key", "shell", "ssh-port", "proxy-port",
+		"agent-ports"};
 	struct ocsb_config c;
 	struct buf out = {0};
 

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileops.h"
+#include "log.h"
+#include "proxy.h"
+#include "spawn.h"
+
+int proxy_init(struct proxy *px, const struct paths *p, unsigned port)
+{
+	memset(px, 0, sizeof(*px));
+	snprintf(px->squid, sizeof(px->squid), "/usr/sbin/squid");
+	px->port = port;
+	if (path_join(px->dir, sizeof(px->dir), p->varlib, "ocsb/proxy") < 0 ||
+		path_join(px->conf, sizeof(px->conf), px->dir, "squid.conf") < 0 ||
+		path_join(px->pidfile, sizeof(px->pidfile), px->dir, "squid.pid") < 0 ||
+		path_join(px->access_log, sizeof(px->access_log), px->dir, "access.log") < 0 ||
+		path_join(px->cache_log, sizeof(px->cache_log), px->dir, "cache.log") < 0)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t errlen)
+{
+	char tmp[] = "/tmp/ocsb-squid-check.XXXXXX";
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 20000};
+	struct spawn_result res;
+	const char *argv[] = {px->squid, "-k", "parse", "-f", tmp, NULL};
+	int fd, r;
+
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		snprintf(err, errlen, "temporary file: %s", strerror(errno));
+		return -1;
+	}
+	r = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : -1;
+	close(fd);
+	if (r == 0)
+		r = spawn_run(argv, &o, &res);
+	unlink(tmp);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s (install squid: apt-get install squid)", px->squid,
+			strerror(-r));
+		return -1;
+	}
+	if (res.status != 0 || (res.output && strstr(res.output, "FATAL"))) {
+		/* squid explains itself in lines with ERROR/FATAL; keep the first of them. */
+		const char *line = res.output ? strstr(res.output, "FATAL") : NULL;
+
+		if (!line && res.output)
+			line = strstr(res.output, "ERROR");
+		snprintf(err, errlen, "squid -k parse rejected the configuration: %.*s",
+			line ? (int)strcspn(line, "\n") : 20, line ? line : "(no message)");
+		spawn_result_free(&res);
+		return -1;
+	}
+	spawn_result_free(&res);
+	return 0;
+}
+
+int proxy_pid(const struct proxy *px)
+{
+	char *data = NULL, link[64], exe[PATH_MAX];
+	ssize_t n;
+	long pid;
+
+	if (fo_read(px->pidfile, 64, &data, NULL) < 0)
+		return -ENOENT;
+	pid = strtol(data, NULL, 10);
+	free(data);
+	if (pid <= 1)
+		return -ENOENT;
+	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	/* A stale pid file may name another program by now. */
+	if (!strstr(exe, "squid"))
+		return -ENOENT;
+	return (int)pid;
+}
+
+int proxy_port_open(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd, ok;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen)
+{
+	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	long deadline;
+	pid_t pid;
+	int st;
+
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		/* Detach twice so squid belongs to init, not to the short-lived caller. */
+		int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		dup2(nullfd, 0);
+		dup2(nullfd, 1);
+		dup2(nullfd, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execle(px->squid, px->squid, "-N", "-f", px->conf, (char *)NULL, env);
+		_exit(127);
+	}
+	waitpid(pid, &st, 0);
+	deadline = now_ms() + timeout_ms;
+	while (now_ms() < deadline) {
+		if (proxy_port_open(px->port) && proxy_pid(px) > 0)
+			return 0;
+		usleep(20000);
+	}
+	snprintf(err, errlen, "squid did not start listening on 127.0.0.1:%u within %d ms (see %s)",
+		px->port, timeout_ms, px->cache_log);
+	return -1;
+}
+
+int proxy_reconfigure(const struct proxy *px)
+{
+	int pid = proxy_pid(px);
+
+	if (pid < 0)
+		return pid;
+	return kill(pid, SIGHUP) < 0 ? -errno : 0;
+}
+
+/* Gone, or a zombie its new parent has not reaped yet. */
+static int gone(int pid)
+{
+	char path[64], buf[256];
+	const char *rp;
+	FILE *f;
+	int z = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 1;
+	if (fgets(buf, sizeof(buf), f) && (rp = strrchr(buf, ')')) && rp[1] == ' ')
+		z = rp[2] == 'Z' || rp[2] == 'X';
+	fclose(f);
+	return z;
+}
+
+int proxy_stop(const struct proxy *px, int timeout_ms)
+{
+	int pid = proxy_pid(px);
+	long deadline;
+
+	if (pid < 0)
+		return 0;
+	kill(pid, SIGTERM);
+	deadline = now_ms() + timeout_ms;
+	while (now_ms() < deadline) {
+		if (gone(pid))
+			return 0;
+		usleep(20000);
+	}
+	kill(pid, SIGKILL);
+	usleep(50000);
+	return gone(pid) ? 0 : -EBUSY;
+}

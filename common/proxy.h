@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_PROXY_H
+#define OCSB_PROXY_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "paths.h"
+
+/*
+ * The egress proxy process (squid, a real engine run as its own `proxy` user). Until
+ * ocsb-agentd supervises it, ocsb-provision starts it detached; both run it the same way:
+ * `squid -N -f CONF` in the foreground of its own session, never daemonizing itself.
+ */
+struct proxy {
+	char squid[PATH_MAX]; /* /usr/sbin/squid */
+	char dir[PATH_MAX];   /* <varlib>/ocsb/proxy: config, pid, logs; owned by `proxy` */
+	char conf[PATH_MAX];  /* dir/squid.conf */
+	char pidfile[PATH_MAX];
+	char access_log[PATH_MAX];
+	char cache_log[PATH_MAX];
+	unsigned port;
+};
+
+#define PROXY_USER "proxy"
+
+int proxy_init(struct proxy *px, const struct paths *p, unsigned port);
+/* Validate a configuration text with `squid -k parse`; err holds squid's complaint. */
+int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t errlen);
+/* The running squid's pid, or -ENOENT (a stale pid file is ignored). */
+int proxy_pid(const struct proxy *px);
+/* Start detached and wait until the port accepts (at most timeout_ms). */
+int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen);
+/* Re-read the configuration without dropping the listener (SIGHUP). */
+int proxy_reconfigure(const struct proxy *px);
+/* SIGTERM, then SIGKILL after timeout_ms; 0 when it is gone (or was not running). */
+int proxy_stop(const struct proxy *px, int timeout_ms);
+/* 1 when something accepts TCP on 127.0.0.1:port. */
+int proxy_port_open(unsigned port);
+
+#endif
