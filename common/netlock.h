@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_NETLOCK_H
+#define OCSB_NETLOCK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util.h"
+
+/*
+ * The netlock: an nftables `inet` table that forces every socket owned by the
+ * agent's uid through the local proxy (design invariant 2). Built with libnftnl
+ * and installed in one atomic batch; root and every other uid are unaffected.
+ * Everything is per network namespace and needs CAP_NET_ADMIN over it.
+ *
+ *   table inet ocsb {
+ *     chain output { type filter hook output priority 0; policy accept;
+ *       meta skuid <uid> jump agent }
+ *     chain agent {
+ *       ct direction reply ct state established,related accept
+ *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
+ *       fib daddr type local tcp dport <lo>-<hi> accept          (a range is set)
+ *       fib daddr type local meta l4proto tcp reject with tcp reset
+ *       fib daddr type local reject with icmpx admin-prohibited
+ *       udp dport 53 accept; tcp dport 53 accept                 (dns_allow)
+ *       meta l4proto tcp reject with tcp reset
+ *       reject with icmpx admin-prohibited } }
+ */
+#define NETLOCK_TABLE "ocsb"
+
+struct netlock_spec {
+	uid_t uid; /* the agent; never 0 */
+	unsigned proxy_port; /* TCP port of the proxy on 127.0.0.1; 0 = no egress at all */
+	unsigned ports_lo, ports_hi; /* agent's TCP port range on local addresses; 0/0 = none */
+	int dns_allow; /* 1: udp/tcp 53 to non-local addresses allowed */
+};
+
+/*
+ * The table as nft(8) text: `nft -f` of it installs exactly what netlock_apply
+ * does. 0, or -EINVAL for an invalid spec, -ENOMEM.
+ */
+int netlock_render_nft(const struct netlock_spec *s, struct buf *out);
+
+/*
+ * The rules as libnftnl prints them, in the shape of `nft --debug=netlink`:
+ * per rule a "inet ocsb <chain>" line, "  [ expr ]" lines and an empty line.
+ * The unit tests compare it with what nft itself would send.
+ */
+int netlock_render_expr(const struct netlock_spec *s, struct buf *out);
+
+/*
+ * Install or replace the table in one atomic batch (NEWTABLE, DELTABLE,
+ * NEWTABLE, chains, rules), every message acknowledged. 0, or -1 with a
+ * one-line reason in err.
+ */
+int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen);
+
+/*
+ * Compare the live table with the spec: table flags, chains (type, hook,
+ * priority, policy) and every rule's expressions, handles ignored.
+ * 0 equal; 1 missing or different (err says what); -1 could not check.
+ */
+int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen);
+
+/* Delete the table; a missing table is success. 0 or -1 with err. */
+int netlock_remove(char *err, size_t errlen);
+
+/* 1 the table exists, 0 it does not, or a negative errno (-EPERM: no CAP_NET_ADMIN). */
+int netlock_exists(void);
+
+#endif
