@@ -30,7 +30,8 @@ endif
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
-ALL_CFLAGS  = -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) $(CFLAGS) -Icommon $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS  = -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) $(CFLAGS) -Icommon -I$(BUILDDIR)/gen \
+              $(PKG_CFLAGS) -MMD -MP
 ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC    := $(wildcard common/*.c)
@@ -40,7 +41,11 @@ PROVISION_OBJ := $(PROVISION_SRC:%.c=$(BUILDDIR)/%.o)
 LIBOCSB       := $(BUILDDIR)/libocsb.a
 LIBPROV       := $(BUILDDIR)/libprovision.a
 
-PROGRAMS      := $(BUILDDIR)/ocsb-provision
+CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
+CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
+LIBCLI        := $(BUILDDIR)/libcli.a
+
+PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -56,13 +61,25 @@ $(BUILDDIR)/%.o: %.c
 $(LIBOCSB): $(COMMON_OBJ)
 	$(AR) rcs $@ $^
 
+# Files installed on first run, compiled in so the binary needs nothing else on disk.
+$(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
+	@mkdir -p $(dir $@)
+	tools/embed.sh egress_defaults $< > $@
+$(BUILDDIR)/provision/net.o: $(BUILDDIR)/gen/egress_defaults.h
+
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBPROV) $(LIBOCSB)
+$(LIBCLI): $(CLI_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBCLI) $(LIBPROV) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -89,15 +106,19 @@ deps:
 
 install: $(PROGRAMS)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
+	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
+	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] tests/unit/*.[ch])
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] cli/*.[ch] tests/unit/*.[ch])
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -57,6 +57,28 @@ int state_origin(struct prov *p, char *ret, size_t n)
 	return 0;
 }
 
+int state_root(struct prov *p)
+{
+	char dir[4096];
+	struct stat st;
+	int dfd, r = 0;
+
+	/* 0755: squid, as its own user, must reach its directory below it. */
+	if (path_join(dir, sizeof(dir), p->paths.varlib, "ocsb") < 0)
+		return -ENAMETOOLONG;
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return dfd;
+	}
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || ((st.st_mode & 07777) != 0755 && fchmod(dfd, 0755) < 0)) {
+		log_err("%s: must be a root-owned directory (mode 0755)", dir);
+		r = -EPERM;
+	}
+	close(dfd);
+	return r;
+}
+
 int state_record(struct prov *p, const char *origin)
 {
 	char path[4096], dir[4096];
@@ -67,6 +89,8 @@ int state_record(struct prov *p, const char *origin)
 		return -ENAMETOOLONG;
 	snprintf(dir, sizeof(dir), "%s", path);
 	*strrchr(dir, '/') = '\0';
+	if (state_root(p) < 0)
+		return -1;
 	/* Root-only: nobody else needs to know which accounts ocsb manages. */
 	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, 0, 0);
 	if (dfd < 0) {

@@ -267,6 +267,8 @@ static int run_remove(struct prov *p)
 		r = -1;
 	if (keys_remove(p) < 0)
 		r = -1;
+	if (net_remove(p) < 0)
+		r = -1;
 	if (p->purge) {
 		if (account_purge(p) < 0)
 			r = -1;
@@ -315,7 +317,7 @@ int prov_main(struct prov_opts *o)
 	/* Everything that can be wrong with the input is found before the first change. */
 	if (resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
 		(p->mode != PROV_REMOVE &&
-			(keys_preflight(p) < 0 || sshd_preflight(p) < 0 ||
+			(keys_preflight(p) < 0 || net_preflight(p) < 0 || sshd_preflight(p) < 0 ||
 				repos_preflight(p) < 0))) {
 		r = 2;
 		goto out;
@@ -324,7 +326,9 @@ int prov_main(struct prov_opts *o)
 		r = run_remove(p) < 0 ? 1 : 0;
 	} else {
 		r = 0;
-		if (config_ensure(p) < 0 || account_ensure(p) < 0 || keys_ensure(p) < 0 ||
+		/* The netlock goes in right after the account exists, before any way in. */
+		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
+			keys_ensure(p) < 0 ||
 			sshd_ensure(p) < 0 || repos_ensure(p) < 0)
 			r = 1;
 	}
@@ -354,6 +358,8 @@ out:
 		close(lock);
 	config_free(&p->cfg);
 	strv_free(&p->extra_keys);
+	if (p->egress_loaded)
+		egress_free(&p->egress);
 	free(p);
 	return r;
 }

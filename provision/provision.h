@@ -5,7 +5,9 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "egress.h"
 #include "paths.h"
+#include "proxy.h"
 #include "util.h"
 
 enum prov_mode {
@@ -43,6 +45,10 @@ struct prov {
 	int agent_exists;
 	int agent_created; /* useradd ran in this process */
 
+	struct egress egress; /* owned */
+	int egress_loaded;
+	struct proxy proxy;
+
 	unsigned changes;
 	unsigned fault_at; /* test hook: SIGKILL self after this many changes */
 };
@@ -60,6 +66,7 @@ int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
 int account_preflight(struct prov *p);
 int account_ensure(struct prov *p);
 int account_purge(struct prov *p);
+int state_root(struct prov *p);
 int state_record(struct prov *p, const char *origin);
 int state_origin(struct prov *p, char *ret, size_t n);
 int state_remove(struct prov *p);
@@ -81,6 +88,11 @@ int sshd_check_effective(const char *sshd_T_output, const struct ocsb_config *c,
 int sshd_preflight(struct prov *p);
 int sshd_ensure(struct prov *p);
 int sshd_remove(struct prov *p);
+
+/* net.c */
+int net_preflight(struct prov *p);
+int net_ensure(struct prov *p);
+int net_remove(struct prov *p);
 
 /* repos.c */
 int repos_preflight(struct prov *p);

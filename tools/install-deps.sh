@@ -7,7 +7,8 @@ set -eu
 PKGS="build-essential pkg-config
 libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libcmocka-dev
 openssh-server openssh-client git passwd nftables
-iproute2 util-linux procps coreutils clang-format"
+iproute2 util-linux procps coreutils clang-format
+squid curl python3"
 
 missing=""
 for p in $PKGS; do

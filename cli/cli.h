@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_CLI_H
+#define OCSB_CLI_H
+
+#include "config.h"
+#include "egress.h"
+#include "paths.h"
+#include "proxy.h"
+
+/* What every subcommand needs: the machine's configuration and the egress rules. */
+struct cli {
+	struct paths paths;
+	struct ocsb_config cfg; /* owned */
+	struct egress egress;	/* owned */
+	struct proxy proxy;
+	struct user_info owner; /* who the rules' owner file belongs to */
+	int have_owner;
+};
+
+int cli_load(struct cli *c, char *err, size_t errlen);
+void cli_free(struct cli *c);
+
+/* egress.c: `ocsb egress render|verify|logs` */
+int cmd_egress(struct cli *c, int argc, char **argv);
+/* Turn one squid access.log line into a readable one, with the rule that decided it. */
+int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "log.h"
+
+#ifndef OCSB_VERSION
+#define OCSB_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: ocsb COMMAND [ARGS]\n"
+		   "Work with the AI agent's sandbox account set up by ocsb-provision(8).\n"
+		   "\n"
+		   "  egress render        print the squid configuration built from the egress rules\n"
+		   "  egress verify        run every expect-pass / expect-block rule as the agent\n"
+		   "                       and print a pass/fail table (root: sudo ocsb egress verify)\n"
+		   "  egress logs [-f]     the proxy's requests and denials, with the deciding rule\n"
+		   "                       (root); -f follows new lines\n"
+		   "  --help               this text\n"
+		   "  --version            the version\n"
+		   "\n"
+		   "Rules: /etc/ocsb/egress.conf, /etc/ocsb/egress.d/*.conf, ~/.config/ocsb/egress.conf.\n"
+		   "See ocsb(1).\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli c;
+	char err[1024];
+	int r;
+
+	log_init("ocsb", LOG_TARGET_STDERR, 0);
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+		!strcmp(argv[1], "help")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("ocsb %s\n", OCSB_VERSION);
+		return 0;
+	}
+	if (strcmp(argv[1], "egress") != 0) {
+		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
+		return 2;
+	}
+	if (cli_load(&c, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		cli_free(&c);
+		return 2;
+	}
+	r = cmd_egress(&c, argc - 2, argv + 2);
+	cli_free(&c);
+	return r;
+}

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "egress_defaults.h"
+#include "fileops.h"
+#include "log.h"
+#include "netlock.h"
+#include "provision.h"
+
+/*
+ * The network side: /etc/ocsb/egress.conf, the squid configuration rendered from it, the
+ * squid process (until ocsb-agentd supervises it), and the nftables table that makes the
+ * proxy the agent's only way out.
+ */
+
+static int egress_conf_path(struct prov *p, char *out, size_t n)
+{
+	return path_join(out, n, p->paths.etc, "ocsb/egress.conf");
+}
+
+static void netlock_spec_of(struct prov *p, struct netlock_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->uid = p->agent.uid;
+	s->proxy_port = p->egress.off ? 0 : p->cfg.proxy_port;
+	s->ports_lo = p->cfg.ports_lo;
+	s->ports_hi = p->cfg.ports_hi;
+	s->dns_allow = p->egress.dns_allow;
+}
+
+static int render_squid(struct prov *p, struct buf *out)
+{
+	struct egress_squid sq = {.port = p->cfg.proxy_port, .state_dir = p->proxy.state,
+		.user = PROXY_USER};
+
+	if (egress_render_squid(&p->egress, &sq, out) < 0) {
+		log_err("rendering the squid configuration failed");
+		return -1;
+	}
+	return 0;
+}
+
+int net_preflight(struct prov *p)
+{
+	char path[4096], err[1024];
+	struct buf conf = {0};
+	int r;
+
+	if (proxy_init(&p->proxy, &p->paths, p->cfg.proxy_port) < 0 ||
+		egress_conf_path(p, path, sizeof(path)) < 0)
+		return -1;
+	/* The shipped defaults stand in for a file not written yet, under its future name. */
+	r = egress_load(&p->egress, &p->paths, p->have_owner ? p->owner.home : NULL,
+		p->have_owner ? p->owner.uid : (uid_t)-1, err, sizeof(err));
+	if (r == -ENOENT) {
+		egress_free(&p->egress);
+		memset(&p->egress, 0, sizeof(p->egress));
+		r = egress_parse_buf(&p->egress, egress_defaults, strlen(egress_defaults), path, err,
+			sizeof(err));
+	}
+	if (r < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	p->egress_loaded = 1;
+	if (access(p->proxy.squid, X_OK) < 0) {
+		log_err("%s not found: install the egress proxy (apt-get install squid)",
+			p->proxy.squid);
+		return -1;
+	}
+	if (access("/usr/sbin/nft", X_OK) < 0)
+		log_debug("nft(8) not installed: fine, ocsb talks to nftables directly");
+	if (!getpwnam(PROXY_USER)) {
+		log_err("user '%s' missing: reinstall squid (apt-get install --reinstall squid)",
+			PROXY_USER);
+		return -1;
+	}
+	/* A configuration squid refuses must be found before anything changes. */
+	if (render_squid(p, &conf) < 0)
+		return -1;
+	r = proxy_check_text(&p->proxy, conf.data, err, sizeof(err));
+	buf_free(&conf);
+	if (r < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int ensure_egress_conf(struct prov *p)
+{
+	char path[4096];
+	struct stat st;
+
+	if (egress_conf_path(p, path, sizeof(path)) < 0)
+		return -1;
+	if (lstat(path, &st) == 0)
+		return 0;
+	if (!prov_change(p, "write %s (the shipped egress defaults)", path))
+		return 0;
+	if (fo_write(path, egress_defaults, strlen(egress_defaults), 0644, 0, 0) < 0) {
+		log_err("%s: cannot write", path);
+		return -1;
+	}
+	prov_done(p);
+	return 0;
+}
+
+static int ensure_netlock(struct prov *p)
+{
+	struct netlock_spec s;
+	char err[1024];
+	int r;
+
+	if (!p->agent_exists) {
+		prov_change(p, "install the nftables table inet " NETLOCK_TABLE
+			       " (the agent's sockets reach only the proxy)");
+		return 0;
+	}
+	netlock_spec_of(p, &s);
+	r = netlock_verify(&s, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	if (r == 0)
+		return 0;
+	if (!prov_change(p, "install the nftables table inet " NETLOCK_TABLE " for uid %u (%s)",
+		    (unsigned)s.uid, err))
+		return 0;
+	if (netlock_apply(&s, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	/* Read it back: what the kernel holds is what counts. */
+	if (netlock_verify(&s, err, sizeof(err)) != 0) {
+		log_err("the table was installed but does not read back as built: %s", err);
+		return -1;
+	}
+	prov_done(p);
+	return 0;
+}
+
+static int ensure_proxy(struct prov *p)
+{
+	struct passwd *pw = getpwnam(PROXY_USER);
+	struct buf conf = {0};
+	char err[1024];
+	int dfd, same, pid, r = -1;
+
+	if (p->egress.off) {
+		if (proxy_pid(&p->proxy) > 0 && prov_change(p, "stop the egress proxy (egress off)")) {
+			if (proxy_stop(&p->proxy, 3000) < 0)
+				return -1;
+			prov_done(p);
+		}
+		return 0;
+	}
+	if (render_squid(p, &conf) < 0)
+		return -1;
+	same = fo_same(p->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1;
+	if (!same && prov_change(p, "write %s", p->proxy.conf)) {
+		if (state_root(p) < 0)
+			goto out;
+		dfd = fo_mkdir_p(AT_FDCWD, p->proxy.dir, 0755, 0, 0);
+		if (dfd < 0) {
+			log_err("%s: %s", p->proxy.dir, strerror(-dfd));
+			goto out;
+		}
+		r = fo_write_at(dfd, "squid.conf", conf.data, conf.len, 0644, 0, 0);
+		close(dfd);
+		if (r < 0) {
+			log_err("%s: %s", p->proxy.conf, strerror(-r));
+			goto out;
+		}
+		/* squid writes its pid and logs as its own user, into a directory of its own. */
+		dfd = fo_mkdir_p(AT_FDCWD, p->proxy.state, 0750, pw->pw_uid, pw->pw_gid);
+		if (dfd < 0) {
+			log_err("%s: %s", p->proxy.state, strerror(-dfd));
+			r = -1;
+			goto out;
+		}
+		close(dfd);
+		prov_done(p);
+	}
+	pid = proxy_pid(&p->proxy);
+	r = 0;
+	if (pid < 0) {
+		if (!prov_change(p, "start the egress proxy (squid on 127.0.0.1:%u)", p->cfg.proxy_port))
+			goto out;
+		if (proxy_start(&p->proxy, 5000, err, sizeof(err)) < 0) {
+			log_err("%s", err);
+			r = -1;
+			goto out;
+		}
+		prov_done(p);
+	} else if (!same && p->mode == PROV_APPLY) {
+		/* Counted with the configuration change above. */
+		if (proxy_reconfigure(&p->proxy) < 0) {
+			log_err("reloading squid (pid %d) failed", pid);
+			r = -1;
+		}
+	}
+out:
+	buf_free(&conf);
+	return r;
+}
+
+int net_ensure(struct prov *p)
+{
+	if (ensure_egress_conf(p) < 0 || ensure_netlock(p) < 0 || ensure_proxy(p) < 0)
+		return -1;
+	return 0;
+}
+
+int net_remove(struct prov *p)
+{
+	char err[1024], path[4096];
+	int r, e;
+
+	e = netlock_exists();
+	if (e == 1) {
+		prov_change(p, "remove the nftables table inet " NETLOCK_TABLE);
+		if (netlock_remove(err, sizeof(err)) < 0) {
+			log_err("%s", err);
+			return -1;
+		}
+		prov_done(p);
+	}
+	if (proxy_init(&p->proxy, &p->paths, p->cfg.proxy_port) < 0)
+		return -1;
+	if (proxy_pid(&p->proxy) > 0) {
+		prov_change(p, "stop the egress proxy");
+		if (proxy_stop(&p->proxy, 3000) < 0) {
+			log_err("squid did not stop");
+			return -1;
+		}
+		prov_done(p);
+	}
+	if (!p->purge)
+		return 0;
+	if (access(p->proxy.dir, F_OK) == 0) {
+		prov_change(p, "remove %s (squid configuration and logs)", p->proxy.dir);
+		r = fo_rmtree(p->proxy.dir);
+		if (r < 0) {
+			log_err("%s: %s", p->proxy.dir, strerror(-r));
+			return -1;
+		}
+	}
+	if (egress_conf_path(p, path, sizeof(path)) == 0 && access(path, F_OK) == 0) {
+		prov_change(p, "remove %s", path);
+		r = fo_unlink(path);
+		if (r < 0) {
+			log_err("%s: %s", path, strerror(-r));
+			return -1;
+		}
+	}
+	return 0;
+}
