@@ -65,7 +65,7 @@ $(LIBOCSB): $(COMMON_OBJ)
 $(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
 	@mkdir -p $(dir $@)
 	tools/embed.sh egress_defaults $< > $@
-$(BUILDDIR)/provision/net.o: $(BUILDDIR)/gen/egress_defaults.h
+$(BUILDDIR)/provision/net.o $(BUILDDIR)/tests/unit/test_egress.o: $(BUILDDIR)/gen/egress_defaults.h
 
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^

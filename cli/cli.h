@@ -11,7 +11,7 @@
 struct cli {
 	struct paths paths;
 	struct ocsb_config cfg; /* owned */
-	struct egress egress;	/* owned */
+	struct egress egress; /* owned */
 	struct proxy proxy;
 	struct user_info owner; /* who the rules' owner file belongs to */
 	int have_owner;

@@ -19,8 +19,8 @@
 
 static int egress_render(struct cli *c)
 {
-	struct egress_squid sq = {.port = c->cfg.proxy_port, .state_dir = c->proxy.state,
-		.user = PROXY_USER};
+	struct egress_squid sq = {
+		.port = c->cfg.proxy_port, .state_dir = c->proxy.state, .user = PROXY_USER};
 	struct buf out = {0};
 
 	if (egress_render_squid(&c->egress, &sq, &out) < 0) {
@@ -43,8 +43,13 @@ static int run_check(struct cli *c, const struct user_info *agent, const struct 
 	char hp[80], hsp[80], home[4200];
 	char *env[] = {hp, hsp, home, "PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
 	const char *argv[64];
-	struct spawn_opts o = {.drop = 1, .uid = agent->uid, .gid = agent->gid,
-		.user = agent->name, .cwd = "/", .capture = 1, .timeout_ms = 20000};
+	struct spawn_opts o = {.drop = 1,
+		.uid = agent->uid,
+		.gid = agent->gid,
+		.user = agent->name,
+		.cwd = "/",
+		.capture = 1,
+		.timeout_ms = 20000};
 	struct spawn_result res;
 	size_t a = 0;
 	int reached;
@@ -81,10 +86,11 @@ static int run_check(struct cli *c, const struct user_info *agent, const struct 
 		const char *cn = res.output ? strstr(res.output, "ocsb-connect=") : NULL;
 
 		if (sq)
-			snprintf(detail, n, "refused by the proxy (%.*s)", (int)strcspn(sq + 15, "\r\n"),
-				sq + 15);
+			snprintf(detail, n, "refused by the proxy (%.*s)",
+				(int)strcspn(sq + 15, "\r\n"), sq + 15);
 		else if (cn && strncmp(cn + 13, "000", 3) != 0)
-			snprintf(detail, n, "refused by the proxy (CONNECT answered %.3s)", cn + 13);
+			snprintf(
+				detail, n, "refused by the proxy (CONNECT answered %.3s)", cn + 13);
 		else
 			snprintf(detail, n, "not reached (curl exit %d)", res.status);
 		reached = 0;
@@ -99,7 +105,8 @@ static int egress_verify(struct cli *c)
 	unsigned pass = 0, failed = 0;
 
 	if (geteuid() != 0) {
-		log_err("the checks run as the agent %s: run 'sudo ocsb egress verify'", c->cfg.agent);
+		log_err("the checks run as the agent %s: run 'sudo ocsb egress verify'",
+			c->cfg.agent);
 		return 2;
 	}
 	if (user_lookup(c->cfg.agent, &agent) < 0) {
@@ -135,16 +142,22 @@ int egress_log_line(const struct egress *e, const char *line, char *out, size_t 
 {
 	double ts;
 	long elapsed, bytes;
-	char client[64], action[64], method[32], url[2048], host[1024], when[32];
+	char client[64], action[64], method[32], url[2048], user[64], hier[300], type[128];
+	char step[64] = "", rule[1100] = "", host[1024], when[32], why[1200];
 	unsigned port = 80;
 	struct egress_verdict v;
 	const char *h, *end;
 	time_t t;
 	struct tm tm;
+	int f;
 
-	/* squid's native format: time elapsed client action/code size method URL ... */
-	if (sscanf(line, "%lf %ld %63s %63s %ld %31s %2047s", &ts, &elapsed, client, action, &bytes,
-		    method, url) != 7)
+	/*
+	 * squid's native fields, then (our logformat) the deciding step and rule as squid
+	 * itself saw them, after name resolution: "block /etc/ocsb/egress.conf:3".
+	 */
+	f = sscanf(line, "%lf %ld %63s %63s %ld %31s %2047s %63s %299s %127s %63s %1099s", &ts,
+		&elapsed, client, action, &bytes, method, url, user, hier, type, step, rule);
+	if (f < 7)
 		return -1;
 	if (!strcmp(method, "CONNECT")) {
 		h = url;
@@ -167,17 +180,23 @@ int egress_log_line(const struct egress *e, const char *line, char *out, size_t 
 	}
 	if (*end == ':')
 		port = (unsigned)strtoul(end + 1, NULL, 10);
+	if (f == 12 && strcmp(step, "-") != 0) {
+		snprintf(why, sizeof(why), "%s%s%s", step, strcmp(rule, "builtin") ? " " : "",
+			strcmp(rule, "builtin") ? rule : "");
+	} else {
+		/* An older log line without our fields: what the rules say now. */
+		egress_decide(e, host, port, &v);
+		if (v.rule)
+			snprintf(why, sizeof(why), "%s %s:%u (by the current rules)", v.tag,
+				v.rule->file, v.rule->line);
+		else
+			snprintf(why, sizeof(why), "%s (by the current rules)", v.tag);
+	}
 	t = (time_t)ts;
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	egress_decide(e, host, port, &v);
-	if (v.rule)
-		snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s:%u: %s]", when,
-			strstr(action, "DENIED") ? "DENY" : "ALLOW", method, host, port, action,
-			v.rule->file, v.rule->line, v.why);
-	else
-		snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s]", when,
-			strstr(action, "DENIED") ? "DENY" : "ALLOW", method, host, port, action, v.why);
+	snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s]", when,
+		strstr(action, "DENIED") ? "DENY" : "ALLOW", method, host, port, action, why);
 	return 0;
 }
 

@@ -33,7 +33,8 @@ int cli_load(struct cli *c, char *err, size_t errlen)
 	r = egress_load(&c->egress, &c->paths, c->have_owner ? c->owner.home : NULL,
 		c->have_owner ? c->owner.uid : (uid_t)-1, err, errlen);
 	if (r == -ENOENT)
-		snprintf(err, errlen, "%s/ocsb/egress.conf missing: run 'sudo ocsb-provision' first",
+		snprintf(err, errlen,
+			"%s/ocsb/egress.conf missing: run 'sudo ocsb-provision' first",
 			c->paths.etc);
 	return r < 0 ? -1 : 0;
 }

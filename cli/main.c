@@ -11,19 +11,22 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: ocsb COMMAND [ARGS]\n"
-		   "Work with the AI agent's sandbox account set up by ocsb-provision(8).\n"
-		   "\n"
-		   "  egress render        print the squid configuration built from the egress rules\n"
-		   "  egress verify        run every expect-pass / expect-block rule as the agent\n"
-		   "                       and print a pass/fail table (root: sudo ocsb egress verify)\n"
-		   "  egress logs [-f]     the proxy's requests and denials, with the deciding rule\n"
-		   "                       (root); -f follows new lines\n"
-		   "  --help               this text\n"
-		   "  --version            the version\n"
-		   "\n"
-		   "Rules: /etc/ocsb/egress.conf, /etc/ocsb/egress.d/*.conf, ~/.config/ocsb/egress.conf.\n"
-		   "See ocsb(1).\n");
+	fprintf(f,
+		"Usage: ocsb COMMAND [ARGS]\n"
+		"Work with the AI agent's sandbox account set up by ocsb-provision(8).\n"
+		"\n"
+		"  egress render        print the squid configuration built from the egress rules\n"
+		"  egress verify        run every expect-pass / expect-block rule as the agent\n"
+		"                       and print a pass/fail table (root: sudo ocsb egress "
+		"verify)\n"
+		"  egress logs [-f]     the proxy's requests and denials, with the deciding rule\n"
+		"                       (root); -f follows new lines\n"
+		"  --help               this text\n"
+		"  --version            the version\n"
+		"\n"
+		"Rules: /etc/ocsb/egress.conf, /etc/ocsb/egress.d/*.conf, "
+		"~/.config/ocsb/egress.conf.\n"
+		"See ocsb(1).\n");
 }
 
 int main(int argc, char **argv)

@@ -147,8 +147,8 @@ static int kw_proxy_port(
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
 }
 
-static int kw_agent_ports(void *ctx, const struct conf_loc *loc, int argc, char **argv,
-	char *err, size_t errlen)
+static int kw_agent_ports(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	unsigned long lo, hi;
@@ -211,10 +211,11 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 		return -1;
 	}
 	/* The range opens loopback ports to the agent: never sshd's or the proxy's own. */
-	if (c->ports_hi && ((c->ssh_port >= c->ports_lo && c->ssh_port <= c->ports_hi) ||
-				   (c->proxy_port >= c->ports_lo && c->proxy_port <= c->ports_hi))) {
-		snprintf(err, errlen, "agent-ports %u-%u contains ssh-port or proxy-port", c->ports_lo,
-			c->ports_hi);
+	if (c->ports_hi &&
+		((c->ssh_port >= c->ports_lo && c->ssh_port <= c->ports_hi) ||
+			(c->proxy_port >= c->ports_lo && c->proxy_port <= c->ports_hi))) {
+		snprintf(err, errlen, "agent-ports %u-%u contains ssh-port or proxy-port",
+			c->ports_lo, c->ports_hi);
 		return -1;
 	}
 	/* Paths may come from the command line too: the same rules as in the file. */
@@ -285,8 +286,9 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		"\n# Loopback port of the egress proxy the agent's traffic must use.\n%sproxy-port "
 		"%u\n",
 		c->proxy_port == OCSB_DEFAULT_PROXY_PORT ? "#" : "", c->proxy_port);
-	r |= buf_puts(o, "\n# Loopback TCP ports the agent may connect to, for servers it runs\n"
-			 "# itself (tests, dev servers); every other local port is refused.\n");
+	r |= buf_puts(o,
+		"\n# Loopback TCP ports the agent may connect to, for servers it runs\n"
+		"# itself (tests, dev servers); every other local port is refused.\n");
 	if (c->ports_hi)
 		r |= buf_printf(o, "agent-ports %u-%u\n", c->ports_lo, c->ports_hi);
 	else

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -318,5 +319,72 @@ int fo_unlink(const char *path)
 	else if (fsync(dfd) < 0)
 		r = -errno;
 	close(dfd);
+	return r;
+}
+
+/* Empty the directory dfd (consumed), descending with O_NOFOLLOW: links are removed, never followed. */
+static int rm_contents(int dfd, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (depth > 64) {
+		close(dfd);
+		return -ELOOP;
+	}
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -errno;
+	}
+	while ((e = readdir(d)) != NULL) {
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			r = -errno;
+			continue;
+		}
+		sub = openat(dirfd(d), e->d_name, DIR_FLAGS);
+		if (sub < 0) {
+			r = -errno;
+			continue;
+		}
+		if (rm_contents(sub, depth + 1) < 0)
+			r = -EIO;
+		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) < 0)
+			r = -errno;
+	}
+	closedir(d);
+	return r;
+}
+
+int fo_rmtree(const char *path)
+{
+	char name[256];
+	int pfd, dfd, r;
+
+	pfd = fo_open_parent(AT_FDCWD, path, 0, 0, name, sizeof(name));
+	if (pfd == -ENOENT)
+		return 0;
+	if (pfd < 0)
+		return pfd;
+	dfd = openat(pfd, name, DIR_FLAGS);
+	if (dfd < 0) {
+		r = errno == ENOENT ? 0 : -errno;
+		/* Not a directory (or a link to one): remove the entry itself. */
+		if (errno == ENOTDIR || errno == ELOOP)
+			r = unlinkat(pfd, name, 0) < 0 ? -errno : 0;
+		close(pfd);
+		return r;
+	}
+	r = rm_contents(dfd, 0);
+	if (r == 0 && unlinkat(pfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	close(pfd);
 	return r;
 }

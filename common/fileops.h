@@ -45,6 +45,9 @@ int fo_same_at(int dirfd, const char *name, const void *data, size_t len, mode_t
 	gid_t gid);
 int fo_same(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
 
+/* Remove a directory tree without following links; a missing one is success. */
+int fo_rmtree(const char *path);
+
 /* Remove a file; a missing one is success. */
 int fo_unlink(const char *path);
 

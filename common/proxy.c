@@ -25,9 +25,10 @@ int proxy_init(struct proxy *px, const struct paths *p, unsigned port)
 	px->port = port;
 	if (path_join(px->dir, sizeof(px->dir), p->varlib, "ocsb/proxy") < 0 ||
 		path_join(px->conf, sizeof(px->conf), px->dir, "squid.conf") < 0 ||
-		path_join(px->pidfile, sizeof(px->pidfile), px->dir, "squid.pid") < 0 ||
-		path_join(px->access_log, sizeof(px->access_log), px->dir, "access.log") < 0 ||
-		path_join(px->cache_log, sizeof(px->cache_log), px->dir, "cache.log") < 0)
+		path_join(px->state, sizeof(px->state), px->dir, "state") < 0 ||
+		path_join(px->pidfile, sizeof(px->pidfile), px->state, "squid.pid") < 0 ||
+		path_join(px->access_log, sizeof(px->access_log), px->state, "access.log") < 0 ||
+		path_join(px->cache_log, sizeof(px->cache_log), px->state, "cache.log") < 0)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -63,7 +64,9 @@ int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t
 			strerror(-r));
 		return -1;
 	}
-	if (res.status != 0 || (res.output && strstr(res.output, "FATAL"))) {
+	/* squid 5 exits 0 on some errors (a bad regex): its ERROR lines count too. */
+	if (res.status != 0 ||
+		(res.output && (strstr(res.output, "FATAL") || strstr(res.output, "ERROR")))) {
 		/* squid explains itself in lines with ERROR/FATAL; keep the first of them. */
 		const char *line = res.output ? strstr(res.output, "FATAL") : NULL;
 

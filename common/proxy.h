@@ -14,8 +14,9 @@
  */
 struct proxy {
 	char squid[PATH_MAX]; /* /usr/sbin/squid */
-	char dir[PATH_MAX];   /* <varlib>/ocsb/proxy: config, pid, logs; owned by `proxy` */
-	char conf[PATH_MAX];  /* dir/squid.conf */
+	char dir[PATH_MAX]; /* <varlib>/ocsb/proxy: root-owned, holds the configuration */
+	char conf[PATH_MAX]; /* dir/squid.conf, root-owned: squid's own user cannot change it */
+	char state[PATH_MAX]; /* dir/state: pid and logs, owned by `proxy` */
 	char pidfile[PATH_MAX];
 	char access_log[PATH_MAX];
 	char cache_log[PATH_MAX];

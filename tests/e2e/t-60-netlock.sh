@@ -117,7 +117,7 @@ check_output "owner connects directly (unaffected)" "WEB allowed.test" as_owner 
 
 # --- ocsb egress verify / logs
 check_output "ocsb egress verify: every expectation holds" 'egress verify: 3 passed, 0 failed' "$OCSB_BUILD/ocsb" egress verify
-check_output "ocsb egress logs names the blocking rule" 'DENY .*blocked.test:80 .*egress.conf:3' "$OCSB_BUILD/ocsb" egress logs
+check_output "ocsb egress logs names the blocking rule" 'DENY .*blocked.test:80 .*\[block /etc/ocsb/egress.conf:3\]' "$OCSB_BUILD/ocsb" egress logs
 check_fails_output "ocsb egress verify as the owner asks for root" "sudo ocsb egress verify" as_owner "$OCSB_BUILD/ocsb" egress verify
 check_output "ocsb egress render prints the squid configuration" '^http_port 127.0.0.1:3128' as_owner "$OCSB_BUILD/ocsb" egress render
 

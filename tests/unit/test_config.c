@@ -374,9 +374,8 @@ static void render_round_trip_shell(void **state)
 
 static void render_documents_every_keyword(void **state)
 {
-	static const char *const kws[] = {
-		"agent", "owner", "project", "key", "shell", "ssh-port", "proxy-port",
-		"agent-ports"};
+	static const char *const kws[] = {"agent", "owner", "project", "key", "shell", "ssh-port",
+		"proxy-port", "agent-ports"};
 	struct ocsb_config c;
 	struct buf out = {0};
 

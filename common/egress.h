@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_EGRESS_H
+#define OCSB_EGRESS_H
+
+#include <regex.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "paths.h"
+#include "util.h"
+
+/*
+ * Egress rules: the seed's language, one statement a line (conf.h syntax).
+ *
+ *   policy allowlist|blocklist        default blocklist
+ *   egress on|off                     off: no proxy access at all
+ *   dns allow|deny                    the agent's direct DNS (netlock), default deny
+ *   allow HOST...                     host, .domain (and subdomains) or IP; beats block
+ *   allow-regex REGEX...              POSIX ERE on the host name, case-insensitive
+ *   block HOST...
+ *   block-regex REGEX...
+ *   connect HOST:PORT...              tunnels to other ports ([v6]:port for IPv6)
+ *   expect-pass URL [curl options]    self-checks for `ocsb egress verify`
+ *   expect-block URL [curl options]
+ *
+ * Evaluation (egress_decide, and the squid configuration in the same order):
+ * destinations that are never legitimate (loopback, unspecified, link-local with the
+ * cloud metadata address, multicast, localhost names) -> connect -> ports other than
+ * 80/443 -> allow -> block -> dotless names -> private networks unless allowed or
+ * connected by name -> the policy (blocklist: allow, allowlist: deny).
+ *
+ * A zeroed struct egress holds the defaults: blocklist, egress on, dns deny, no rules.
+ */
+
+enum egress_policy { EGRESS_BLOCKLIST, EGRESS_ALLOWLIST };
+
+enum egress_kind {
+	EGRESS_ALLOW = 1,
+	EGRESS_ALLOW_REGEX,
+	EGRESS_BLOCK,
+	EGRESS_BLOCK_REGEX,
+	EGRESS_CONNECT,
+	EGRESS_EXPECT_PASS,
+	EGRESS_EXPECT_BLOCK,
+};
+
+/*
+ * One value of one statement: `allow a b` gives two rules with the same file and line
+ * (the squid configuration gives each statement one ACL). Host values are stored
+ * lower case; IP literals in canonical form, IPv6 without brackets.
+ */
+struct egress_rule {
+	int kind; /* enum egress_kind */
+	char *value; /* owned: host, .domain, regex, connect host or URL */
+	unsigned port; /* connect: 1..65535 */
+	const char *file; /* borrowed from egress.files */
+	unsigned line;
+	struct strv curl_args; /* expect-*: the words after the URL (checked, see below) */
+	regex_t re; /* *-regex: REG_EXTENDED | REG_ICASE | REG_NOSUB; moves with the rule */
+	int has_re;
+};
+
+struct egress {
+	struct egress_rule *rules; /* owned */
+	size_t n;
+	size_t cap;
+	enum egress_policy policy;
+	int off; /* `egress off` */
+	int dns_allow; /* `dns allow` */
+	struct strv files; /* every file read, in order; rules point into it */
+};
+
+/*
+ * Parse one buffer and add its rules; `file` names it in errors ("file:line: ...").
+ * Settings given here override earlier ones; a setting twice in one buffer is an
+ * error. On error nothing of this buffer is kept and -1 is returned.
+ *
+ * expect-* options are limited to curl options that neither read nor write files nor
+ * change the proxy: -k -I -L -4 -6 -f -s -S -g, --insecure --head --location --ipv4
+ * --ipv6 --fail --silent --show-error --globoff --compressed --http1.0 --http1.1
+ * --http2, and with a value -H -X -A -m, --header --request --user-agent --max-time
+ * --connect-timeout --data-raw (a header value may not start with '@').
+ */
+int egress_parse_buf(
+	struct egress *e, const char *buf, size_t len, const char *file, char *err, size_t errlen);
+
+/*
+ * Read <etc>/ocsb/egress.conf, then <etc>/ocsb/egress.d/NAME.conf in byte order, then
+ * <owner_home>/.config/ocsb/egress.conf when present (owner_home NULL: none). Files
+ * under /etc must belong to root, the owner's to owner_uid (or root); none may be
+ * group/world-writable, symbolic links are refused. `e` need not be initialized and is
+ * overwritten, a previous load is not freed (load into a new struct to keep the old rules
+ * when the new ones fail): on success it holds the rules of all files; on failure it is
+ * empty and err says "file:line: ..." or "file: ...".
+ * Returns 0, -ENOENT when <etc>/ocsb/egress.conf is missing (nothing else is read),
+ * or another negative errno.
+ */
+int egress_load(struct egress *e, const struct paths *p, const char *owner_home, uid_t owner_uid,
+	char *err, size_t errlen);
+/*
+ * The same, with the files under <etc> allowed to belong to sys_uid as well as root:
+ * unit tests run unprivileged and cannot create root-owned files. Programs use
+ * egress_load.
+ */
+int egress_load_as(struct egress *e, const struct paths *p, uid_t sys_uid, const char *owner_home,
+	uid_t owner_uid, char *err, size_t errlen);
+
+struct egress_verdict {
+	int allow;
+	const struct egress_rule *rule; /* borrowed; NULL when a built-in step decided */
+	/*
+	 * "connect rule", "port not 80/443", "allow", "block", "dotless name",
+	 * "private network", "loopback/link-local", "policy allowlist", "default allow",
+	 * "egress off", "bad host name"
+	 */
+	const char *why;
+	/* The same step as squid logs it (%{ocsb_step}note): "connect-rule", ... */
+	const char *tag;
+};
+
+/*
+ * What the rules say about a request to host:port, without DNS: `host` as requested
+ * (name, IPv4 literal, IPv6 literal with or without brackets). Names that resolve to a
+ * private or loopback address are refused by squid after resolution, not here.
+ */
+void egress_decide(
+	const struct egress *e, const char *host, unsigned port, struct egress_verdict *ret);
+
+struct egress_squid {
+	unsigned port; /* http_port on 127.0.0.1 */
+	const char *state_dir; /* borrowed: pid file and logs, writable by `user` */
+	const char *user; /* borrowed: cache_effective_user, e.g. "proxy" */
+};
+
+/*
+ * Append a complete squid.conf to `out`. Every request squid logs carries the deciding
+ * step and rule as its last two fields: "%{ocsb_step}note %{ocsb_rule}note", e.g.
+ * "block /etc/ocsb/egress.conf:12" or "private-network builtin".
+ * 0, -EINVAL for a bad port, state_dir or user, -ENOMEM.
+ */
+int egress_render_squid(const struct egress *e, const struct egress_squid *sq, struct buf *out);
+
+/* "allow", "allow-regex", ... (the keyword); "?" for an unknown kind. */
+const char *egress_kind_name(int kind);
+
+void egress_free(struct egress *e);
+
+#endif
