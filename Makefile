@@ -98,8 +98,12 @@ test: $(PROGRAMS) $(UNIT_BIN)
 test-all: deps
 	@$(MAKE) --no-print-directory WERROR=1 test
 
-bench: $(PROGRAMS)
+$(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
 
 deps:
 	@tools/install-deps.sh
@@ -118,7 +122,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] cli/*.[ch] tests/unit/*.[ch])
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] cli/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -130,16 +130,20 @@ prov() { "$OCSB_BUILD/ocsb-provision" "$@"; }
 # "refused without side effects" checks. Tests may add paths to STATE_PATHS.
 STATE_PATHS=(/etc/passwd /etc/group /etc/shadow /etc/gshadow /etc/subuid /etc/subgid
 	/etc/ssh /etc/ocsb /home /var/lib/ocsb)
+# Runtime files that change by themselves (the proxy's logs and pid) are not state.
+STATE_EXCLUDE=(/var/lib/ocsb/proxy/state)
 _state_manifest() {
-	local p
+	local p x prune=()
+	for x in "${STATE_EXCLUDE[@]}"; do
+		prune+=(-path "$x" -prune -o)
+	done
 	for p in "${STATE_PATHS[@]}"; do
 		if [ ! -e "$p" ] && [ ! -L "$p" ]; then
 			printf '%s\tabsent\n' "$p"
 			continue
 		fi
-		# -xdev: not into bind mounts below /home (a repo under /home/me, see ns-inner.sh)
-		find "$p" -xdev -printf '%p\t%y\t%m\t%u:%g\t%l\n'
-		find "$p" -xdev -type f -print0 | xargs -0r sha256sum |
+		find "$p" "${prune[@]}" -printf '%p\t%y\t%m\t%u:%g\t%l\n'
+		find "$p" "${prune[@]}" -type f -print0 | xargs -0r sha256sum |
 			sed -E 's/^\\?([0-9a-f]{64})  (.*)$/\2\tsha256:\1/'
 	done | LC_ALL=C sort
 }
