@@ -45,7 +45,11 @@ CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
 LIBCLI        := $(BUILDDIR)/libcli.a
 
-PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb
+AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
+AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
+LIBAGENTD     := $(BUILDDIR)/libagentd.a
+
+PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -66,11 +70,19 @@ $(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
 	@mkdir -p $(dir $@)
 	tools/embed.sh egress_defaults $< > $@
 $(BUILDDIR)/provision/net.o $(BUILDDIR)/tests/unit/test_egress.o: $(BUILDDIR)/gen/egress_defaults.h
+# The unit ocsb-provision installs names the installed supervisor.
+$(BUILDDIR)/provision/systemd.o: CFLAGS += -DOCSB_SBINDIR='"$(SBINDIR)"'
 
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
 $(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(LIBAGENTD): $(AGENTD_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBCLI): $(CLI_OBJ)
@@ -79,7 +91,7 @@ $(LIBCLI): $(CLI_OBJ)
 $(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBCLI) $(LIBPROV) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -113,6 +125,8 @@ install: $(PROGRAMS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
+	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
@@ -120,9 +134,10 @@ install: $(PROGRAMS)
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] cli/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
@@ -132,3 +147,25 @@ clean:
 	rm -rf $(BUILDDIR)
 
 -include $(shell find $(BUILDDIR) -name '*.d' 2>/dev/null)
+
+# libFuzzer run of the control protocol (tests/fuzz/README.md). clang, whatever $(CC) is, and
+# the common sources compiled in directly, so that they carry the fuzzer's coverage
+# instrumentation (the gcc-built archive has none). New inputs go to $(BUILDDIR), never to the
+# seed corpus in the tree; a crash is saved as $(BUILDDIR)/fuzz/crash-*.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_MAXLEN   ?= 16384
+FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) -Icommon \
+                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/util.c
+
+$(BUILDDIR)/fuzz/fuzz_ctl: $(FUZZ_CTL_SRC) common/ctl.h common/util.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_CTL_SRC)
+
+.PHONY: fuzz
+fuzz: $(BUILDDIR)/fuzz/fuzz_ctl
+	@mkdir -p $(BUILDDIR)/fuzz/corpus-ctl
+	$(BUILDDIR)/fuzz/fuzz_ctl -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN) \
+		-print_final_stats=1 -artifact_prefix=$(BUILDDIR)/fuzz/ \
+		$(BUILDDIR)/fuzz/corpus-ctl tests/fuzz/corpus/ctl

@@ -20,6 +20,9 @@ struct cli {
 int cli_load(struct cli *c, char *err, size_t errlen);
 void cli_free(struct cli *c);
 
+/* agentd_cmd.c: `ocsb status|web|restart|logs`, through the control socket */
+int cmd_agentd(int argc, char **argv);
+
 /* egress.c: `ocsb egress render|verify|logs` */
 int cmd_egress(struct cli *c, int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */

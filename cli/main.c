@@ -15,6 +15,11 @@ static void usage(FILE *f)
 		"Usage: ocsb COMMAND [ARGS]\n"
 		"Work with the AI agent's sandbox account set up by ocsb-provision(8).\n"
 		"\n"
+		"  status               what ocsb-agentd runs: netlock, proxy, each OpenCode\n"
+		"                       instance with its URL and password\n"
+		"  web                  the URL and credentials of each OpenCode instance\n"
+		"  restart [PROJECT]    restart OpenCode (all instances, or one)\n"
+		"  logs [-n N]          the last N lines (default 50) of each OpenCode log\n"
 		"  egress render        print the squid configuration built from the egress rules\n"
 		"  egress verify        run every expect-pass / expect-block rule as the agent\n"
 		"                       and print a pass/fail table (root: sudo ocsb egress "
@@ -45,6 +50,9 @@ int main(int argc, char **argv)
 		printf("ocsb %s\n", OCSB_VERSION);
 		return 0;
 	}
+	if (!strcmp(argv[1], "status") || !strcmp(argv[1], "web") || !strcmp(argv[1], "restart") ||
+		!strcmp(argv[1], "logs"))
+		return cmd_agentd(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;

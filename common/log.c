@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -12,18 +13,20 @@ static const char *log_prog = "ocsb";
 static enum log_target log_target = LOG_TARGET_STDERR;
 static int log_max = LOG_LVL_NOTICE;
 static int log_journal;
+static int log_syslog;
 
 void log_init(const char *prog, enum log_target target, int verbosity)
 {
 	log_prog = prog;
 	log_target = target;
 	log_setlevel(verbosity);
-	if (target == LOG_TARGET_DAEMON) {
-		/* systemd sets JOURNAL_STREAM when stderr is connected to the journal. */
-		log_journal = getenv("JOURNAL_STREAM") != NULL;
-		if (!log_journal)
-			openlog(prog, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	if (target == LOG_TARGET_SYSLOG) {
+		log_syslog = 1;
+		openlog(prog, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	}
+	/* systemd sets JOURNAL_STREAM when stderr is connected to the journal. */
+	if (target == LOG_TARGET_DAEMON)
+		log_journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
 void log_setlevel(int verbosity)
@@ -47,10 +50,19 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	for (char *c = line; *c; c++)
 		if (*c == '\n' || *c == '\r')
 			*c = ' ';
-	if (log_target == LOG_TARGET_DAEMON && !log_journal) {
+	if (log_syslog) {
 		syslog(level, "%s", line);
-	} else if (log_target == LOG_TARGET_DAEMON) {
+	} else if (log_journal) {
 		fprintf(stderr, "<%d>%s\n", level, line);
+	} else if (log_target == LOG_TARGET_DAEMON) {
+		/* A daemon in the foreground: time-stamped lines, for a file or a terminal. */
+		char when[32];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(stderr, "%s %s[%ld]: %s\n", when, log_prog, (long)getpid(), line);
 	} else {
 		const char *tag = level == LOG_LVL_ERR ? "error: "
 			: level == LOG_LVL_WARN	       ? "warning: "

@@ -7,11 +7,13 @@
 /*
  * Where messages go. Tools write plain lines to stderr ("prog: message").
  * The daemon writes "<N>message" lines when its stderr is the journal (systemd
- * reads the priority prefix) and uses syslog(3) otherwise.
+ * reads the priority prefix), time-stamped lines on stderr otherwise; with
+ * LOG_TARGET_SYSLOG, syslog(3).
  */
 enum log_target {
 	LOG_TARGET_STDERR,
 	LOG_TARGET_DAEMON,
+	LOG_TARGET_SYSLOG,
 };
 
 enum log_level {

@@ -62,7 +62,6 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0)
@@ -79,6 +78,10 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 			close(fd);
 	if (o->drop && (r = spawn_drop_privileges(o->uid, o->gid, o->user)) < 0)
 		child_fail(errfd, -r);
+	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != o->parent)
+		child_fail(errfd, ESRCH);
 	if (chdir(o->cwd ? o->cwd : "/") < 0)
 		child_fail(errfd, errno);
 }
@@ -194,6 +197,7 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 {
 	int errpipe[2] = {-1, -1}, inpipe[2] = {-1, -1}, outpipe[2] = {-1, -1};
 	struct sigaction old_pipe;
+	pid_t parent;
 	int err = 0, r;
 	ssize_t n;
 	pid_t pid;
@@ -208,12 +212,18 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 		r = -errno;
 		goto out;
 	}
+	parent = getpid();
 	pid = fork();
 	if (pid < 0) {
 		r = -errno;
 		goto out;
 	}
 	if (pid == 0) {
+		struct spawn_opts mine = *o;
+
+		/* The parent may die before PR_SET_PDEATHSIG: compare with who forked us. */
+		mine.parent = parent;
+		o = &mine;
 		close(errpipe[0]);
 		child_setup(o, inpipe[0], fn ? -1 : outpipe[1], errpipe[1], fn ? outpipe[1] : -1);
 		if (fn) {

@@ -22,6 +22,7 @@ struct spawn_opts {
 	int capture; /* collect stdout+stderr */
 	int timeout_ms; /* 0 = 60 s; then SIGKILL */
 	size_t max_output; /* 0 = 256 KiB; the rest is dropped */
+	pid_t parent; /* set by spawn itself: who forked the child */
 };
 
 struct spawn_result {

@@ -15,6 +15,7 @@
 
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 #include "provision.h"
 #include "spawn.h"
 
@@ -71,7 +72,8 @@ int state_root(struct prov *p)
 		log_err("%s: %s", dir, strerror(-dfd));
 		return dfd;
 	}
-	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || ((st.st_mode & 07777) != 0755 && fchmod(dfd, 0755) < 0)) {
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 ||
+		((st.st_mode & 07777) != 0755 && fchmod(dfd, 0755) < 0)) {
 		log_err("%s: must be a root-owned directory (mode 0755)", dir);
 		r = -EPERM;
 	}
@@ -479,49 +481,6 @@ int account_ensure(struct prov *p)
 	return 0;
 }
 
-int kill_uid_processes(uid_t uid)
-{
-	int total = 0;
-
-	/* Repeat: a process may fork between our scan and our kill. */
-	for (int round = 0; round < 100; round++) {
-		DIR *d = opendir("/proc");
-		struct dirent *e;
-		int found = 0;
-
-		if (!d)
-			return -errno;
-		while ((e = readdir(d)) != NULL) {
-			char path[64], line[256];
-			unsigned r_, e_, s_, f_;
-			FILE *f;
-			pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-
-			if (pid <= 1)
-				continue;
-			snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-			f = fopen(path, "re");
-			if (!f)
-				continue;
-			while (fgets(line, sizeof(line), f))
-				if (sscanf(line, "Uid: %u %u %u %u", &r_, &e_, &s_, &f_) == 4) {
-					if (r_ == uid || e_ == uid || s_ == uid || f_ == uid) {
-						kill(pid, SIGKILL);
-						found++;
-					}
-					break;
-				}
-			fclose(f);
-		}
-		closedir(d);
-		if (!found)
-			return total;
-		total += found;
-		usleep(10000);
-	}
-	return -EBUSY;
-}
-
 static uid_t sweep_uid;
 static unsigned sweep_removed, sweep_failed;
 
@@ -587,7 +546,7 @@ int account_purge(struct prov *p)
 	if (state_record(p, origin) < 0)
 		return -1;
 	prov_change(p, "stop every process of %s", p->cfg.agent);
-	n = kill_uid_processes(uid);
+	n = procs_signal_uid(uid, SIGKILL, 1);
 	if (n < 0) {
 		log_err("cannot stop the processes of %s: %s", p->cfg.agent, strerror(-n));
 		return -1;

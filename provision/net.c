@@ -38,8 +38,8 @@ static void netlock_spec_of(struct prov *p, struct netlock_spec *s)
 
 static int render_squid(struct prov *p, struct buf *out)
 {
-	struct egress_squid sq = {.port = p->cfg.proxy_port, .state_dir = p->proxy.state,
-		.user = PROXY_USER};
+	struct egress_squid sq = {
+		.port = p->cfg.proxy_port, .state_dir = p->proxy.state, .user = PROXY_USER};
 
 	if (egress_render_squid(&p->egress, &sq, out) < 0) {
 		log_err("rendering the squid configuration failed");
@@ -63,8 +63,8 @@ int net_preflight(struct prov *p)
 	if (r == -ENOENT) {
 		egress_free(&p->egress);
 		memset(&p->egress, 0, sizeof(p->egress));
-		r = egress_parse_buf(&p->egress, egress_defaults, strlen(egress_defaults), path, err,
-			sizeof(err));
+		r = egress_parse_buf(&p->egress, egress_defaults, strlen(egress_defaults), path,
+			err, sizeof(err));
 	}
 	if (r < 0) {
 		log_err("%s", err);
@@ -121,8 +121,9 @@ static int ensure_netlock(struct prov *p)
 	int r;
 
 	if (!p->agent_exists) {
-		prov_change(p, "install the nftables table inet " NETLOCK_TABLE
-			       " (the agent's sockets reach only the proxy)");
+		prov_change(p,
+			"install the nftables table inet " NETLOCK_TABLE
+			" (the agent's sockets reach only the proxy)");
 		return 0;
 	}
 	netlock_spec_of(p, &s);
@@ -157,7 +158,8 @@ static int ensure_proxy(struct prov *p)
 	int dfd, same, pid, r = -1;
 
 	if (p->egress.off) {
-		if (proxy_pid(&p->proxy) > 0 && prov_change(p, "stop the egress proxy (egress off)")) {
+		if (proxy_pid(&p->proxy) > 0 &&
+			prov_change(p, "stop the egress proxy (egress off)")) {
 			if (proxy_stop(&p->proxy, 3000) < 0)
 				return -1;
 			prov_done(p);
@@ -194,7 +196,8 @@ static int ensure_proxy(struct prov *p)
 	pid = proxy_pid(&p->proxy);
 	r = 0;
 	if (pid < 0) {
-		if (!prov_change(p, "start the egress proxy (squid on 127.0.0.1:%u)", p->cfg.proxy_port))
+		if (!prov_change(
+			    p, "start the egress proxy (squid on 127.0.0.1:%u)", p->cfg.proxy_port))
 			goto out;
 		if (proxy_start(&p->proxy, 5000, err, sizeof(err)) < 0) {
 			log_err("%s", err);

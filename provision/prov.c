@@ -328,8 +328,8 @@ int prov_main(struct prov_opts *o)
 		r = 0;
 		/* The netlock goes in right after the account exists, before any way in. */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
-			keys_ensure(p) < 0 ||
-			sshd_ensure(p) < 0 || repos_ensure(p) < 0)
+			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
+			systemd_ensure(p) < 0)
 			r = 1;
 	}
 	if (r == 1) {

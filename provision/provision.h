@@ -70,7 +70,6 @@ int state_root(struct prov *p);
 int state_record(struct prov *p, const char *origin);
 int state_origin(struct prov *p, char *ret, size_t n);
 int state_remove(struct prov *p);
-int kill_uid_processes(uid_t uid);
 
 /* keys.c */
 int keys_parse_pubkey(const char *line, struct buf *ret_normalized, char *err, size_t errlen);
@@ -93,6 +92,11 @@ int sshd_remove(struct prov *p);
 int net_preflight(struct prov *p);
 int net_ensure(struct prov *p);
 int net_remove(struct prov *p);
+
+/* systemd.c */
+int systemd_render_unit(struct buf *out);
+int systemd_render_slice(struct buf *out);
+int systemd_ensure(struct prov *p);
 
 /* repos.c */
 int repos_preflight(struct prov *p);

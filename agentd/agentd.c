@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "fileops.h"
+#include "log.h"
+
+int agentd_watch(
+	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = s};
+
+	s->kind = kind;
+	s->ptr = ptr;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		log_err("epoll_ctl: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int load_config(struct agentd *d)
+{
+	char err[1024];
+	int r;
+
+	config_defaults(&d->cfg);
+	r = config_load(&d->cfg, d->config_path, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
+		return -1;
+	}
+	if (config_validate(&d->cfg, err, sizeof(err)) < 0) {
+		log_err("%s: %s", d->config_path, err);
+		return -1;
+	}
+	if (user_lookup(d->cfg.agent, &d->agent) < 0) {
+		log_err("agent account %s does not exist: run ocsb-provision first", d->cfg.agent);
+		return -1;
+	}
+	if (!d->cfg.owner[0] || user_lookup(d->cfg.owner, &d->owner) < 0) {
+		log_err("owner '%s' in %s is not a user of this machine", d->cfg.owner,
+			d->config_path);
+		return -1;
+	}
+	r = egress_load(&d->egress, &d->paths, d->owner.home, d->owner.uid, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	memset(&d->nl, 0, sizeof(d->nl));
+	d->nl.uid = d->agent.uid;
+	d->nl.proxy_port = d->egress.off ? 0 : d->cfg.proxy_port;
+	d->nl.ports_lo = d->cfg.ports_lo;
+	d->nl.ports_hi = d->cfg.ports_hi;
+	d->nl.dns_allow = d->egress.dns_allow;
+	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", AGENTD_OPENCODE_BIN);
+	return proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port);
+}
+
+/* squid's configuration, rendered from the rules in force, validated before use. */
+static int write_proxy_config(struct agentd *d)
+{
+	struct egress_squid sq = {
+		.port = d->cfg.proxy_port, .state_dir = d->proxy.state, .user = PROXY_USER};
+	struct buf conf = {0};
+	char err[1024];
+	int r = -1;
+
+	if (egress_render_squid(&d->egress, &sq, &conf) < 0) {
+		log_err("rendering the squid configuration failed");
+		goto out;
+	}
+	if (fo_same(d->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1) {
+		r = 0;
+		goto out;
+	}
+	if (proxy_check_text(&d->proxy, conf.data, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		goto out;
+	}
+	r = fo_write(d->proxy.conf, conf.data, conf.len, 0644, 0, 0);
+	if (r < 0)
+		log_err("%s: %s (has ocsb-provision run?)", d->proxy.conf, strerror(-r));
+out:
+	buf_free(&conf);
+	return r;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static int init_children(struct agentd *d)
+{
+	struct child *px = &d->proxy_child;
+
+	snprintf(px->name, sizeof(px->name), "proxy");
+	px->exec_child = proxy_exec;
+	px->pidfd = px->timerfd = px->probe_fd = -1;
+	px->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (px->timerfd < 0 ||
+		agentd_watch(d, px->timerfd, &px->timer_src, SRC_TIMER, px, EPOLLIN) < 0)
+		return -1;
+	d->n_oc = 0;
+	for (size_t i = 0; i < d->cfg.projects.n && i < AGENTD_MAX_PROJECTS; i++) {
+		struct child *c = &d->oc[d->n_oc++];
+		const char *name = base_name(d->cfg.projects.v[i]);
+
+		snprintf(c->name, sizeof(c->name), "opencode/%s", name);
+		snprintf(c->project, sizeof(c->project), "%s/%s", d->agent.home, name);
+		c->is_opencode = 1;
+		c->port = AGENTD_OPENCODE_PORT + (unsigned)i;
+		c->exec_child = opencode_exec;
+		c->pidfd = c->probe_fd = -1;
+		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (c->timerfd < 0 ||
+			agentd_watch(d, c->timerfd, &c->timer_src, SRC_TIMER, c, EPOLLIN) < 0)
+			return -1;
+		if (opencode_password(d, c) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int agentd_setup(struct agentd *d)
+{
+	sigset_t set;
+	char err[1024];
+
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0)
+		fatal("epoll_create1: %s", strerror(errno));
+	if (load_config(d) < 0)
+		return -1;
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	d->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (d->sigfd < 0 || agentd_watch(d, d->sigfd, &d->sig_src, SRC_SIGNAL, d, EPOLLIN) < 0)
+		return -1;
+
+	/*
+	 * Fail closed: watch first, then install and verify the netlock. Nothing of the
+	 * agent starts before the table reads back as built.
+	 */
+	if (netwatch_open(d) < 0)
+		return -1;
+	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
+		netlock_verify(&d->nl, err, sizeof(err)) != 0) {
+		log_err("netlock: %s: nothing of the agent is started", err);
+		return -1;
+	}
+	log_info("netlock: table inet %s verified for uid %u", NETLOCK_TABLE,
+		(unsigned)d->agent.uid);
+	d->freeze_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->freeze_timer < 0 ||
+		agentd_watch(d, d->freeze_timer, &d->freeze_src, SRC_TIMER, NULL, EPOLLIN) < 0)
+		return -1;
+	if (ctlsrv_open(d) < 0)
+		return -1;
+	if (init_children(d) < 0)
+		return -1;
+	if (!d->egress.off) {
+		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
+		if (proxy_stop(&d->proxy, 3000) < 0)
+			log_warn("a stale squid (pid file %s) did not stop", d->proxy.pidfile);
+		if (write_proxy_config(d) < 0)
+			return -1;
+		child_start(d, &d->proxy_child);
+	}
+	for (size_t i = 0; i < d->n_oc; i++)
+		child_start(d, &d->oc[i]);
+	return 0;
+}
+
+/* SIGHUP: re-read the rules; reload squid in place; re-apply the netlock if it changed. */
+static void reload(struct agentd *d)
+{
+	struct ocsb_config old = d->cfg;
+	struct egress olde = d->egress;
+	char err[512];
+
+	memset(&d->cfg, 0, sizeof(d->cfg));
+	memset(&d->egress, 0, sizeof(d->egress));
+	if (load_config(d) < 0) {
+		log_err("reload failed: keeping the running configuration");
+		config_free(&d->cfg);
+		egress_free(&d->egress);
+		d->cfg = old;
+		d->egress = olde;
+		return;
+	}
+	config_free(&old);
+	egress_free(&olde);
+	if (netlock_verify(&d->nl, err, sizeof(err)) != 0)
+		netwatch_enforce(d, "configuration reloaded");
+	if (!d->egress.off && write_proxy_config(d) == 0 && d->proxy_child.pid > 0)
+		kill(d->proxy_child.pid, SIGHUP);
+	log_notice("configuration reloaded");
+}
+
+static void on_signal(struct agentd *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		switch (si.ssi_signo) {
+		case SIGTERM:
+		case SIGINT:
+			log_notice("signal %u: stopping", si.ssi_signo);
+			d->stopping = 1;
+			break;
+		case SIGHUP:
+			reload(d);
+			break;
+		}
+	}
+}
+
+static void shutdown_children(struct agentd *d)
+{
+	/* OpenCode first: it may still be talking through the proxy. */
+	for (size_t i = 0; i < d->n_oc; i++)
+		child_stop(d, &d->oc[i], 3000);
+	child_stop(d, &d->proxy_child, 3000);
+}
+
+int agentd_run(struct agentd *d)
+{
+	struct epoll_event evs[32];
+
+	while (!d->stopping) {
+		/* No timeout: with nothing to do the daemon does not wake up. */
+		int n = epoll_wait(d->epfd, evs, 32, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			log_err("epoll_wait: %s", strerror(errno));
+			return -1;
+		}
+		for (int i = 0; i < n && !d->stopping; i++) {
+			struct src *s = evs[i].data.ptr;
+
+			switch (s->kind) {
+			case SRC_SIGNAL:
+				on_signal(d);
+				break;
+			case SRC_NFT:
+				netwatch_event(d);
+				break;
+			case SRC_CTL_LISTEN:
+				ctlsrv_accept(d);
+				break;
+			case SRC_CTL_CLIENT:
+				ctlsrv_client(d, s->ptr, evs[i].events);
+				break;
+			case SRC_CHILD:
+				child_exited(d, s->ptr);
+				break;
+			case SRC_TIMER:
+				if (s->ptr)
+					child_timer(d, s->ptr);
+				else
+					freeze_tick(d);
+				break;
+			case SRC_PROBE:
+				child_probe_event(d, s->ptr, evs[i].events);
+				break;
+			}
+		}
+	}
+	shutdown_children(d);
+	return 0;
+}
+
+void agentd_free(struct agentd *d)
+{
+	ctlsrv_close(d);
+	config_free(&d->cfg);
+	egress_free(&d->egress);
+}

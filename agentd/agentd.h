@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_AGENTD_H
+#define OCSB_AGENTD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+#include "egress.h"
+#include "netlock.h"
+#include "paths.h"
+#include "proxy.h"
+#include "util.h"
+
+/* OpenCode facts (docs/opencode.md): the readiness probe and the permission setting. */
+#define OPENCODE_PROBE_PATH "/config"
+#define OPENCODE_PERMISSION_ENV "OPENCODE_PERMISSION={\"*\":\"allow\"}"
+
+#define AGENTD_OPENCODE_BIN "/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode"
+#define AGENTD_OPENCODE_PORT 4096
+
+#define AGENTD_MAX_PROJECTS 16
+#define AGENTD_MAX_CLIENTS 16
+
+/* What epoll hands back: the kind of source and its object. */
+enum src_kind {
+	SRC_SIGNAL,
+	SRC_NFT,
+	SRC_CTL_LISTEN,
+	SRC_CTL_CLIENT,
+	SRC_CHILD,
+	SRC_TIMER,
+	SRC_PROBE
+};
+
+struct src {
+	enum src_kind kind;
+	void *ptr; /* borrowed */
+};
+
+enum child_state {
+	CH_STOPPED, /* not wanted (shutdown), or cannot run (missing binary) */
+	CH_BACKOFF, /* waiting before a restart */
+	CH_STARTING, /* running, not yet answering */
+	CH_RUNNING, /* answering */
+};
+
+struct agentd;
+
+/* One supervised program: the proxy, or OpenCode for one project. */
+struct child {
+	char name[96]; /* "proxy", "opencode/shop" */
+	enum child_state state;
+	pid_t pid;
+	int pidfd;
+	struct src pid_src;
+	int timerfd; /* backoff and readiness deadlines */
+	struct src timer_src;
+	unsigned restarts;
+	unsigned backoff_ms;
+	unsigned crashes_in_row; /* reset after a stable period */
+	struct timespec started;
+	char last_error[512];
+	int (*exec_child)(struct agentd *d, struct child *c); /* runs in the forked child */
+	/* OpenCode */
+	int is_opencode;
+	char project[4400]; /* the agent's clone */
+	unsigned port;
+	char password[64];
+	int probe_fd;
+	struct src probe_src;
+	char probe_buf[256];
+	size_t probe_len;
+	int probe_sent;
+	struct timespec probe_deadline;
+	struct timespec ready_at;
+};
+
+struct ctl_client {
+	int fd;
+	struct src src;
+	uid_t uid;
+	void *reader; /* owned: struct ctl_reader */
+};
+
+struct agentd {
+	struct paths paths;
+	char config_path[4096];
+	struct ocsb_config cfg; /* owned */
+	struct egress egress; /* owned */
+	struct user_info agent, owner;
+	struct netlock_spec nl;
+	struct proxy proxy;
+	char opencode_bin[4096];
+
+	int epfd;
+	int sigfd;
+	struct src sig_src;
+	int nftfd;
+	void *nft_sock; /* owned: struct mnl_socket */
+	struct src nft_src;
+	int ctlfd;
+	struct src ctl_src;
+	char ctl_path[4096];
+	struct ctl_client clients[AGENTD_MAX_CLIENTS];
+	int freeze_timer;
+	struct src freeze_src;
+
+	struct child proxy_child;
+	struct child oc[AGENTD_MAX_PROJECTS];
+	size_t n_oc;
+
+	int frozen;
+	unsigned netlock_restores;
+	double last_restore_ms;
+	char netlock_error[512];
+	int stopping;
+	int fault_apply; /* test hook: the next restore fails */
+	struct timespec started;
+};
+
+/* main loop and setup: agentd.c */
+int agentd_setup(struct agentd *d);
+int agentd_run(struct agentd *d);
+void agentd_free(struct agentd *d);
+int agentd_watch(
+	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events);
+
+/* children: child.c */
+int child_start(struct agentd *d, struct child *c);
+void child_exited(struct agentd *d, struct child *c);
+void child_timer(struct agentd *d, struct child *c);
+void child_probe_event(struct agentd *d, struct child *c, uint32_t events);
+int child_stop(struct agentd *d, struct child *c, int timeout_ms);
+void child_restart(struct agentd *d, struct child *c);
+int proxy_exec(struct agentd *d, struct child *c);
+int opencode_exec(struct agentd *d, struct child *c);
+int opencode_password(struct agentd *d, struct child *c);
+long ms_since(const struct timespec *t);
+
+/* netlock watch and freezing: netwatch.c */
+int netwatch_open(struct agentd *d);
+void netwatch_event(struct agentd *d);
+int netwatch_enforce(struct agentd *d, const char *why);
+int freeze_agent(struct agentd *d);
+int thaw_agent(struct agentd *d);
+void freeze_tick(struct agentd *d);
+
+/* control socket: ctlsrv.c */
+int ctlsrv_open(struct agentd *d);
+void ctlsrv_accept(struct agentd *d);
+void ctlsrv_client(struct agentd *d, struct ctl_client *cl, uint32_t events);
+void ctlsrv_close(struct agentd *d);
+
+#endif

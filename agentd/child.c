@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "fileops.h"
+#include "log.h"
+#include "spawn.h"
+
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 60000
+#define STABLE_MS 60000 /* running this long resets the backoff */
+#define CRASH_LOOP 5 /* this many crashes in a row is reported as a loop */
+#define PROBE_EVERY_MS 250
+#define PROBE_TIMEOUT_MS 1000 /* per request: early requests to OpenCode can hang */
+#define READY_DEADLINE_MS 60000
+#define LOG_MAX (10 * 1024 * 1024)
+
+long ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1000L + (now.tv_nsec - t->tv_nsec) / 1000000L;
+}
+
+static void arm(struct child *c, long ms)
+{
+	struct itimerspec it = {
+		.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
+
+	if (ms <= 0)
+		it.it_value.tv_nsec = 1;
+	timerfd_settime(c->timerfd, 0, &it, NULL);
+}
+
+static void disarm(struct child *c)
+{
+	struct itimerspec it = {0};
+
+	timerfd_settime(c->timerfd, 0, &it, NULL);
+}
+
+/* ---- between fork and exec: async-signal-safe calls only ---- */
+
+/* Session, signals and descriptors of a new child; errfd ends up as fd 3 (CLOEXEC). */
+static void child_common(int logfd, int errfd)
+{
+	sigset_t none;
+	int nullfd;
+
+	setsid();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	dup2(nullfd, 0);
+	dup2(logfd >= 0 ? logfd : nullfd, 1);
+	dup2(logfd >= 0 ? logfd : nullfd, 2);
+	if (errfd != 3)
+		dup2(errfd, 3);
+	fcntl(3, F_SETFD, FD_CLOEXEC);
+	if (syscall(SYS_close_range, 4U, ~0U, 0) < 0)
+		for (int fd = 4; fd < 65536; fd++)
+			close(fd);
+}
+
+int proxy_exec(struct agentd *d, struct child *c)
+{
+	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	char *const argv[] = {d->proxy.squid, "-N", "-f", d->proxy.conf, NULL};
+
+	(void)c;
+	/* squid starts as root and drops to `proxy` itself, which clears the death signal:
+	 * a stale squid is stopped by the next start through its pid file. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	execve(argv[0], argv, env);
+	return -errno;
+}
+
+int opencode_exec(struct agentd *d, struct child *c)
+{
+	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
+		HSP[64];
+	char *const env[] = {home, user, logname, "SHELL=/bin/bash",
+		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", hp, hsp, HP, HSP,
+		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
+		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV, NULL};
+	char *const argv[] = {
+		d->opencode_bin, "serve", "--hostname", "127.0.0.1", "--port", port, NULL};
+	int r;
+
+	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
+	snprintf(user, sizeof(user), "USER=%s", d->agent.name);
+	snprintf(logname, sizeof(logname), "LOGNAME=%s", d->agent.name);
+	snprintf(port, sizeof(port), "%u", c->port);
+	snprintf(pw, sizeof(pw), "OPENCODE_SERVER_PASSWORD=%s", c->password);
+	snprintf(hp, sizeof(hp), "http_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	r = spawn_drop_privileges(d->agent.uid, d->agent.gid, d->agent.name);
+	if (r < 0)
+		return r;
+	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	umask(077);
+	/* As the agent: the clone is the agent's; root does not walk into it. */
+	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
+		return -errno;
+	execve(argv[0], argv, env);
+	return -errno;
+}
+
+/* ---- supervisor side ---- */
+
+/* agentd only executes absolute, root-owned binaries nobody else can replace. */
+static int bin_check(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (path[0] != '/' || stat(path, &st) < 0) {
+		snprintf(err, errlen, "%.400s: %s; run: sudo ocsb-provision --install-opencode",
+			path, path[0] != '/' ? "not an absolute path" : strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != 0 || (st.st_mode & 022) || !(st.st_mode & S_IXUSR)) {
+		snprintf(err, errlen,
+			"%.400s: must be a root-owned executable not writable by others", path);
+		return -1;
+	}
+	return 0;
+}
+
+static int open_log(struct agentd *d, struct child *c)
+{
+	char dir[4096], name[128];
+	struct stat st;
+	int dfd, fd;
+
+	if (path_join(dir, sizeof(dir), "/var/log", "ocsb") < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%s.log", c->name);
+	for (char *s = name; *s; s++)
+		if (*s == '/')
+			*s = '-';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0750, 0, 0);
+	if (dfd < 0)
+		return -1;
+	/* Bounded: a chatty or hostile child cannot fill the disk across restarts. */
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > LOG_MAX)
+		unlinkat(dfd, name, 0);
+	fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	close(dfd);
+	(void)d;
+	return fd;
+}
+
+int child_start(struct agentd *d, struct child *c)
+{
+	int errpipe[2], err = 0, logfd;
+	char bin_err[480];
+	pid_t pid;
+	ssize_t n;
+
+	if (d->stopping || d->frozen)
+		return 0;
+	if (c->is_opencode && bin_check(d->opencode_bin, bin_err, sizeof(bin_err)) < 0) {
+		/* Not a crash: nothing to restart until an operator installs it (SIGHUP). */
+		snprintf(c->last_error, sizeof(c->last_error), "%s", bin_err);
+		log_err("%s: %s", c->name, bin_err);
+		c->state = CH_STOPPED;
+		return -1;
+	}
+	logfd = open_log(d, c);
+	if (pipe2(errpipe, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		log_err("%s: fork: %s", c->name, strerror(errno));
+		close(errpipe[0]);
+		close(errpipe[1]);
+		if (logfd >= 0)
+			close(logfd);
+		return -1;
+	}
+	if (pid == 0) {
+		int r;
+
+		close(errpipe[0]);
+		child_common(logfd, errpipe[1]);
+		r = c->exec_child(d, c);
+		err = -r;
+		n = write(3, &err, sizeof(err));
+		(void)n;
+		_exit(127);
+	}
+	close(errpipe[1]);
+	if (logfd >= 0)
+		close(logfd);
+	n = read(errpipe[0], &err, sizeof(err));
+	close(errpipe[0]);
+	c->pid = pid;
+	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	clock_gettime(CLOCK_MONOTONIC, &c->started);
+	if (c->pidfd < 0 || agentd_watch(d, c->pidfd, &c->pid_src, SRC_CHILD, c, EPOLLIN) < 0) {
+		log_err("%s: pidfd_open: %s", c->name, strerror(errno));
+		kill(pid, SIGKILL);
+		return -1;
+	}
+	if (n == (ssize_t)sizeof(err) && err) {
+		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s", strerror(err));
+		log_err("%s: %s", c->name, c->last_error);
+		return -1; /* its exit arrives through the pidfd and schedules the retry */
+	}
+	c->state = c->is_opencode ? CH_STARTING : CH_RUNNING;
+	log_notice("%s: started (pid %d)", c->name, (int)pid);
+	if (c->is_opencode)
+		arm(c, PROBE_EVERY_MS);
+	return 0;
+}
+
+static void probe_close(struct agentd *d, struct child *c)
+{
+	if (c->probe_fd >= 0) {
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->probe_fd, NULL);
+		close(c->probe_fd);
+		c->probe_fd = -1;
+	}
+	c->probe_len = 0;
+	c->probe_sent = 0;
+}
+
+void child_exited(struct agentd *d, struct child *c)
+{
+	siginfo_t info = {0};
+	char how[64];
+	long ran;
+
+	if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG) < 0 ||
+		info.si_pid == 0)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	close(c->pidfd);
+	c->pidfd = -1;
+	c->pid = 0;
+	probe_close(d, c);
+	if (info.si_code == CLD_EXITED)
+		snprintf(how, sizeof(how), "exit %d", info.si_status);
+	else
+		snprintf(how, sizeof(how), "signal %d", info.si_status);
+	ran = ms_since(&c->started);
+	if (d->stopping || c->state == CH_STOPPED) {
+		log_info("%s: stopped (%s)", c->name, how);
+		c->state = CH_STOPPED;
+		return;
+	}
+	if (ran >= STABLE_MS) {
+		c->crashes_in_row = 0;
+		c->backoff_ms = 0;
+	}
+	c->crashes_in_row++;
+	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (c->backoff_ms > BACKOFF_MAX_MS)
+		c->backoff_ms = BACKOFF_MAX_MS;
+	if (!c->last_error[0] || strncmp(c->last_error, "cannot start", 12) != 0)
+		snprintf(c->last_error, sizeof(c->last_error), "%s after %ld ms", how, ran);
+	if (c->crashes_in_row >= CRASH_LOOP)
+		log_err("%s: crash loop: %u exits in a row, last %s; next try in %u ms", c->name,
+			c->crashes_in_row, c->last_error, c->backoff_ms);
+	else
+		log_warn("%s: %s; restarting in %u ms", c->name, c->last_error, c->backoff_ms);
+	c->state = CH_BACKOFF;
+	arm(c, c->backoff_ms);
+}
+
+/* A non-blocking HTTP request with the password: the first answer that is not a
+ * connection error means OpenCode serves. */
+static void probe_begin(struct agentd *d, struct child *c)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = &c->probe_src};
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EINPROGRESS) {
+		close(fd);
+		return;
+	}
+	c->probe_src.kind = SRC_PROBE;
+	c->probe_src.ptr = c;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		close(fd);
+		return;
+	}
+	c->probe_fd = fd;
+	c->probe_len = 0;
+	c->probe_sent = 0;
+	clock_gettime(CLOCK_MONOTONIC, &c->probe_deadline);
+}
+
+void child_probe_event(struct agentd *d, struct child *c, uint32_t events)
+{
+	if (c->probe_fd < 0)
+		return;
+	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
+		probe_close(d, c);
+		return;
+	}
+	if (!c->probe_sent && (events & EPOLLOUT)) {
+		char req[512], cred[128], b64[200];
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->probe_src};
+		int len;
+
+		snprintf(cred, sizeof(cred), "opencode:%s", c->password);
+		sodium_bin2base64(b64, sizeof(b64), (const unsigned char *)cred, strlen(cred),
+			sodium_base64_VARIANT_ORIGINAL);
+		len = snprintf(req, sizeof(req),
+			"GET " OPENCODE_PROBE_PATH " HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+			"Authorization: Basic %s\r\nConnection: close\r\n\r\n",
+			c->port, b64);
+		if (send(c->probe_fd, req, (size_t)len, MSG_NOSIGNAL) != len) {
+			probe_close(d, c);
+			return;
+		}
+		c->probe_sent = 1;
+		epoll_ctl(d->epfd, EPOLL_CTL_MOD, c->probe_fd, &ev);
+		return;
+	}
+	if (events & EPOLLIN) {
+		ssize_t n = recv(c->probe_fd, c->probe_buf + c->probe_len,
+			sizeof(c->probe_buf) - 1 - c->probe_len, 0);
+
+		if (n <= 0) {
+			probe_close(d, c);
+			return;
+		}
+		c->probe_len += (size_t)n;
+		c->probe_buf[c->probe_len] = '\0';
+		if (!strchr(c->probe_buf, '\n') && c->probe_len < sizeof(c->probe_buf) - 1)
+			return;
+		if (strncmp(c->probe_buf, "HTTP/1.1 200", 12) == 0 ||
+			strncmp(c->probe_buf, "HTTP/1.0 200", 12) == 0) {
+			c->state = CH_RUNNING;
+			clock_gettime(CLOCK_MONOTONIC, &c->ready_at);
+			c->last_error[0] = '\0';
+			log_notice("%s: ready on http://127.0.0.1:%u after %ld ms", c->name,
+				c->port, ms_since(&c->started));
+			disarm(c);
+		}
+		probe_close(d, c);
+	}
+}
+
+void child_timer(struct agentd *d, struct child *c)
+{
+	uint64_t ticks;
+
+	if (read(c->timerfd, &ticks, sizeof(ticks)) < 0)
+		return;
+	switch (c->state) {
+	case CH_BACKOFF:
+		child_start(d, c);
+		break;
+	case CH_STARTING:
+		/* A request still pending past its deadline is dropped and tried again. */
+		if (c->probe_fd >= 0 && ms_since(&c->probe_deadline) >= PROBE_TIMEOUT_MS)
+			probe_close(d, c);
+		if (c->probe_fd < 0)
+			probe_begin(d, c);
+		if (ms_since(&c->started) > READY_DEADLINE_MS && !c->last_error[0])
+			snprintf(c->last_error, sizeof(c->last_error),
+				"not answering %ld s after start", ms_since(&c->started) / 1000);
+		arm(c, PROBE_EVERY_MS);
+		break;
+	default:
+		break;
+	}
+}
+
+int child_stop(struct agentd *d, struct child *c, int timeout_ms)
+{
+	struct timespec t0;
+
+	disarm(c);
+	probe_close(d, c);
+	if (c->pid <= 0) {
+		c->state = CH_STOPPED;
+		return 0;
+	}
+	c->state = CH_STOPPED;
+	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (ms_since(&t0) < timeout_ms) {
+		siginfo_t info = {0};
+
+		if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG) == 0 &&
+			info.si_pid != 0)
+			goto reaped;
+		usleep(10000);
+	}
+	log_warn("%s: did not stop within %d ms: killing it", c->name, timeout_ms);
+	syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+	{
+		siginfo_t info = {0};
+		waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED);
+	}
+reaped:
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
+	close(c->pidfd);
+	c->pidfd = -1;
+	log_info("%s: stopped", c->name);
+	c->pid = 0;
+	return 0;
+}
+
+void child_restart(struct agentd *d, struct child *c)
+{
+	child_stop(d, c, 3000);
+	c->crashes_in_row = 0;
+	c->backoff_ms = 0;
+	c->restarts++;
+	child_start(d, c);
+}
+
+/* The OpenCode password: generated once, kept root-only, survives restarts of agentd. */
+int opencode_password(struct agentd *d, struct child *c)
+{
+	char dir[4096], name[128], *data = NULL;
+	unsigned char raw[24];
+	int dfd, r;
+
+	if (path_join(dir, sizeof(dir), d->paths.varlib, "ocsb/agentd") < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%s.password", strchr(c->name, '/') + 1);
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return -1;
+	}
+	r = fo_read_at(dfd, name, 256, &data, NULL);
+	if (r == 0 && strlen(data) >= 16 && strlen(data) < sizeof(c->password)) {
+		snprintf(c->password, sizeof(c->password), "%.*s", (int)strcspn(data, "\n"), data);
+		free(data);
+		close(dfd);
+		return 0;
+	}
+	free(data);
+	randombytes_buf(raw, sizeof(raw));
+	sodium_bin2base64(c->password, sizeof(c->password), raw, sizeof(raw),
+		sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+	sodium_memzero(raw, sizeof(raw));
+	r = fo_write_at(dfd, name, c->password, strlen(c->password), 0600, 0, 0);
+	close(dfd);
+	if (r < 0)
+		log_err("%s/%s: %s", dir, name, strerror(-r));
+	return r;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "ctl.h"
+#include "log.h"
+
+#ifndef OCSB_VERSION
+#define OCSB_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ocsb-agentd [--foreground] [--config FILE] [-v]\n"
+		"The ocsb supervisor: installs and watches the netlock, runs the egress proxy\n"
+		"and one OpenCode server per project as the agent, serves /run/ocsb/agentd.sock.\n"
+		"Runs as root, in the foreground (under systemd, or by hand).\n"
+		"\n"
+		"  --foreground     run in the foreground (the only mode; for clarity in scripts)\n"
+		"  --config FILE    read FILE instead of /etc/ocsb/ocsb.conf\n"
+		"  -v, --verbose    more detail in the log\n"
+		"      --syslog     log to syslog instead of stderr\n"
+		"  -h, --help       this text\n"
+		"      --version    the version\n"
+		"Signals: TERM/INT stop (OpenCode first, then the proxy), HUP reloads the rules.\n"
+		"See ocsb-agentd(8).\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"foreground", no_argument, NULL, 'f'},
+		{"config", required_argument, NULL, 'c'},
+		{"verbose", no_argument, NULL, 'v'},
+		{"syslog", no_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	struct agentd *d;
+	struct ctl_request ping = {.verb = CTL_PING};
+	struct ctl_response resp;
+	char err[512];
+	const char *config = NULL;
+	int c, verbose = 0, use_syslog = 0, r;
+
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 's':
+			use_syslog = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("ocsb-agentd %s\n", OCSB_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	log_init("ocsb-agentd", use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, verbose);
+	if (optind < argc) {
+		log_err("unexpected argument '%s'", argv[optind]);
+		return 2;
+	}
+	if (geteuid() != 0) {
+		log_err("must run as root");
+		return 2;
+	}
+	if (sodium_init() < 0)
+		fatal("libsodium failed to initialize");
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return 1;
+	paths_default(&d->paths);
+	if (config)
+		snprintf(d->config_path, sizeof(d->config_path), "%s", config);
+	else
+		path_join(d->config_path, sizeof(d->config_path), d->paths.etc, "ocsb/ocsb.conf");
+	d->fault_apply = getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1");
+	/* One supervisor per machine: a live one answers on the socket. */
+	if (ctl_call("/run/ocsb/agentd.sock", &ping, &resp, 1000, err, sizeof(err)) == 0) {
+		ctl_response_free(&resp);
+		log_err("another ocsb-agentd is running (it answers on /run/ocsb/agentd.sock)");
+		free(d);
+		return 2;
+	}
+	if (agentd_setup(d) < 0) {
+		log_err("start-up failed; nothing of the agent runs");
+		agentd_free(d);
+		free(d);
+		return 1;
+	}
+	log_notice("running: agent %s, %zu OpenCode instance%s, control %s", d->agent.name, d->n_oc,
+		d->n_oc == 1 ? "" : "s", d->ctl_path);
+	r = agentd_run(d);
+	log_notice("stopped");
+	agentd_free(d);
+	free(d);
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "log.h"
+#include "procs.h"
+
+#define FREEZE_TICK_MS 200
+
+/*
+ * Invariant 4, fail closed. agentd listens to every nftables change in its network
+ * namespace; after each burst it reads the table back, and re-applies it when it is
+ * gone or altered. If that fails, every process of the agent is stopped until it works.
+ */
+
+/*
+ * Test hook, off unless agentd was started with OCSB_TEST_HOOKS=1: while the file
+ * <run>/ocsb/fault-netlock exists, restoring the table "fails", so the tests can watch the
+ * freeze and the thaw. It can only make agentd stricter.
+ */
+static int fault_active(struct agentd *d)
+{
+	char path[4096];
+
+	return d->fault_apply &&
+		path_join(path, sizeof(path), d->paths.run, "ocsb/fault-netlock") == 0 &&
+		access(path, F_OK) == 0;
+}
+
+int netwatch_open(struct agentd *d)
+{
+	struct mnl_socket *nl;
+	int group = NFNLGRP_NFTABLES, fd;
+
+	nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (!nl || mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		log_err("netlink: %s", strerror(errno));
+		return -1;
+	}
+	if (mnl_socket_setsockopt(nl, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0) {
+		log_err("netlink: subscribing to nftables events: %s (needs CAP_NET_ADMIN)",
+			strerror(errno));
+		mnl_socket_close(nl);
+		return -1;
+	}
+	fd = mnl_socket_get_fd(nl);
+	d->nft_sock = nl;
+	d->nftfd = fd;
+	return agentd_watch(d, fd, &d->nft_src, SRC_NFT, d, EPOLLIN);
+}
+
+void netwatch_event(struct agentd *d)
+{
+	char buf[16384]; /* MNL_SOCKET_BUFFER_SIZE is a sysconf() call: no VLA */
+	char err[512];
+	int overrun = 0, n = 0;
+
+	/* Drain the burst (a flush is a dozen messages), then look once. */
+	for (;;) {
+		ssize_t r = mnl_socket_recvfrom(d->nft_sock, buf, sizeof(buf));
+
+		if (r < 0 && errno == ENOBUFS) {
+			overrun = 1; /* events were lost: the read-back below resyncs */
+			continue;
+		}
+		if (r <= 0)
+			break;
+		n++;
+	}
+	if (!n && !overrun)
+		return;
+	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
+		return;
+	netwatch_enforce(d, err);
+}
+
+int netwatch_enforce(struct agentd *d, const char *why)
+{
+	struct timespec t0, t1;
+	char err[512];
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (fault_active(d)) {
+		snprintf(err, sizeof(err), "apply refused (test hook OCSB_FAULT_NETLOCK)");
+	} else if (netlock_apply(&d->nl, err, sizeof(err)) == 0 &&
+		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		d->last_restore_ms =
+			(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		d->netlock_restores++;
+		d->netlock_error[0] = '\0';
+		log_warn("%s: restored in %.2f ms (restore #%u)", why, d->last_restore_ms,
+			d->netlock_restores);
+		if (d->frozen)
+			thaw_agent(d);
+		return 0;
+	}
+	snprintf(d->netlock_error, sizeof(d->netlock_error), "%s", err);
+	log_err("%s; restoring failed: %s: freezing every process of %s", why, err, d->agent.name);
+	freeze_agent(d);
+	return -1;
+}
+
+static void freeze_arm(struct agentd *d, int on)
+{
+	struct itimerspec it = {0};
+
+	if (on) {
+		it.it_value.tv_nsec = FREEZE_TICK_MS * 1000000L;
+		it.it_interval.tv_nsec = FREEZE_TICK_MS * 1000000L;
+	}
+	timerfd_settime(d->freeze_timer, 0, &it, NULL);
+}
+
+int freeze_agent(struct agentd *d)
+{
+	int n = procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+
+	if (!d->frozen)
+		log_err("frozen: %d process%s of %s stopped (SIGSTOP) until the netlock is back", n,
+			n == 1 ? "" : "es", d->agent.name);
+	d->frozen = 1;
+	/*
+	 * The one timer of a frozen state: new logins would start unstopped processes, and
+	 * the obstacle to the table may go away. Idle agentd has no timer running.
+	 */
+	freeze_arm(d, 1);
+	return n;
+}
+
+int thaw_agent(struct agentd *d)
+{
+	int n = procs_signal_uid(d->agent.uid, SIGCONT, 0);
+
+	d->frozen = 0;
+	freeze_arm(d, 0);
+	log_notice("thawed: netlock verified again, %d process%s of %s continued", n,
+		n == 1 ? "" : "es", d->agent.name);
+	/* Children that could not be restarted while frozen start now. */
+	for (size_t i = 0; i < d->n_oc; i++)
+		if (d->oc[i].state == CH_BACKOFF && d->oc[i].pid == 0)
+			child_start(d, &d->oc[i]);
+	if (d->proxy_child.state == CH_BACKOFF && d->proxy_child.pid == 0)
+		child_start(d, &d->proxy_child);
+	return n;
+}
+
+void freeze_tick(struct agentd *d)
+{
+	uint64_t ticks;
+	char err[512];
+
+	if (read(d->freeze_timer, &ticks, sizeof(ticks)) < 0 || !d->frozen)
+		return;
+	procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+	if (!fault_active(d) && netlock_apply(&d->nl, err, sizeof(err)) == 0 &&
+		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
+		d->netlock_restores++;
+		d->netlock_error[0] = '\0';
+		log_warn("netlock: restored after a freeze");
+		thaw_agent(d);
+	}
+}

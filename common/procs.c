@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "procs.h"
+
+/* 1 when /proc/pid/status names uid; 0 otherwise (or when the process is gone). */
+static int proc_has_uid(pid_t pid, uid_t uid)
+{
+	char path[64], line[256];
+	unsigned r, e, s, f;
+	int hit = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return 0;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &f) == 4) {
+			hit = r == uid || e == uid || s == uid || f == uid;
+			break;
+		}
+	fclose(fp);
+	return hit;
+}
+
+static int scan(uid_t uid, int sig)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+
+		if (pid <= 1 || pid == getpid() || !proc_has_uid(pid, uid))
+			continue;
+		if (sig == 0 || kill(pid, sig) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int procs_signal_uid(uid_t uid, int sig, int until_none)
+{
+	int total = 0;
+
+	if (!until_none)
+		return scan(uid, sig);
+	for (int round = 0; round < 100; round++) {
+		int n = scan(uid, sig);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			return total;
+		total += n;
+		usleep(10000);
+	}
+	return -EBUSY;
+}
+
+int procs_count_uid(uid_t uid)
+{
+	return scan(uid, 0);
+}

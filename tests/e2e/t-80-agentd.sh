@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+# ocsb-agentd with the real OpenCode: supervision, fail-closed netlock, control socket.
+. "$E2E_LIB"
+. "$(dirname "$0")/common-prov.sh"
+. "$(dirname "$0")/lib-net.sh"
+
+OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
+if [ ! -x "$OC_BIN" ]; then
+	skip "ocsb-agentd with OpenCode" "OpenCode not installed at $OC_BIN (sudo make deps installs it)"
+	exit 0
+fi
+OCSB=$OCSB_BUILD/ocsb
+make_project
+fake_internet_up >/dev/null 2>&1 || fail "fake internet up"
+mkdir -p /etc/ocsb
+printf 'allow allowed.test\nblock blocked.test\n' >/etc/ocsb/egress.conf
+check_output "provisioned" '^ocsb-provision: [1-9]' provision
+useradd -m -s /bin/bash bob
+
+start_agentd() {
+	CANARY_ROOT_ENV=leak OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+	AGENTD=$!
+}
+status() { as_owner "$OCSB" status; }
+field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
+	status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'
+}
+wait_for() { # wait_for SECS cmd...: poll (bounded) until cmd succeeds
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+oc_pid() { field pid 2; } # pid 1 is the proxy's
+running() { [ "$(field state 2)" = running ]; }
+
+start_agentd
+check "control socket appears" wait_for 10 test -S /run/ocsb/agentd.sock
+check_output "status: netlock verified" '^ +netlock +verified$' status
+check_output "status: the proxy runs" '^proxy squid' status
+t0=$(date +%s%N)
+if wait_for 60 running; then
+	pass "OpenCode answers within 60 s ($((($(date +%s%N) - t0) / 1000000)) ms after agentd start)"
+else
+	fail "OpenCode answers within 60 s" "$(status 2>&1)" "$(tail -20 "$E2E_SCRATCH/agentd.log")"
+fi
+pid=$(oc_pid)
+pw=$(field password)
+check_output "OpenCode runs as the agent uid" "^$AGENT$" ps -o user= -p "$pid"
+check_output "owner with the password: 200" '^200$' as_owner curl -s -o /dev/null -w '%{http_code}' -u "opencode:$pw" http://127.0.0.1:4096/config
+check_output "without the password: 401" '^401$' as_owner curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4096/config
+env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
+check_output "OpenCode gets the proxy variables" '^http_proxy=http://127.0.0.1:3128$' env_of "$pid"
+check_output "OpenCode gets its password" '^OPENCODE_SERVER_PASSWORD=' env_of "$pid"
+check_output "positive control: agentd itself has the canary variable" '^CANARY_ROOT_ENV=leak$' env_of "$AGENTD"
+check_fails "nothing of root's environment reaches OpenCode" bash -c "tr '\\0' '\\n' </proc/$pid/environ | grep -q CANARY_ROOT_ENV"
+check_output "the password file is root-only" '^600 root$' stat -c '%a %U' /var/lib/ocsb/agentd/shop.password
+
+# --- control socket: only root and the owner
+check_output "owner is served" 'netlock' as_owner "$OCSB" status
+check_fails_output "the agent is refused" 'not allowed: uid [0-9]+ is neither root nor the owner' as_user "$AGENT" "$OCSB" status
+check_fails_output "another user is refused" 'not allowed' as_user bob "$OCSB" status
+junk() { python3 -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(3); s.connect("/run/ocsb/agentd.sock")
+s.sendall(eval(sys.argv[1]))
+try: print(s.recv(4096))
+except Exception as e: print("closed", e)' "$1"; }
+junk 'struct.pack(">I", 0)' >/dev/null
+junk 'struct.pack(">I", 10**6) + b"x" * 100' >/dev/null
+check_output "a malformed request gets an error line" 'ERR' junk 'struct.pack(">I", 10) + b"OCSB/1 BAD"'
+check_output "a bad version gets an error line" 'unsupported protocol version' junk 'struct.pack(">I", 14) + b"OCSB/2 STATUS\n"'
+check_output "agentd survives malformed requests" 'netlock' status
+
+# --- supervision
+new_pid() { local p; p=$(oc_pid); [ -n "$p" ] && [ "$p" != "$1" ]; }
+kill -9 "$pid"
+if wait_for 15 new_pid "$pid" && wait_for 30 running; then
+	pass "killed OpenCode is restarted (pid $pid -> $(oc_pid))"
+else
+	fail "killed OpenCode is restarted" "$(status 2>&1)"
+fi
+check_output "status counts the restart" '^ +restarts +[1-9]' bash -c "$(declare -f status as_owner as_user); OCSB=$OCSB OWNER=$OWNER status | sed -n '/^instance/,\$p'"
+check_output "ocsb web gives the URL" 'url +http://127.0.0.1:4096' as_owner "$OCSB" web
+check_output "ocsb restart restarts" '^restarted 1 instance$' as_owner "$OCSB" restart shop
+check_fails_output "ocsb restart of an unknown project" "no OpenCode instance named 'nope'" as_owner "$OCSB" restart nope
+wait_for 30 running
+
+sq=$(field pid 1)
+kill -9 "$sq"
+via_proxy() { as_user "$AGENT" curl -s --max-time 2 -x http://127.0.0.1:3128 http://allowed.test/ | grep -q "WEB allowed.test"; }
+check_fails "agent has no network while the proxy is down" via_proxy
+check "killed proxy is restarted" wait_for 10 bash -c "ss -Hltn 'sport = :3128' | grep -q LISTEN"
+check "agent reaches allowed.test through the new proxy" wait_for 10 via_proxy
+
+# --- fail closed: flush, restore, and direct egress never succeeds meanwhile
+as_user "$AGENT" bash -c 'ok=0; for i in $(seq 100); do curl -s --max-time 0.5 --noproxy "*" http://198.18.1.10/ >/dev/null && ok=$((ok+1)); sleep 0.02; done; echo $ok > /tmp/direct-ok' &
+prober=$!
+sleep 0.3
+for i in 1 2 3 4 5; do
+	nft flush ruleset
+	sleep 0.2
+done
+wait "$prober"
+check "table restored after nft flush ruleset" nft list table inet ocsb
+check_output "status counts the restores" '^ +netlock-restores +[1-9]' status
+check_output "direct egress never succeeded during the flushes (100 tries)" '^0$' cat /tmp/direct-ok
+check_output "positive control: root reaches 198.18.1.10 directly" 'WEB' curl -s --max-time 3 --noproxy '*' http://198.18.1.10/
+grep -E 'restored in [0-9.]+ ms' "$E2E_SCRATCH/agentd.log" | tail -1 | sed 's/^/# /'
+
+# --- restore impossible: freeze, then thaw
+mkdir -p /run/ocsb && touch /run/ocsb/fault-netlock
+as_user "$AGENT" setsid sleep 300 </dev/null >/dev/null 2>&1 &
+sleep 0.2
+spid=$(pgrep -u "$AGENT" -x sleep | head -1)
+nft flush ruleset
+stopped() { [ "$(awk '{print $3}' "/proc/$1/stat")" = T ]; }
+check "restore impossible: status says frozen" wait_for 5 bash -c "$(declare -f status field as_owner as_user); OCSB=$OCSB OWNER=$OWNER; [ \"\$(field frozen)\" = yes ]"
+check "the agent's processes are stopped" stopped "$spid"
+check "OpenCode is stopped too" stopped "$(oc_pid)"
+as_user "$AGENT" setsid sleep 301 </dev/null >/dev/null 2>&1 &
+sleep 0.6
+check "a process started while frozen is stopped too" stopped "$(pgrep -u "$AGENT" -f 'sleep 301' | head -1)"
+rm -f /run/ocsb/fault-netlock
+check "the obstacle gone: thawed" wait_for 5 bash -c "$(declare -f status field as_owner as_user); OCSB=$OCSB OWNER=$OWNER; [ \"\$(field frozen)\" = no ]"
+check_fails "the agent's processes run again" stopped "$spid"
+check "table back" nft list table inet ocsb
+
+# --- stop: SIGTERM stops children in order, within a bounded time
+t0=$(date +%s%N)
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $ms -lt 8000 ] && pass "SIGTERM: agentd stops in $ms ms" || fail "SIGTERM: agentd stops in time" "$ms ms"
+check_fails "no OpenCode left after SIGTERM" pgrep -u "$AGENT" -f opencode
+check_fails "no squid left after SIGTERM" bash -c "ss -Hltn 'sport = :3128' | grep -q LISTEN"
+check_output "the log says the order" 'opencode/shop: stopped' cat "$E2E_SCRATCH/agentd.log"
+
+# --- SIGKILL: no process of the agent started by agentd survives; the next start cleans up
+pkill -u "$AGENT" sleep
+start_agentd
+wait_for 60 running || fail "second start: OpenCode answers" "$(status 2>&1)"
+kill -KILL "$AGENTD"
+sleep 1
+left=$(pgrep -u "$AGENT" -a)
+[ -z "$left" ] && pass "SIGKILL of agentd: no process of $AGENT remains" || fail "SIGKILL of agentd: no process of $AGENT remains" "$left"
+start_agentd
+check "restart after SIGKILL: control socket answers" wait_for 10 bash -c "$(declare -f status as_owner as_user); OCSB=$OCSB OWNER=$OWNER status"
+check_output "restart after SIGKILL: exactly one squid" '^1$' bash -c "pgrep -c -x squid"
+check "restart after SIGKILL: OpenCode answers again" wait_for 60 running
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
