@@ -41,6 +41,10 @@ PROVISION_OBJ := $(PROVISION_SRC:%.c=$(BUILDDIR)/%.o)
 LIBOCSB       := $(BUILDDIR)/libocsb.a
 LIBPROV       := $(BUILDDIR)/libprovision.a
 
+SYNC_SRC      := $(wildcard sync/*.c)
+SYNC_OBJ      := $(SYNC_SRC:%.c=$(BUILDDIR)/%.o)
+LIBSYNC       := $(BUILDDIR)/libsync.a
+
 CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
 LIBCLI        := $(BUILDDIR)/libcli.a
@@ -88,10 +92,13 @@ $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBOCSB)
 $(LIBCLI): $(CLI_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBOCSB)
+$(LIBSYNC): $(SYNC_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBSYNC) $(LIBPROV) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -137,7 +144,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] sync/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

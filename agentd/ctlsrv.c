@@ -212,9 +212,13 @@ static void do_restart(struct agentd *d, const char *project, struct buf *b)
 
 static void do_logs(struct agentd *d, unsigned count, struct buf *b)
 {
+	size_t budget;
+
 	ctl_response_ok(b);
 	if (!count)
 		count = 50;
+	/* Each instance gets an equal share of the frame. */
+	budget = (CTL_MAX_FRAME - 1024) / (d->n_oc ? d->n_oc : 1) * 3 / 4; /* room for prefixes */
 	for (size_t i = 0; i < d->n_oc; i++) {
 		char path[4096], name[128], *data = NULL;
 		size_t len = 0, lines = 0;
@@ -227,11 +231,17 @@ static void do_logs(struct agentd *d, unsigned count, struct buf *b)
 		if (path_join(path, sizeof(path), "/var/log/ocsb", name) < 0 ||
 			fo_read(path, 16 * 1024 * 1024, &data, &len) < 0)
 			continue;
-		/* The last `count` lines, as many as fit in one frame. */
+		/*
+		 * The newest `count` lines that fit in one frame: walk back from the end
+		 * counting lines and bytes, then add them oldest first.
+		 */
 		p = data + len;
-		while (p > data && lines <= count)
+		if (p > data && p[-1] == '\n')
+			p--;
+		while (p > data && lines < count && (size_t)(data + len - p) < budget) {
 			if (*--p == '\n')
 				lines++;
+		}
 		if (*p == '\n')
 			p++;
 		while (*p) {

@@ -153,3 +153,17 @@ check_output "restart after SIGKILL: exactly one squid" '^1$' bash -c "pgrep -c 
 check "restart after SIGKILL: OpenCode answers again" wait_for 60 running
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+
+# --- SIGHUP: new rules in place, sessions untouched; ocsb logs
+start_agentd
+wait_for 60 running || fail "third start: OpenCode answers" "$(status 2>&1)"
+pid=$(oc_pid)
+check_output "agent: other.test passes before the reload (control)" "WEB other.test" as_user "$AGENT" curl -sS --max-time 3 -x http://127.0.0.1:3128 http://other.test/
+echo "block other.test" >>/etc/ocsb/egress.conf
+kill -HUP "$AGENTD"
+blocked_now() { [ "$(as_user "$AGENT" curl -s -o /dev/null -w '%{http_code}' --max-time 3 -x http://127.0.0.1:3128 http://other.test/)" = 403 ]; }
+check "SIGHUP: the new block rule applies" wait_for 10 blocked_now
+check_output "SIGHUP: OpenCode kept running (same pid)" "^$pid$" oc_pid
+check_output "ocsb logs shows OpenCode's output" '^shop: ' as_owner "$OCSB" logs -n 5
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
