@@ -123,6 +123,7 @@ $(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBOCSB)
 bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/agentd
 
 deps:
 	@tools/install-deps.sh

@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+# Runs inside the e2e namespace (see tests/bench/agentd). Prints "# ..." figure lines.
+. "$E2E_LIB"
+. "$(dirname "$0")/../e2e/common-prov.sh"
+
+if [ ! -x /opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode ]; then
+	skip "agentd benchmark" "OpenCode not installed (sudo make deps)"
+	exit 0
+fi
+make_project
+provision >/dev/null 2>&1 || fail "provisioning" "$(provision 2>&1)"
+setsid "$OCSB_BUILD/ocsb-agentd" --foreground >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+AGENTD=$!
+running() { as_owner "$OCSB_BUILD/ocsb" status 2>/dev/null | awk '$1 == "state" {n++} n == 2 {print $2; exit}' | grep -qx running; }
+for i in $(seq 300); do running && break; sleep 0.2; done
+running || { fail "OpenCode did not become healthy"; exit 0; }
+sleep 2
+
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+sshd=$(cat /run/sshd.pid)
+echo "# resident memory: ocsb-agentd $(rss $AGENTD) KiB (target < 4096), sshd listener $(rss "$sshd") KiB (reference)"
+
+switches() { awk '/ctxt_switches/ {s += $2} END {print s}' "/proc/$1/status"; }
+a0=$(switches $AGENTD) s0=$(switches "$sshd")
+sleep "$IDLE_SECONDS"
+a1=$(switches $AGENTD) s1=$(switches "$sshd")
+awk -v a=$((a1 - a0)) -v s=$((s1 - s0)) -v t="$IDLE_SECONDS" 'BEGIN {
+	printf "# idle wake-ups per minute: ocsb-agentd %.1f (target 0), sshd %.1f (reference), over %d s\n", a * 60 / t, s * 60 / t, t }'
+
+# Restore latency: agentd logs event-to-verified-table time for each restore.
+n0=$(grep -c 'restored in' "$E2E_SCRATCH/agentd.log")
+t0=$(date +%s%N)
+for i in $(seq 200); do
+	nft flush ruleset
+	for j in $(seq 200); do nft list table inet ocsb >/dev/null 2>&1 && break; sleep 0.005; done
+done
+wall=$((($(date +%s%N) - t0) / 1000000))
+grep 'restored in' "$E2E_SCRATCH/agentd.log" | tail -n +$((n0 + 1)) | sed -E 's/.*restored in ([0-9.]+) ms.*/\1/' |
+	sort -n | awk -v wall="$wall" '{a[NR] = $1} END {
+	if (NR == 0) { print "# restore: no restore logged"; exit }
+	printf "# netlock restore after nft flush ruleset, %d trials: p50 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < 50 ms); %d ms wall for all, polling included\n",
+		NR, a[int(NR * 0.5) + 1], a[int(NR * 0.99)], a[NR], wall }'
+
+# OpenCode restart to healthy, after SIGKILL (the first restart waits the 1 s backoff).
+pid=$(as_owner "$OCSB_BUILD/ocsb" status | awk '$1 == "pid" {n++} n == 2 {print $2; exit}')
+t0=$(date +%s%N)
+kill -9 "$pid"
+sleep 0.3
+for i in $(seq 600); do running && break; sleep 0.05; done
+echo "# OpenCode restart to healthy after SIGKILL: $((($(date +%s%N) - t0) / 1000000)) ms (1000 ms of it is the backoff)"
+kill -TERM $AGENTD
+pass "agentd benchmark ran"
