@@ -12,6 +12,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <libmnl/libmnl.h>
+
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
@@ -168,8 +170,21 @@ int agentd_setup(struct agentd *d)
 		log_err("netlock: %s: nothing of the agent is started", err);
 		return -1;
 	}
-	log_info("netlock: table inet %s verified for uid %u", NETLOCK_TABLE,
-		(unsigned)d->agent.uid);
+	/*
+	 * The guard: the same rules in a table only our socket may touch. A flush of the
+	 * ruleset takes the plain table away for the milliseconds until we restore it; the
+	 * guard stays, so the agent is never without a netlock.
+	 */
+	d->guard_sock = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (!d->guard_sock || mnl_socket_bind(d->guard_sock, 0, MNL_SOCKET_AUTOPID) < 0 ||
+		netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0 ||
+		netlock_guard_verify(&d->nl, err, sizeof(err)) != 0) {
+		log_err("netlock guard: %s: nothing of the agent is started",
+			d->guard_sock ? err : strerror(errno));
+		return -1;
+	}
+	log_info("netlock: tables inet %s and %s verified for uid %u", NETLOCK_TABLE,
+		NETLOCK_GUARD_TABLE, (unsigned)d->agent.uid);
 	d->freeze_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (d->freeze_timer < 0 ||
 		agentd_watch(d, d->freeze_timer, &d->freeze_src, SRC_TIMER, NULL, EPOLLIN) < 0)
@@ -210,6 +225,8 @@ static void reload(struct agentd *d)
 	}
 	config_free(&old);
 	egress_free(&olde);
+	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
+		log_err("netlock guard: %s", err);
 	if (netlock_verify(&d->nl, err, sizeof(err)) != 0)
 		netwatch_enforce(d, "configuration reloaded");
 	if (!d->egress.off && write_proxy_config(d) == 0 && d->proxy_child.pid > 0)
@@ -295,6 +312,11 @@ int agentd_run(struct agentd *d)
 void agentd_free(struct agentd *d)
 {
 	ctlsrv_close(d);
+	/* The guard goes with its socket; the plain table stays and keeps the agent locked. */
+	if (d->guard_sock)
+		mnl_socket_close(d->guard_sock);
+	if (d->nft_sock)
+		mnl_socket_close(d->nft_sock);
 	config_free(&d->cfg);
 	egress_free(&d->egress);
 }

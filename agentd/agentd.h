@@ -99,6 +99,7 @@ struct agentd {
 	struct src sig_src;
 	int nftfd;
 	void *nft_sock; /* owned: struct mnl_socket */
+	void *guard_sock; /* owned: struct mnl_socket that owns the guard table */
 	struct src nft_src;
 	int ctlfd;
 	struct src ctl_src;

@@ -31,6 +31,14 @@
 #include "netlock.h"
 
 /*
+ * The table being worked on: the plain table `ocsb`, or the guard while a guard entry
+ * point runs (netlock_guard_apply/verify set these and put them back). The callers are
+ * single-threaded.
+ */
+static const char *netlock_name = NETLOCK_TABLE;
+static uint32_t netlock_flags;
+
+/*
  * The table is described once, as data (struct netlock_rule), and turned into
  * nft text, libnftnl expressions and the comparison made by netlock_verify:
  * the three can only disagree if one of the small translators below is wrong,
@@ -208,7 +216,7 @@ int netlock_render_nft(const struct netlock_spec *s, struct buf *out)
 	int rc = netlock_rules(s, r, &n);
 
 	if (rc == 0)
-		rc = buf_puts(out, "table inet " NETLOCK_TABLE " {\n");
+		rc = buf_printf(out, "table inet %s {\n", netlock_name);
 	if (rc == 0)
 		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_OUTPUT,
 			"\t\ttype filter hook output priority 0; policy accept;\n", out);
@@ -389,7 +397,7 @@ static struct nftnl_rule *netlock_rule_build(const struct netlock_rule *nr)
 	if (!r)
 		return NULL;
 	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
-	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NETLOCK_TABLE);
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, netlock_name);
 	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, nr->chain);
 	for (size_t i = 0; i < nr->nm; i++)
 		if (netlock_expr_match(r, &nr->m[i]) < 0)
@@ -454,7 +462,7 @@ int netlock_render_expr(const struct netlock_spec *s, struct buf *out)
 		if (!exprs)
 			rc = -ENOMEM;
 		else
-			rc = buf_printf(out, "inet %s %s\n%s\n", NETLOCK_TABLE, nr[i].chain, exprs);
+			rc = buf_printf(out, "inet %s %s\n%s\n", netlock_name, nr[i].chain, exprs);
 		free(exprs);
 		if (r)
 			nftnl_rule_free(r);
@@ -612,7 +620,7 @@ static int netlock_table_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_ERROR;
 	}
 	if (nftnl_table_nlmsg_parse(nlh, t) == 0 &&
-		netlock_streq(nftnl_table_get_str(t, NFTNL_TABLE_NAME), NETLOCK_TABLE)) {
+		netlock_streq(nftnl_table_get_str(t, NFTNL_TABLE_NAME), netlock_name)) {
 		ti->found = 1;
 		ti->flags = nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS);
 	}
@@ -632,7 +640,7 @@ static int netlock_get_table(struct mnl_socket *nl, struct netlock_table_info *t
 		return -ENOMEM;
 	memset(ti, 0, sizeof(*ti));
 	nlh = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_ACK, netlock_seq());
-	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NETLOCK_TABLE);
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, netlock_name);
 	nftnl_table_nlmsg_build_payload(nlh, t);
 	nftnl_table_free(t);
 	rc = netlock_query(nl, nlh, netlock_table_cb, ti);
@@ -726,13 +734,17 @@ static int netlock_batch_table(struct netlock_batch *nb, uint16_t type, uint16_t
 {
 	struct nftnl_table *t = nftnl_table_alloc();
 	struct nlmsghdr *nlh;
+	char what[96];
 
 	if (!t)
 		return -ENOMEM;
-	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NETLOCK_TABLE);
-	nlh = netlock_batch_msg(nb, type, flags,
-		type == NFT_MSG_DELTABLE ? "delete table inet " NETLOCK_TABLE
-					 : "add table inet " NETLOCK_TABLE);
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, netlock_name);
+	snprintf(what, sizeof(what), "%s table inet %s",
+		type == NFT_MSG_DELTABLE ? "delete" : "add", netlock_name);
+	/* The guard's NEWTABLE carries the owner flag: only our socket may change it. */
+	if (type == NFT_MSG_NEWTABLE && netlock_flags)
+		nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, netlock_flags);
+	nlh = netlock_batch_msg(nb, type, flags, what);
 	if (nlh)
 		nftnl_table_nlmsg_build_payload(nlh, t);
 	nftnl_table_free(t);
@@ -747,7 +759,7 @@ static int netlock_batch_chain(struct netlock_batch *nb, const char *name, int b
 
 	if (!c)
 		return -ENOMEM;
-	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NETLOCK_TABLE);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, netlock_name);
 	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
 	if (base) {
 		nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, "filter");
@@ -755,7 +767,7 @@ static int netlock_batch_chain(struct netlock_batch *nb, const char *name, int b
 		nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, 0);
 		nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, NF_ACCEPT);
 	}
-	snprintf(what, sizeof(what), "add chain inet %s %s", NETLOCK_TABLE, name);
+	snprintf(what, sizeof(what), "add chain inet %s %s", netlock_name, name);
 	nlh = netlock_batch_msg(nb, NFT_MSG_NEWCHAIN, NLM_F_CREATE, what);
 	if (nlh)
 		nftnl_chain_nlmsg_build_payload(nlh, c);
@@ -771,7 +783,7 @@ static int netlock_batch_rule(struct netlock_batch *nb, const struct netlock_rul
 
 	if (!r)
 		return -ENOMEM;
-	snprintf(what, sizeof(what), "add rule %zu to chain inet %s %s", idx, NETLOCK_TABLE,
+	snprintf(what, sizeof(what), "add rule %zu to chain inet %s %s", idx, netlock_name,
 		nr->chain);
 	nlh = netlock_batch_msg(nb, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, what);
 	if (nlh)
@@ -881,7 +893,8 @@ static void netlock_batch_err(
 		netlock_seterr(err, errlen, "%s%s", strerror(-rc), netlock_hint(-rc));
 }
 
-int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
+static int netlock_apply_on(
+	const struct netlock_spec *s, struct mnl_socket *given, char *err, size_t errlen)
 {
 	struct netlock_rule nr[NETLOCK_MAX_RULES];
 	struct netlock_batch nb = {0};
@@ -918,7 +931,7 @@ int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
 		netlock_seterr(err, errlen, "building the batch: %s", strerror(-rc));
 		goto out;
 	}
-	nl = netlock_socket(&e);
+	nl = given ? given : netlock_socket(&e);
 	if (!nl) {
 		rc = -e;
 		netlock_seterr(err, errlen, "netfilter netlink socket: %s", strerror(e));
@@ -928,11 +941,41 @@ int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
 	if (rc < 0)
 		netlock_batch_err(&nb, rc, bad, err, errlen);
 out:
-	if (nl)
+	if (nl && !given)
 		mnl_socket_close(nl);
 	if (nb.b)
 		nftnl_batch_free(nb.b);
 	return rc < 0 ? -1 : 0;
+}
+
+int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
+{
+	return netlock_apply_on(s, NULL, err, errlen);
+}
+
+int netlock_guard_apply(
+	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen)
+{
+	int rc;
+
+	netlock_name = NETLOCK_GUARD_TABLE;
+	netlock_flags = NFT_TABLE_F_OWNER;
+	rc = netlock_apply_on(s, owner, err, errlen);
+	netlock_name = NETLOCK_TABLE;
+	netlock_flags = 0;
+	return rc;
+}
+
+int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
+{
+	int rc;
+
+	netlock_name = NETLOCK_GUARD_TABLE;
+	netlock_flags = NFT_TABLE_F_OWNER;
+	rc = netlock_verify(s, err, errlen);
+	netlock_name = NETLOCK_TABLE;
+	netlock_flags = 0;
+	return rc;
 }
 
 int netlock_remove(char *err, size_t errlen)
@@ -1014,7 +1057,7 @@ static int netlock_chain_cb(const struct nlmsghdr *nlh, void *data)
 	}
 	if (nftnl_chain_nlmsg_parse(nlh, c) < 0 ||
 		nftnl_chain_get_u32(c, NFTNL_CHAIN_FAMILY) != NFPROTO_INET ||
-		!netlock_streq(nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), NETLOCK_TABLE))
+		!netlock_streq(nftnl_chain_get_str(c, NFTNL_CHAIN_TABLE), netlock_name))
 		goto out;
 	if (l->nchain == ARRAY_SIZE(l->chain)) {
 		l->chains_overflow = 1;
@@ -1050,7 +1093,7 @@ static int netlock_rule_cb(const struct nlmsghdr *nlh, void *data)
 	}
 	if (nftnl_rule_nlmsg_parse(nlh, r) < 0 ||
 		nftnl_rule_get_u32(r, NFTNL_RULE_FAMILY) != NFPROTO_INET ||
-		!netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), NETLOCK_TABLE))
+		!netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), netlock_name))
 		goto out;
 	if (l->nrule == l->caprule) {
 		size_t cap = l->caprule ? l->caprule * 2 : 16;
@@ -1104,7 +1147,7 @@ static int netlock_live_read(struct mnl_socket *nl, struct netlock_live *l)
 		r = nftnl_rule_alloc();
 		if (!r)
 			return -ENOMEM;
-		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NETLOCK_TABLE);
+		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, netlock_name);
 		nlh = nftnl_nlmsg_build_hdr(
 			req, NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
 		nftnl_rule_nlmsg_build_payload(nlh, r);
@@ -1232,29 +1275,29 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_ru
 	int rc;
 
 	/* A dormant table is installed but filters nothing. */
-	if (l->table.flags != 0) {
-		netlock_seterr(err, errlen, "table inet %s has flags 0x%x%s, want none",
-			NETLOCK_TABLE, l->table.flags,
-			l->table.flags & NFT_TABLE_F_DORMANT ? " (dormant)" : "");
+	if (l->table.flags != netlock_flags) {
+		netlock_seterr(err, errlen, "table inet %s has flags 0x%x%s, want %s", netlock_name,
+			l->table.flags, l->table.flags & NFT_TABLE_F_DORMANT ? " (dormant)" : "",
+			netlock_flags ? "0x2 (owner)" : "none");
 		return 1;
 	}
 	for (size_t i = 0; i < l->nchain; i++) {
 		if (strcmp(l->chain[i].name, NETLOCK_CHAIN_OUTPUT) != 0 &&
 			strcmp(l->chain[i].name, NETLOCK_CHAIN_AGENT) != 0) {
 			netlock_seterr(err, errlen, "unexpected chain %s in table inet %s",
-				l->chain[i].name, NETLOCK_TABLE);
+				l->chain[i].name, netlock_name);
 			return 1;
 		}
 	}
 	if (l->chains_overflow) {
-		netlock_seterr(err, errlen, "too many chains in table inet %s", NETLOCK_TABLE);
+		netlock_seterr(err, errlen, "too many chains in table inet %s", netlock_name);
 		return 1;
 	}
 	out = netlock_live_chain(l, NETLOCK_CHAIN_OUTPUT);
 	agent = netlock_live_chain(l, NETLOCK_CHAIN_AGENT);
 	if (!out || !agent) {
 		netlock_seterr(err, errlen, "chain %s missing in table inet %s",
-			out ? NETLOCK_CHAIN_AGENT : NETLOCK_CHAIN_OUTPUT, NETLOCK_TABLE);
+			out ? NETLOCK_CHAIN_AGENT : NETLOCK_CHAIN_OUTPUT, netlock_name);
 		return 1;
 	}
 	if (!out->base || strcmp(out->type, "filter") != 0 || out->hook != NF_INET_LOCAL_OUT ||
@@ -1302,20 +1345,20 @@ int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
 	}
 	rc = netlock_live_read(nl, &live);
 	if (rc == 0) {
-		netlock_seterr(err, errlen, "table inet %s missing", NETLOCK_TABLE);
+		netlock_seterr(err, errlen, "table inet %s missing", netlock_name);
 		rc = 1;
 	} else if (rc == -EAGAIN) {
 		netlock_seterr(err, errlen, "reading table inet %s: the ruleset kept changing",
-			NETLOCK_TABLE);
+			netlock_name);
 		rc = -1;
 	} else if (rc < 0) {
-		netlock_seterr(err, errlen, "reading table inet %s: %s%s", NETLOCK_TABLE,
+		netlock_seterr(err, errlen, "reading table inet %s: %s%s", netlock_name,
 			strerror(-rc), netlock_hint(-rc));
 		rc = -1;
 	} else {
 		rc = netlock_compare(&live, nr, n, err, errlen);
 		if (rc < 0) {
-			netlock_seterr(err, errlen, "comparing table inet %s: %s", NETLOCK_TABLE,
+			netlock_seterr(err, errlen, "comparing table inet %s: %s", netlock_name,
 				strerror(-rc));
 			rc = -1;
 		}

@@ -27,6 +27,13 @@
  *       reject with icmpx admin-prohibited } }
  */
 #define NETLOCK_TABLE "ocsb"
+/*
+ * The guard: the same chains and rules in a second table that belongs to one netlink
+ * socket of ocsb-agentd (NFT_TABLE_F_OWNER). Nobody else can change or delete it, and
+ * `nft flush ruleset` leaves it alone, so the agent stays locked while agentd restores
+ * the plain table. It vanishes with agentd's socket; the plain table then remains.
+ */
+#define NETLOCK_GUARD_TABLE "ocsb_guard"
 
 struct netlock_spec {
 	uid_t uid; /* the agent; never 0 */
@@ -61,6 +68,13 @@ int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen);
  * 0 equal; 1 missing or different (err says what); -1 could not check.
  */
 int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen);
+
+struct mnl_socket;
+/* Install the guard through `owner`, a bound NETLINK_NETFILTER socket the caller keeps open. */
+int netlock_guard_apply(
+	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen);
+/* Like netlock_verify, for the guard (its owner flag included). */
+int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen);
 
 /* Delete the table; a missing table is success. 0 or -1 with err. */
 int netlock_remove(char *err, size_t errlen);

@@ -24,6 +24,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <libmnl/libmnl.h>
+
 #include "unit.h"
 
 #include "netlock.h"
@@ -580,6 +582,36 @@ static int fn_live(void *arg, int outfd)
 	LCHECK(outfd, run_nft("list", "tables", NULL, NULL, NULL, out, sizeof(out)) == 0, "%s",
 		out);
 	LCHECK(outfd, strcmp(out, "") == 0, "%s", out);
+
+	/* The guard: owned by one socket, left alone by `nft flush ruleset`. */
+	{
+		struct mnl_socket *owner = mnl_socket_open(NETLINK_NETFILTER);
+
+		LCHECK(outfd, owner && mnl_socket_bind(owner, 0, MNL_SOCKET_AUTOPID) == 0,
+			"socket");
+		r = netlock_guard_verify(s, err, sizeof(err));
+		LCHECK(outfd, r == 1 && strstr(err, "table inet ocsb_guard missing"), "%d %s", r,
+			err);
+		LCHECK(outfd, netlock_guard_apply(s, owner, err, sizeof(err)) == 0, "%s", err);
+		r = netlock_guard_verify(s, err, sizeof(err));
+		LCHECK(outfd, r == 0, "guard verify: %d %s", r, err);
+		LCHECK(outfd, netlock_guard_apply(s, owner, err, sizeof(err)) == 0, "again: %s",
+			err);
+		LCHECK(outfd, netlock_apply(s, err, sizeof(err)) == 0, "%s", err);
+		LCHECK(outfd, run_nft("flush", "ruleset", NULL, NULL, NULL, out, sizeof(out)) == 0,
+			"%s", out);
+		LCHECK(outfd, netlock_exists() == 0, "the plain table goes with a flush");
+		r = netlock_guard_verify(s, err, sizeof(err));
+		LCHECK(outfd, r == 0, "the guard survives a flush: %d %s", r, err);
+		LCHECK(outfd,
+			run_nft("delete", "table", "inet", "ocsb_guard", NULL, out, sizeof(out)) !=
+				0,
+			"another process deleted the guard");
+		LCHECK(outfd, netlock_guard_verify(s, err, sizeof(err)) == 0, "%s", err);
+		mnl_socket_close(owner);
+		r = netlock_guard_verify(s, err, sizeof(err));
+		LCHECK(outfd, r == 1, "the guard goes with its socket: %d %s", r, err);
+	}
 	return 0;
 }
 
