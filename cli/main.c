@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "../sync/sync.h"
 
 #ifndef OCSB_VERSION
 #define OCSB_VERSION "0.1.0"
@@ -26,6 +27,10 @@ static void usage(FILE *f)
 		"verify)\n"
 		"  egress logs [-f]     the proxy's requests and denials, with the deciding rule\n"
 		"                       (root); -f follows new lines\n"
+		"  sync push [BRANCH]   hand your current branch (or BRANCH) to the agent's clone\n"
+		"  sync pull            fetch the agent's branches into refs/remotes/AGENT/* and\n"
+		"                       print a review of risky changes (--json)\n"
+		"  sync status          your branches against the agent's, without fetching\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -53,6 +58,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "status") || !strcmp(argv[1], "web") || !strcmp(argv[1], "restart") ||
 		!strcmp(argv[1], "logs"))
 		return cmd_agentd(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sync"))
+		return cmd_sync(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;

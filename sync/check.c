@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pure checks on what the agent sends: ref names, display escaping, and the
+ * review-gate classifier. No I/O, so every rule is unit-tested directly.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "sync.h"
+
+/*
+ * Decode one UTF-8 sequence at s (n bytes available). Returns its length and sets
+ * *cp, or 0 for an invalid, overlong or truncated sequence.
+ */
+static size_t sync_utf8(const unsigned char *s, size_t n, unsigned *cp)
+{
+	unsigned c = s[0], min;
+	size_t len;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if ((c & 0xe0) == 0xc0) {
+		len = 2, c &= 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		len = 3, c &= 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		len = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * Characters that make a name display as something else: C0/C1 controls (terminal
+ * escapes), bidi embeddings/overrides/isolates (Trojan Source), marks and zero-width
+ * characters that hide differences between two names.
+ */
+static int sync_cp_deceptive(unsigned cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+		(cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c ||
+		(cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff;
+}
+
+int sync_ref_name_ok(const char *name, char *why, size_t whylen)
+{
+	const unsigned char *s = (const unsigned char *)name;
+	size_t len = strlen(name);
+	int valid = 0;
+
+	if (len > SYNC_REF_MAX) {
+		snprintf(why, whylen, "longer than %d bytes", SYNC_REF_MAX);
+		return 0;
+	}
+	/* Only branches come back: tags, notes and odd namespaces are not exchanged. */
+	if (strncmp(name, "refs/heads/", 11) != 0 || len == 11) {
+		snprintf(why, whylen, "not a branch (refs/heads/...)");
+		return 0;
+	}
+	for (size_t i = 0; i < len;) {
+		unsigned cp;
+		size_t l = sync_utf8(s + i, len - i, &cp);
+
+		if (!l) {
+			snprintf(why, whylen, "invalid UTF-8");
+			return 0;
+		}
+		if (sync_cp_deceptive(cp)) {
+			snprintf(why, whylen, "control, bidi or invisible character U+%04X", cp);
+			return 0;
+		}
+		i += l;
+	}
+	/* git refuses these itself, but the check must not depend on the peer's git. */
+	if (strstr(name, "..") || strstr(name, "//") || strstr(name, "/.") || strstr(name, "@{") ||
+		strpbrk(name, " ~^:?*[\\")) {
+		snprintf(why, whylen, "characters git does not allow in ref names");
+		return 0;
+	}
+	if (git_reference_name_is_valid(&valid, name) < 0 || !valid) {
+		snprintf(why, whylen, "not a valid git ref name");
+		return 0;
+	}
+	/* The remote-tracking ref is refs/remotes/<agent>/<rest>: HEAD there means something else. */
+	if (!strcmp(name + 11, "HEAD")) {
+		snprintf(why, whylen, "a branch named HEAD is ambiguous");
+		return 0;
+	}
+	return 1;
+}
+
+void sync_escape(const char *str, size_t len, char *out, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t o = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < len;) {
+		unsigned cp;
+		size_t l = sync_utf8(s + i, len - i, &cp);
+		int bad = !l || sync_cp_deceptive(cp) || cp == '\\';
+		size_t need = bad ? (l ? l : 1) * 4 : l;
+
+		if (o + need + 1 > n)
+			break;
+		if (bad) {
+			for (size_t k = 0; k < (l ? l : 1); k++)
+				o += (size_t)snprintf(out + o, n - o, "\\x%02x", s[i + k]);
+		} else {
+			memcpy(out + o, s + i, l);
+			o += l;
+		}
+		i += l ? l : 1;
+	}
+	out[o] = '\0';
+}
+
+/* --- review gate */
+
+static const char *sync_basename(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* Does any '/'-separated component of path equal comp (ASCII case-insensitive)? */
+static int sync_has_component(const char *path, const char *comp)
+{
+	size_t cl = strlen(comp);
+
+	for (const char *p = path; p;) {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == cl && !strncasecmp(p, comp, cl))
+			return 1;
+		p = e ? e + 1 : NULL;
+	}
+	return 0;
+}
+
+/* Component match anywhere except the last one: path lies inside a directory named dir. */
+static int sync_under_dir(const char *path, const char *dir)
+{
+	const char *b = sync_basename(path);
+	size_t dl = strlen(dir);
+
+	for (const char *p = path; p < b;) {
+		const char *e = strchr(p, '/');
+		if (!e)
+			break;
+		if ((size_t)(e - p) == dl && !strncasecmp(p, dir, dl))
+			return 1;
+		p = e + 1;
+	}
+	return 0;
+}
+
+static int sync_is_attributes(const char *path)
+{
+	return !strcasecmp(sync_basename(path), ".gitattributes");
+}
+
+int sync_review_wants_data(const char *path, unsigned mode)
+{
+	return mode == 0120000 || (sync_is_attributes(path) && (mode & 0170000) == 0100000);
+}
+
+/* Attribute lines that name a driver (filter=x, diff=x, merge=x), one per match. */
+static int sync_attr_line_has_driver(const char *l, size_t len)
+{
+	static const char *const keys[] = {"filter=", "diff=", "merge="};
+
+	for (size_t i = 0; i < len; i++) {
+		if (i && l[i - 1] != ' ' && l[i - 1] != '\t')
+			continue;
+		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			size_t kl = strlen(keys[k]);
+			if (len - i > kl && !memcmp(l + i, keys[k], kl))
+				return 1;
+		}
+	}
+	return 0;
+}
+
+static int sync_data_has_line(const char *data, size_t len, const char *line, size_t ll)
+{
+	for (size_t i = 0; data && i < len;) {
+		const char *e = memchr(data + i, '\n', len - i);
+		size_t l = e ? (size_t)(e - (data + i)) : len - i;
+
+		if (l && data[i + l - 1] == '\r')
+			l--;
+		if (l == ll && !memcmp(data + i, line, ll))
+			return 1;
+		i += l + 1;
+		if (e && data[i - 1] == '\r')
+			i++;
+	}
+	return 0;
+}
+
+/* A driver line in the new .gitattributes that the old one did not have verbatim. */
+static int sync_attr_new_driver(const struct sync_entry *e)
+{
+	const char *d = e->new_data;
+
+	for (size_t i = 0; d && i < e->new_len;) {
+		const char *nl = memchr(d + i, '\n', e->new_len - i);
+		size_t l = nl ? (size_t)(nl - (d + i)) : e->new_len - i;
+		size_t ll = l && d[i + l - 1] == '\r' ? l - 1 : l;
+
+		if (sync_attr_line_has_driver(d + i, ll) &&
+			!sync_data_has_line(e->old_data, e->old_len, d + i, ll))
+			return 1;
+		i += l + 1;
+	}
+	return 0;
+}
+
+/* Does a link at `path` pointing at `target` resolve outside the tree's root? */
+static int sync_link_leaves(const char *path, const char *target, size_t tlen)
+{
+	long depth = 0;
+
+	if (!tlen || target[0] == '/' || memchr(target, '\0', tlen))
+		return 1;
+	for (const char *p = path; (p = strchr(p, '/')); p++)
+		depth++; /* directories above the link */
+	for (size_t i = 0; i < tlen;) {
+		const char *e = memchr(target + i, '/', tlen - i);
+		size_t l = e ? (size_t)(e - (target + i)) : tlen - i;
+
+		if (l == 2 && target[i] == '.' && target[i + 1] == '.') {
+			if (--depth < 0)
+				return 1;
+		} else if (!(l == 0 || (l == 1 && target[i] == '.'))) {
+			depth++;
+		}
+		i += l + 1;
+	}
+	return 0;
+}
+
+unsigned sync_review_classify(const struct sync_entry *e)
+{
+	const char *p = e->path, *b = sync_basename(p);
+	unsigned f = 0;
+
+	/* A deletion adds nothing that runs; the flags are about what arrives. */
+	if (!e->new_mode)
+		return 0;
+	if (sync_is_attributes(p) && sync_attr_new_driver(e))
+		f |= SYNC_FLAG_ATTR_DRIVER;
+	if (!strcasecmp(b, ".gitmodules") || (e->new_mode == 0160000 && e->old_mode != 0160000))
+		f |= SYNC_FLAG_GITMODULES;
+	if (sync_under_dir(p, ".githooks") || sync_under_dir(p, ".husky") ||
+		!strcasecmp(b, ".pre-commit-config.yaml") ||
+		!strcasecmp(b, ".pre-commit-hooks.yaml") || !strcasecmp(b, "lefthook.yml") ||
+		!strcasecmp(b, ".lefthook.yml"))
+		f |= SYNC_FLAG_HOOK;
+	/* git itself refuses .git in trees; a file named so still deserves a look (git~1 on FAT). */
+	if (sync_has_component(p, ".git") || sync_has_component(p, "git~1"))
+		f |= SYNC_FLAG_DOTGIT;
+	if (!strncmp(p, ".github/workflows/", 18) || !strncmp(p, ".github/actions/", 16) ||
+		!strcmp(p, ".gitlab-ci.yml") || !strcmp(b, "Jenkinsfile") ||
+		!strncmp(p, ".circleci/", 10) || !strcmp(p, ".travis.yml") ||
+		!strcmp(p, "azure-pipelines.yml") || !strcmp(p, ".drone.yml") ||
+		!strcmp(p, "bitbucket-pipelines.yml"))
+		f |= SYNC_FLAG_CI;
+	if (!strcmp(b, ".envrc"))
+		f |= SYNC_FLAG_ENVRC;
+	if (sync_under_dir(p, ".idea") ||
+		(sync_under_dir(p, ".vscode") &&
+			(!strcmp(b, "tasks.json") || !strcmp(b, "settings.json") ||
+				!strcmp(b, "launch.json") || !strcmp(b, "extensions.json"))) ||
+		!strcmp(b, ".exrc") || !strcmp(b, ".nvim.lua") || !strcmp(b, ".nvimrc") ||
+		!strcmp(b, ".dir-locals.el"))
+		f |= SYNC_FLAG_EDITOR;
+	if (e->new_mode == 0120000 &&
+		sync_link_leaves(p, e->new_data, e->new_data ? e->new_len : 0))
+		f |= SYNC_FLAG_SYMLINK_OUT;
+	if (e->new_mode == 0100755 && e->old_mode != 0100755)
+		f |= SYNC_FLAG_NEW_EXEC;
+	return f;
+}
+
+static const struct {
+	unsigned flag;
+	const char *name;
+	const char *text;
+} sync_flags[] = {
+	{SYNC_FLAG_ATTR_DRIVER, "attr-driver",
+		".gitattributes names a filter/diff/merge driver (runs a program on checkout, diff "
+		"or merge if configured)"},
+	{SYNC_FLAG_GITMODULES, "submodule", "submodule definition (fetches other code)"},
+	{SYNC_FLAG_HOOK, "hook", "git hook manager path (runs on commit/push once installed)"},
+	{SYNC_FLAG_DOTGIT, "dotgit", "path component named .git"},
+	{SYNC_FLAG_CI, "ci", "CI definition (runs with the CI's secrets)"},
+	{SYNC_FLAG_ENVRC, "envrc", "direnv file (runs when you cd into the tree)"},
+	{SYNC_FLAG_EDITOR, "editor", "editor task/settings file (may run commands on open)"},
+	{SYNC_FLAG_SYMLINK_OUT, "symlink-out", "symbolic link leaving the tree"},
+	{SYNC_FLAG_NEW_EXEC, "new-exec", "newly executable file"},
+};
+
+const char *sync_flag_name(unsigned flag)
+{
+	for (size_t i = 0; i < sizeof(sync_flags) / sizeof(sync_flags[0]); i++)
+		if (sync_flags[i].flag == flag)
+			return sync_flags[i].name;
+	return "unknown";
+}
+
+const char *sync_flag_text(unsigned flag)
+{
+	for (size_t i = 0; i < sizeof(sync_flags) / sizeof(sync_flags[0]); i++)
+		if (sync_flags[i].flag == flag)
+			return sync_flags[i].text;
+	return "unknown";
+}

@@ -1,0 +1,1124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ocsb sync push|pull|status, run by the owner inside a configured project.
+ *
+ * The owner's repository is opened only by this process, with the owner's rights.
+ * Pull writes nothing but objects and refs/remotes/<agent>/... (with their reflogs):
+ * no local branch, index, work tree, .git/config, FETCH_HEAD or hook is touched,
+ * and the remote is an in-memory anonymous one (invariant 5).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "paths.h"
+#include "sync.h"
+#include "util.h"
+
+#define SYNC_MAX_ADVERTISED 10000
+#define SYNC_BLOB_MAX (1u << 20) /* .gitattributes / link targets read for the review */
+#define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
+
+struct sync_opts {
+	int agent_auth, json, force, all;
+	const char *to;
+	uint64_t max_bytes, max_objects;
+	int timeout_s, connect_timeout_s, io_timeout_s;
+	struct strv branches;
+};
+
+/* The transport payload must be the struct sync_conn: keep it first. */
+struct sync_ctx {
+	struct sync_conn conn;
+	struct sync_opts *o; /* borrowed */
+	struct ocsb_config cfg;
+	struct user_info me, agent;
+	git_repository *repo; /* owned */
+	git_remote *remote; /* owned */
+	const char *project; /* borrowed from cfg */
+	char remote_path[PATH_MAX], key[PATH_MAX], pin[PATH_MAX], url[PATH_MAX + 128];
+	struct strv refused; /* push: "ref: reason" */
+	int tty;
+	int progress_shown;
+};
+
+struct sync_flagrec {
+	char branch[SYNC_REF_MAX + 1];
+	char path[1024]; /* escaped */
+	unsigned flag;
+};
+
+struct sync_branch {
+	char name[SYNC_REF_MAX + 1]; /* after refs/heads/, validated */
+	git_oid tip, old;
+	int have_old;
+	const char *state; /* new, updated, forced, up to date */
+	size_t ahead, behind; /* against the owner's branch of the same name */
+	int have_local;
+	size_t commits; /* since the review base */
+	int have_base;
+	git_oid base;
+	size_t files, ins, del;
+};
+
+/* --- output helpers */
+
+static void sync_json_str(FILE *f, const char *s)
+{
+	char esc[2048];
+
+	sync_escape(s, strlen(s), esc, sizeof(esc));
+	fputc('"', f);
+	for (const char *p = esc; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if ((unsigned char)*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+static const char *sync_short(const git_oid *id, char *buf)
+{
+	return git_oid_tostr(buf, 8, id);
+}
+
+/* One line for the failure of a git operation: the transport's root cause first. */
+static void sync_git_fail(struct sync_ctx *x, const char *what)
+{
+	const git_error *e = git_error_last();
+
+	if (x->progress_shown)
+		fputc('\n', stderr), x->progress_shown = 0;
+	if (x->conn.err[0])
+		log_err("%s: %s", what, x->conn.err);
+	else
+		log_err("%s: %s", what, e && e->message ? e->message : "unknown libgit2 error");
+}
+
+/* --- callbacks (payload: struct sync_ctx, whose first member is the sync_conn) */
+
+static int sync_on_sideband(const char *str, int len, void *payload)
+{
+	struct sync_ctx *x = payload;
+	char esc[1024];
+
+	/* Remote text is the agent's: escaped, and only on a terminal or when it matters. */
+	if (!x->tty || x->o->json || len <= 0)
+		return 0;
+	while (len > 0 && (str[len - 1] == '\n' || str[len - 1] == '\r'))
+		len--;
+	sync_escape(str, (size_t)len, esc, sizeof(esc));
+	fprintf(stderr, "\rremote: %s\033[K\n", esc);
+	return 0;
+}
+
+static int sync_on_transfer(const git_indexer_progress *st, void *payload)
+{
+	struct sync_ctx *x = payload;
+	struct sync_conn *c = &x->conn;
+
+	if (c->max_bytes && st->received_bytes > c->max_bytes) {
+		snprintf(c->err, sizeof(c->err),
+			"%s sent more than %llu bytes: aborted (raise the bound with --max-bytes)",
+			c->user, (unsigned long long)c->max_bytes);
+		return -1;
+	}
+	if (c->max_objects &&
+		(st->total_objects > c->max_objects || st->received_objects > c->max_objects)) {
+		snprintf(c->err, sizeof(c->err),
+			"%s sent %u objects, more than %llu: aborted (raise the bound with "
+			"--max-objects)",
+			c->user, st->total_objects, (unsigned long long)c->max_objects);
+		return -1;
+	}
+	if (c->deadline && time(NULL) > c->deadline) {
+		snprintf(c->err, sizeof(c->err),
+			"time limit reached while receiving from %s: aborted (raise it with "
+			"--timeout)",
+			c->user);
+		return -1;
+	}
+	if (x->tty && !x->o->json) {
+		fprintf(stderr, "\rreceiving objects: %u/%u, %.1f MiB\033[K", st->received_objects,
+			st->total_objects, (double)st->received_bytes / (1024.0 * 1024.0));
+		x->progress_shown = 1;
+	}
+	return 0;
+}
+
+static int sync_on_push_progress(unsigned current, unsigned total, size_t bytes, void *payload)
+{
+	struct sync_ctx *x = payload;
+
+	if (x->tty) {
+		fprintf(stderr, "\rsending objects: %u/%u, %.1f MiB\033[K", current, total,
+			(double)bytes / (1024.0 * 1024.0));
+		x->progress_shown = 1;
+	}
+	return 0;
+}
+
+static int sync_on_push_ref(const char *refname, const char *status, void *payload)
+{
+	struct sync_ctx *x = payload;
+	char line[1200], a[300], b[800];
+
+	/* git_remote_push() returns 0 even when a ref was refused: this is the only report. */
+	if (!status)
+		return 0;
+	sync_escape(refname, strlen(refname), a, sizeof(a));
+	sync_escape(status, strlen(status), b, sizeof(b));
+	snprintf(line, sizeof(line), "%s: %s", a, b);
+	return strv_push(&x->refused, line) < 0 ? -1 : 0;
+}
+
+static void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb)
+{
+	git_remote_init_callbacks(cb, GIT_REMOTE_CALLBACKS_VERSION);
+	cb->transport = sync_transport_cb;
+	cb->payload = x;
+	cb->sideband_progress = sync_on_sideband;
+	cb->transfer_progress = sync_on_transfer;
+	cb->push_transfer_progress = sync_on_push_progress;
+	cb->push_update_reference = sync_on_push_ref;
+}
+
+/* --- setup */
+
+static int sync_parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || s[0] == '-')
+		return -1;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10, end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20, end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30, end++;
+		break;
+	default:
+		break;
+	}
+	if (*end)
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+static int sync_parse_secs(const char *s, int *ret)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > 86400)
+		return -1;
+	*ret = (int)v;
+	return 0;
+}
+
+static void sync_usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: ocsb sync push [--to NAME] [--force] [--all] [BRANCH...]\n"
+		"       ocsb sync pull [--json] [--max-bytes N[KMG]] [--max-objects N]\n"
+		"       ocsb sync status\n"
+		"Common: [--agent-auth] [--timeout SECS] [--connect-timeout SECS]\n"
+		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n");
+}
+
+/* 0, or 2 (usage error, already reported). */
+static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
+{
+	o->max_bytes = 512ull << 20;
+	o->max_objects = 1000000;
+	o->timeout_s = 300;
+	o->connect_timeout_s = 15;
+	o->io_timeout_s = 60;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		int bad = 0;
+
+		if (!strcmp(a, "--agent-auth"))
+			o->agent_auth = 1;
+		else if (!strcmp(a, "--json"))
+			o->json = 1;
+		else if (!strcmp(a, "--force") || !strcmp(a, "-f"))
+			o->force = 1;
+		else if (!strcmp(a, "--all"))
+			o->all = 1;
+		else if (!strcmp(a, "--to") && v)
+			o->to = v, i++;
+		else if (!strcmp(a, "--max-bytes") && v)
+			bad = sync_parse_size(v, &o->max_bytes), i++;
+		else if (!strcmp(a, "--max-objects") && v)
+			bad = sync_parse_size(v, &o->max_objects), i++;
+		else if (!strcmp(a, "--timeout") && v)
+			bad = sync_parse_secs(v, &o->timeout_s), i++;
+		else if (!strcmp(a, "--connect-timeout") && v)
+			bad = sync_parse_secs(v, &o->connect_timeout_s), i++;
+		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			sync_usage(stdout);
+			return 3;
+		} else if (a[0] == '-') {
+			log_err("sync: unknown option '%s' (or missing value)", a);
+			sync_usage(stderr);
+			return 2;
+		} else if (strv_push(&o->branches, a) < 0) {
+			return 1;
+		}
+		if (bad) {
+			log_err("sync: bad value '%s' for %s", v, a);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void sync_ctx_free(struct sync_ctx *x)
+{
+	git_remote_free(x->remote);
+	git_repository_free(x->repo);
+	config_free(&x->cfg);
+	strv_free(&x->refused);
+}
+
+/*
+ * Load ocsb.conf, open the repository (project_path, or the one around the current
+ * directory), check it is a configured project, and prepare the connection.
+ */
+static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *project_path,
+	const char *agent_override, unsigned port_override)
+{
+	struct paths p;
+	char conf[PATH_MAX], err[1024], top[PATH_MAX], real[PATH_MAX];
+	const char *wd;
+	git_remote_create_options ro;
+	int r;
+
+	memset(x, 0, sizeof(*x));
+	x->o = o;
+	x->tty = isatty(STDERR_FILENO);
+	sync_conn_init(&x->conn);
+	paths_default(&p);
+	config_defaults(&x->cfg);
+	if (agent_override) {
+		/* Seeding from ocsb-provision: the caller already holds the validated config. */
+		snprintf(x->cfg.agent, sizeof(x->cfg.agent), "%s", agent_override);
+		x->cfg.ssh_port = port_override;
+		if (strv_push(&x->cfg.projects, project_path) < 0)
+			return -1;
+	} else {
+		if (path_join(conf, sizeof(conf), p.etc, "ocsb/ocsb.conf") < 0)
+			return -1;
+		r = config_load(&x->cfg, conf, err, sizeof(err));
+		if (r == -ENOENT) {
+			log_err("%s missing: run 'sudo ocsb-provision --project PATH' first", conf);
+			return -1;
+		}
+		if (r < 0) {
+			log_err("%s", err);
+			return -1;
+		}
+	}
+	if (user_lookup_uid(getuid(), &x->me) < 0) {
+		log_err("cannot look up uid %u", (unsigned)getuid());
+		return -1;
+	}
+	if (!strcmp(x->me.name, x->cfg.agent)) {
+		log_err("ocsb sync runs as the owner, not as the agent %s", x->cfg.agent);
+		return -1;
+	}
+	if (user_lookup(x->cfg.agent, &x->agent) < 0) {
+		log_err("agent account %s does not exist: run 'sudo ocsb-provision'", x->cfg.agent);
+		return -1;
+	}
+	r = git_repository_open_ext(&x->repo, project_path ? project_path : ".",
+		project_path ? GIT_REPOSITORY_OPEN_NO_SEARCH : 0, NULL);
+	if (r < 0) {
+		const git_error *e = git_error_last();
+		log_err("%s: not inside a git repository (%s)", project_path ? project_path : ".",
+			e ? e->message : "not found");
+		return -1;
+	}
+	wd = git_repository_workdir(x->repo);
+	if (!wd) {
+		log_err("%s is a bare repository: ocsb sync works in a project's work tree",
+			git_repository_path(x->repo));
+		return -1;
+	}
+	snprintf(top, sizeof(top), "%s", wd);
+	if (strlen(top) > 1 && top[strlen(top) - 1] == '/')
+		top[strlen(top) - 1] = '\0';
+	if (!realpath(top, real))
+		snprintf(real, sizeof(real), "%s", top);
+	for (size_t i = 0; i < x->cfg.projects.n; i++) {
+		char pr[PATH_MAX];
+
+		if (realpath(x->cfg.projects.v[i], pr) && !strcmp(pr, real)) {
+			x->project = x->cfg.projects.v[i];
+			break;
+		}
+	}
+	if (!x->project) {
+		log_err("%s is not a project of agent %s (add 'project %s' to /etc/ocsb/ocsb.conf "
+			"and run 'sudo ocsb-provision')",
+			real, x->cfg.agent, real);
+		return -1;
+	}
+	if (snprintf(x->remote_path, sizeof(x->remote_path), "%s/%s", x->agent.home,
+		    path_base(x->project)) >= (int)sizeof(x->remote_path) ||
+		snprintf(x->key, sizeof(x->key), "%s/.config/ocsb/%s_sync_ed25519", x->me.home,
+			x->cfg.agent) >= (int)sizeof(x->key) ||
+		snprintf(x->pin, sizeof(x->pin), "%s/.config/ocsb/known_hosts", x->me.home) >=
+			(int)sizeof(x->pin)) {
+		log_err("path too long");
+		return -1;
+	}
+	/* Informational only: the subtransport uses remote_path, never a parsed URL. */
+	snprintf(x->url, sizeof(x->url), "ssh://%s@localhost:%u%s", x->cfg.agent, x->cfg.ssh_port,
+		x->remote_path);
+	x->conn.port = x->cfg.ssh_port;
+	x->conn.user = x->cfg.agent;
+	x->conn.key_path = x->key;
+	x->conn.known_hosts = x->pin;
+	x->conn.remote_path = x->remote_path;
+	x->conn.agent_auth = o->agent_auth;
+	x->conn.connect_timeout_s = o->connect_timeout_s;
+	x->conn.io_timeout_s = o->io_timeout_s;
+	x->conn.max_bytes = o->max_bytes;
+	x->conn.max_objects = o->max_objects;
+	x->conn.deadline = time(NULL) + o->timeout_s;
+
+	/* In memory only: nothing is written to .git/config, insteadOf rewriting is skipped. */
+	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+	ro.repository = x->repo;
+	ro.name = NULL;
+	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+	if (git_remote_create_with_opts(&x->remote, x->url, &ro) < 0) {
+		sync_git_fail(x, "creating the in-memory remote");
+		return -1;
+	}
+	return 0;
+}
+
+/* --- push */
+
+static int sync_do_push(struct sync_ctx *x)
+{
+	struct sync_opts *o = x->o;
+	struct strv names = {0}, specs = {0};
+	git_push_options po;
+	git_strarray arr;
+	int r, ret = -1;
+
+	if (o->all) {
+		git_branch_iterator *it;
+		git_reference *ref;
+		git_branch_t type;
+
+		if (git_branch_iterator_new(&it, x->repo, GIT_BRANCH_LOCAL) < 0) {
+			sync_git_fail(x, "listing branches");
+			goto out;
+		}
+		while (git_branch_next(&ref, &type, it) == 0) {
+			strv_push(&names, git_reference_shorthand(ref));
+			git_reference_free(ref);
+		}
+		git_branch_iterator_free(it);
+	} else if (o->branches.n) {
+		for (size_t i = 0; i < o->branches.n; i++)
+			strv_push(&names, o->branches.v[i]);
+	} else {
+		git_reference *head = NULL;
+
+		if (git_repository_head(&head, x->repo) < 0 || !git_reference_is_branch(head)) {
+			log_err("no current branch (detached HEAD or no commit yet): name the "
+				"branch "
+				"to push");
+			git_reference_free(head);
+			goto out;
+		}
+		strv_push(&names, git_reference_shorthand(head));
+		git_reference_free(head);
+	}
+	if (!names.n) {
+		log_err("nothing to push: %s has no branch with a commit", x->project);
+		goto out;
+	}
+	if (o->to && names.n != 1) {
+		log_err("--to takes exactly one branch to push");
+		goto out;
+	}
+	for (size_t i = 0; i < names.n; i++) {
+		char spec[2 * SYNC_REF_MAX + 40], full[SYNC_REF_MAX + 20], why[128];
+		git_reference *ref;
+		const char *dst = o->to ? o->to : names.v[i];
+
+		snprintf(full, sizeof(full), "refs/heads/%s", dst);
+		if (!sync_ref_name_ok(full, why, sizeof(why))) {
+			log_err("cannot push to '%s': %s", dst, why);
+			goto out;
+		}
+		if (git_branch_lookup(&ref, x->repo, names.v[i], GIT_BRANCH_LOCAL) < 0) {
+			log_err("no local branch '%s' in %s", names.v[i], x->project);
+			goto out;
+		}
+		git_reference_free(ref);
+		snprintf(spec, sizeof(spec), "%srefs/heads/%s:refs/heads/%s", o->force ? "+" : "",
+			names.v[i], dst);
+		strv_push(&specs, spec);
+	}
+	git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
+	sync_callbacks(x, &po.callbacks);
+	po.pb_parallelism = 1;
+	arr.strings = specs.v;
+	arr.count = specs.n;
+	r = git_remote_push(x->remote, &arr, &po);
+	if (x->progress_shown)
+		fputc('\n', stderr), x->progress_shown = 0;
+	if (r == GIT_ENONFASTFORWARD) {
+		log_err("push to %s refused: the agent's branch has commits yours does not (run "
+			"'ocsb sync pull' and merge %s/BRANCH first, push with --force to "
+			"overwrite it, or use --to NEWNAME)",
+			x->cfg.agent, x->cfg.agent);
+		goto out;
+	}
+	if (r < 0) {
+		sync_git_fail(x, "push");
+		goto out;
+	}
+	for (size_t i = 0; i < x->refused.n; i++) {
+		const char *m = x->refused.v[i];
+		log_err("%s refused %s", x->cfg.agent, m);
+		if (strstr(m, "nstaged") || strstr(m, "ncommitted") ||
+			strstr(m, "orking directory") || strstr(m, "checked out") ||
+			strstr(m, "not clean") || strstr(m, "dirty"))
+			log_err("the agent has uncommitted changes on that checked-out branch: "
+				"push "
+				"to a branch it has not checked out instead (ocsb sync push --to "
+				"NEWNAME)");
+	}
+	if (x->refused.n)
+		goto out;
+	for (size_t i = 0; i < names.n; i++)
+		printf("pushed %s -> %s:%s\n", names.v[i], x->cfg.agent,
+			o->to ? o->to : names.v[i]);
+	ret = 0;
+out:
+	strv_free(&names);
+	strv_free(&specs);
+	return ret;
+}
+
+/* --- pull */
+
+static int sync_read_blob(git_repository *repo, const git_oid *id, char **data, size_t *len)
+{
+	git_blob *b;
+	git_object_size_t sz;
+
+	*data = NULL;
+	*len = 0;
+	if (git_blob_lookup(&b, repo, id) < 0)
+		return -1;
+	sz = git_blob_rawsize(b);
+	if (sz > SYNC_BLOB_MAX)
+		sz = SYNC_BLOB_MAX;
+	*data = malloc((size_t)sz + 1);
+	if (*data) {
+		memcpy(*data, git_blob_rawcontent(b), (size_t)sz);
+		(*data)[sz] = '\0';
+		*len = (size_t)sz;
+	}
+	git_blob_free(b);
+	return *data ? 0 : -1;
+}
+
+static int sync_push_flag(
+	struct sync_flagrec **v, size_t *n, const char *branch, const char *path, unsigned flags)
+{
+	for (unsigned f = 1; f < (1u << SYNC_FLAG_COUNT); f <<= 1) {
+		struct sync_flagrec *nv;
+
+		if (!(flags & f))
+			continue;
+		nv = realloc(*v, (*n + 1) * sizeof(**v));
+		if (!nv)
+			return -1;
+		*v = nv;
+		snprintf(nv[*n].branch, sizeof(nv[*n].branch), "%s", branch);
+		sync_escape(path, strlen(path), nv[*n].path, sizeof(nv[*n].path));
+		nv[*n].flag = f;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Diffstat and review flags of branch b's tip against its review base. */
+static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct sync_flagrec **fl,
+	size_t *nfl, struct buf *stat)
+{
+	git_commit *tipc = NULL, *basec = NULL;
+	git_tree *tipt = NULL, *baset = NULL;
+	git_diff *diff = NULL;
+	git_diff_stats *st = NULL;
+	git_diff_options dopt;
+	int ret = -1;
+
+	if (git_commit_lookup(&tipc, x->repo, &b->tip) < 0 || git_commit_tree(&tipt, tipc) < 0)
+		goto out;
+	if (b->have_base &&
+		(git_commit_lookup(&basec, x->repo, &b->base) < 0 ||
+			git_commit_tree(&baset, basec) < 0))
+		goto out;
+	git_diff_options_init(&dopt, GIT_DIFF_OPTIONS_VERSION);
+	if (git_diff_tree_to_tree(&diff, x->repo, baset, tipt, &dopt) < 0 ||
+		git_diff_get_stats(&st, diff) < 0)
+		goto out;
+	b->files = git_diff_stats_files_changed(st);
+	b->ins = git_diff_stats_insertions(st);
+	b->del = git_diff_stats_deletions(st);
+	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+		const git_diff_delta *d = git_diff_get_delta(diff, i);
+		const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
+		struct sync_entry e = {.path = path};
+		char *od = NULL, *nd = NULL;
+		unsigned f;
+
+		e.old_mode = d->status == GIT_DELTA_ADDED ? 0 : d->old_file.mode;
+		e.new_mode = d->status == GIT_DELTA_DELETED ? 0 : d->new_file.mode;
+		if (e.new_mode && sync_review_wants_data(path, e.new_mode))
+			sync_read_blob(x->repo, &d->new_file.id, &nd, &e.new_len);
+		if (e.old_mode && sync_review_wants_data(path, e.old_mode))
+			sync_read_blob(x->repo, &d->old_file.id, &od, &e.old_len);
+		e.new_data = nd;
+		e.old_data = od;
+		f = sync_review_classify(&e);
+		free(od);
+		free(nd);
+		if (f && sync_push_flag(fl, nfl, b->name, path, f) < 0)
+			goto out;
+		if (i < SYNC_STAT_FILES && stat) {
+			git_patch *p = NULL;
+			size_t add = 0, del = 0;
+			char esc[1024];
+
+			if (git_patch_from_diff(&p, diff, i) == 0 && p)
+				git_patch_line_stats(NULL, &add, &del, p);
+			git_patch_free(p);
+			sync_escape(path, strlen(path), esc, sizeof(esc));
+			buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, add, del,
+				(d->flags & GIT_DIFF_FLAG_BINARY) ? " (binary)" : "");
+		} else if (i == SYNC_STAT_FILES && stat) {
+			buf_printf(stat, "    ... %zu more files\n", git_diff_num_deltas(diff) - i);
+		}
+	}
+	ret = 0;
+out:
+	if (ret < 0)
+		sync_git_fail(x, "reviewing the fetched branch");
+	git_diff_stats_free(st);
+	git_diff_free(diff);
+	git_tree_free(tipt);
+	git_tree_free(baset);
+	git_commit_free(tipc);
+	git_commit_free(basec);
+	return ret;
+}
+
+/*
+ * Keep the previous tip reachable after a forced update: libgit2 logs refs/remotes/...
+ * by default, but core.logAllRefUpdates=false would drop the entry, so check it.
+ */
+static void sync_ensure_reflog(
+	struct sync_ctx *x, const char *ref, const git_oid *id, const char *msg)
+{
+	git_reflog *rl = NULL;
+	git_signature *sig = NULL;
+
+	if (git_reflog_read(&rl, x->repo, ref) < 0)
+		return;
+	if (git_reflog_entrycount(rl) > 0 &&
+		git_oid_equal(git_reflog_entry_id_new(git_reflog_entry_byindex(rl, 0)), id))
+		goto out;
+	if (git_signature_default(&sig, x->repo) < 0 &&
+		git_signature_now(&sig, "ocsb", "ocsb@localhost") < 0)
+		goto out;
+	if (git_reflog_append(rl, id, sig, msg) < 0 || git_reflog_write(rl) < 0)
+		log_warn("%s: could not write the reflog entry", ref);
+out:
+	git_signature_free(sig);
+	git_reflog_free(rl);
+}
+
+static void sync_print_branch_text(
+	struct sync_ctx *x, const struct sync_branch *b, const char *stat)
+{
+	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1];
+
+	printf("%s/%s: %s", x->cfg.agent, b->name, b->state);
+	if (!strcmp(b->state, "new"))
+		printf(" (%s)", sync_short(&b->tip, t));
+	else if (!strcmp(b->state, "up to date"))
+		printf(" (%s)", sync_short(&b->tip, t));
+	else
+		printf(" (%s -> %s%s)", sync_short(&b->old, o), sync_short(&b->tip, t),
+			!strcmp(b->state, "forced") ? ", old tip kept in the reflog" : "");
+	if (b->have_local)
+		printf(", %zu commit%s ahead of your %s, %zu behind", b->ahead,
+			b->ahead == 1 ? "" : "s", b->name, b->behind);
+	else
+		printf(", %zu commit%s to review", b->commits, b->commits == 1 ? "" : "s");
+	printf("\n  %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n%s", b->files,
+		b->files == 1 ? "" : "s", b->ins, b->ins == 1 ? "" : "s", b->del,
+		b->del == 1 ? "" : "s", stat);
+}
+
+static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch *b, int first)
+{
+	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1], base[GIT_OID_HEXSZ + 1], ref[512];
+
+	git_oid_tostr(t, sizeof(t), &b->tip);
+	snprintf(ref, sizeof(ref), "refs/remotes/%s/%s", x->cfg.agent, b->name);
+	printf("%s{\"name\":", first ? "" : ",");
+	sync_json_str(stdout, b->name);
+	printf(",\"ref\":");
+	sync_json_str(stdout, ref);
+	printf(",\"state\":\"%s\",\"new\":\"%s\",\"old\":", b->state, t);
+	if (b->have_old)
+		printf("\"%s\"", git_oid_tostr(o, sizeof(o), &b->old));
+	else
+		printf("null");
+	if (b->have_local)
+		printf(",\"local\":true,\"ahead\":%zu,\"behind\":%zu", b->ahead, b->behind);
+	else
+		printf(",\"local\":false,\"ahead\":null,\"behind\":null");
+	printf(",\"base\":");
+	if (b->have_base)
+		printf("\"%s\"", git_oid_tostr(base, sizeof(base), &b->base));
+	else
+		printf("null");
+	printf(",\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,\"deletions\":%zu}", b->commits,
+		b->files, b->ins, b->del);
+}
+
+static int sync_do_pull(struct sync_ctx *x)
+{
+	const git_remote_head **heads;
+	size_t nheads, nb = 0, nfl = 0, nskipped = 0;
+	struct sync_branch *br = NULL;
+	struct sync_flagrec *fl = NULL;
+	struct strv specs = {0}, skipped = {0}, deleted = {0};
+	struct buf *bstat = NULL;
+	git_remote_callbacks cb;
+	git_fetch_options fo;
+	git_reference_iterator *it = NULL;
+	git_reference *ref;
+	char prefix[128];
+	int ret = -1;
+
+	sync_callbacks(x, &cb);
+	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
+		sync_git_fail(x, "connecting to the agent");
+		goto out;
+	}
+	if (git_remote_ls(&heads, &nheads, x->remote) < 0) {
+		sync_git_fail(x, "listing the agent's branches");
+		goto out;
+	}
+	if (nheads > SYNC_MAX_ADVERTISED) {
+		log_err("%s advertises %zu refs, more than %d: refusing", x->cfg.agent, nheads,
+			SYNC_MAX_ADVERTISED);
+		goto out;
+	}
+	br = calloc(nheads ? nheads : 1, sizeof(*br));
+	bstat = calloc(nheads ? nheads : 1, sizeof(*bstat));
+	if (!br || !bstat)
+		goto out;
+	/*
+	 * Every advertised branch name is checked before anything is fetched. A bad name is
+	 * skipped loudly (named, escaped, on stderr and in the JSON), the good ones are
+	 * still fetched: one hostile ref must not hold the owner's review hostage.
+	 */
+	for (size_t i = 0; i < nheads; i++) {
+		const char *n = heads[i]->name;
+		char why[128], spec[2 * SYNC_REF_MAX + 64];
+
+		if (strncmp(n, "refs/heads/", 11) != 0)
+			continue; /* HEAD, tags, other namespaces: not exchanged */
+		if (!sync_ref_name_ok(n, why, sizeof(why))) {
+			char esc[1100], line[1300];
+
+			sync_escape(n, strlen(n), esc, sizeof(esc));
+			log_warn("skipped the agent's ref \"%s\": %s", esc, why);
+			snprintf(line, sizeof(line), "%s\t%s", esc, why);
+			strv_push(&skipped, line);
+			nskipped++;
+			continue;
+		}
+		snprintf(br[nb].name, sizeof(br[nb].name), "%s", n + 11);
+		git_oid_cpy(&br[nb].tip, &heads[i]->oid);
+		snprintf(spec, sizeof(spec), "+%s:refs/remotes/%s/%s", n, x->cfg.agent, n + 11);
+		strv_push(&specs, spec);
+		nb++;
+	}
+	if (nb) {
+		git_strarray arr = {.strings = specs.v, .count = specs.n};
+
+		git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+		fo.callbacks = cb;
+		fo.prune = GIT_FETCH_NO_PRUNE;
+		fo.update_fetchhead = 0;
+		fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
+		/* Objects only: refs are written below, one by one, after the checks. */
+		if (git_remote_download(x->remote, &arr, &fo) < 0) {
+			sync_git_fail(x, "fetching from the agent");
+			goto out;
+		}
+		if (x->progress_shown)
+			fputc('\n', stderr), x->progress_shown = 0;
+	}
+	git_remote_disconnect(x->remote);
+
+	for (size_t i = 0; i < nb; i++) {
+		struct sync_branch *b = &br[i];
+		char track[SYNC_REF_MAX + 80], local[SYNC_REF_MAX + 20], msg[128];
+		git_reference *old = NULL, *nref = NULL;
+		git_oid lid;
+
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->cfg.agent, b->name);
+		snprintf(local, sizeof(local), "refs/heads/%s", b->name);
+		if (git_reference_lookup(&old, x->repo, track) == 0 && git_reference_target(old)) {
+			git_oid_cpy(&b->old, git_reference_target(old));
+			b->have_old = 1;
+		}
+		git_reference_free(old);
+		if (!b->have_old)
+			b->state = "new";
+		else if (git_oid_equal(&b->old, &b->tip))
+			b->state = "up to date";
+		else if (git_graph_descendant_of(x->repo, &b->tip, &b->old) == 1)
+			b->state = "updated";
+		else
+			b->state = "forced";
+		snprintf(msg, sizeof(msg), "ocsb sync pull: %s",
+			!strcmp(b->state, "forced") ? "forced-update" : b->state);
+		if (strcmp(b->state, "up to date") != 0) {
+			if (git_reference_create(&nref, x->repo, track, &b->tip, 1, msg) < 0) {
+				sync_git_fail(x, track);
+				goto out;
+			}
+			git_reference_free(nref);
+			sync_ensure_reflog(x, track, &b->tip, msg);
+		}
+		/* Review base: where the agent's work starts from the owner's point of view. */
+		if (git_reference_name_to_id(&lid, x->repo, local) == 0) {
+			b->have_local = 1;
+			git_graph_ahead_behind(&b->ahead, &b->behind, x->repo, &b->tip, &lid);
+			b->have_base = git_merge_base(&b->base, x->repo, &b->tip, &lid) == 0;
+		} else {
+			/*
+			 * No branch of that name: review everything the agent added on top of
+			 * the owner's HEAD, so a second pull still shows what the branch
+			 * carries; without common history, what changed since the last pull.
+			 */
+			if (git_reference_name_to_id(&lid, x->repo, "HEAD") == 0)
+				b->have_base =
+					git_merge_base(&b->base, x->repo, &b->tip, &lid) == 0;
+			if (!b->have_base && b->have_old)
+				b->have_base =
+					git_merge_base(&b->base, x->repo, &b->tip, &b->old) == 0;
+		}
+		if (b->have_base) {
+			size_t behind;
+			git_graph_ahead_behind(&b->commits, &behind, x->repo, &b->tip, &b->base);
+		}
+		git_error_clear();
+		if (sync_review_branch(x, b, &fl, &nfl, &bstat[i]) < 0)
+			goto out;
+	}
+
+	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->cfg.agent);
+	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
+		size_t plen = strlen(prefix) - 1;
+
+		while (git_reference_next(&ref, it) == 0) {
+			const char *name = git_reference_name(ref);
+			int found = 0;
+
+			for (size_t i = 0; i < nb && !found; i++)
+				found = !strcmp(name + plen, br[i].name);
+			if (!found && git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+				char hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
+
+				git_oid_tostr(hex, sizeof(hex), git_reference_target(ref));
+				snprintf(line, sizeof(line), "%s\t%s", name + plen, hex);
+				if (git_reference_delete(ref) == 0)
+					strv_push(&deleted, line);
+			}
+			git_reference_free(ref);
+		}
+		git_reference_iterator_free(it);
+	}
+
+	if (x->o->json) {
+		printf("{\"agent\":");
+		sync_json_str(stdout, x->cfg.agent);
+		printf(",\"project\":");
+		sync_json_str(stdout, x->project);
+		printf(",\"branches\":[");
+		for (size_t i = 0; i < nb; i++)
+			sync_print_branch_json(x, &br[i], i == 0);
+		printf("],\"deleted\":[");
+		for (size_t i = 0; i < deleted.n; i++) {
+			char *tab = strchr(deleted.v[i], '\t');
+			*tab = '\0';
+			printf("%s{\"name\":", i ? "," : "");
+			sync_json_str(stdout, deleted.v[i]);
+			printf(",\"old\":\"%s\"}", tab + 1);
+		}
+		printf("],\"skipped\":[");
+		for (size_t i = 0; i < skipped.n; i++) {
+			char *tab = strchr(skipped.v[i], '\t');
+			*tab = '\0';
+			printf("%s{\"name\":", i ? "," : "");
+			sync_json_str(stdout, skipped.v[i]);
+			printf(",\"reason\":");
+			sync_json_str(stdout, tab + 1);
+			printf("}");
+		}
+		printf("],\"review\":[");
+		for (size_t i = 0; i < nfl; i++) {
+			printf("%s{\"branch\":", i ? "," : "");
+			sync_json_str(stdout, fl[i].branch);
+			printf(",\"path\":");
+			sync_json_str(stdout, fl[i].path);
+			printf(",\"flag\":\"%s\",\"why\":", sync_flag_name(fl[i].flag));
+			sync_json_str(stdout, sync_flag_text(fl[i].flag));
+			printf("}");
+		}
+		printf("]}\n");
+	} else {
+		if (!nb && !deleted.n)
+			printf("%s has no branches to fetch\n", x->cfg.agent);
+		for (size_t i = 0; i < nb; i++)
+			sync_print_branch_text(x, &br[i], bstat[i].data ? bstat[i].data : "");
+		for (size_t i = 0; i < deleted.n; i++) {
+			char *tab = strchr(deleted.v[i], '\t');
+			*tab = '\0';
+			printf("%s/%s: deleted (the agent removed it; was %.7s)\n", x->cfg.agent,
+				deleted.v[i], tab + 1);
+		}
+		for (size_t i = 0; i < skipped.n; i++) {
+			char *tab = strchr(skipped.v[i], '\t');
+			*tab = '\0';
+			printf("skipped: \"%s\" (%s)\n", skipped.v[i], tab + 1);
+		}
+		if (!nfl) {
+			printf("REVIEW GATE: nothing flagged\n");
+		} else {
+			printf("REVIEW GATE: %zu risky change%s: read them before you check out, "
+			       "merge, build or open the branch in an editor\n",
+				nfl, nfl == 1 ? "" : "s");
+			for (size_t i = 0; i < nfl; i++)
+				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag),
+					x->cfg.agent, fl[i].branch, fl[i].path,
+					sync_flag_text(fl[i].flag));
+		}
+	}
+	ret = 0;
+out:
+	if (bstat)
+		for (size_t i = 0; i < nheads; i++)
+			buf_free(&bstat[i]);
+	free(bstat);
+	free(br);
+	free(fl);
+	strv_free(&specs);
+	strv_free(&skipped);
+	strv_free(&deleted);
+	return ret;
+}
+
+/* --- status */
+
+static int sync_do_status(struct sync_ctx *x)
+{
+	const git_remote_head **heads;
+	size_t nheads;
+	git_remote_callbacks cb;
+	git_odb *odb = NULL;
+	struct strv seen = {0};
+	git_branch_iterator *bit = NULL;
+	git_reference *ref;
+	git_branch_t type;
+	int ret = -1;
+
+	sync_callbacks(x, &cb);
+	/* ls-remote: the advertisement only, no object is fetched. */
+	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
+		sync_git_fail(x, "connecting to the agent");
+		goto out;
+	}
+	if (git_remote_ls(&heads, &nheads, x->remote) < 0 ||
+		git_repository_odb(&odb, x->repo) < 0) {
+		sync_git_fail(x, "listing the agent's branches");
+		goto out;
+	}
+	printf("%-24s %-8s %-8s %s\n", "BRANCH", "AGENT", "YOURS", "STATE");
+	for (size_t i = 0; i < nheads && i < SYNC_MAX_ADVERTISED; i++) {
+		const char *n = heads[i]->name;
+		char why[128], esc[600], a[GIT_OID_HEXSZ + 1], l[GIT_OID_HEXSZ + 1] = "-";
+		char local[SYNC_REF_MAX + 20], track[SYNC_REF_MAX + 80], state[160];
+		git_oid lid, tid;
+		int have_local;
+
+		if (strncmp(n, "refs/heads/", 11) != 0)
+			continue;
+		if (!sync_ref_name_ok(n, why, sizeof(why))) {
+			sync_escape(n, strlen(n), esc, sizeof(esc));
+			printf("%-24s %-8s %-8s %s\n", esc, "?", "?",
+				"invalid name, never fetched");
+			continue;
+		}
+		strv_push(&seen, n + 11);
+		snprintf(local, sizeof(local), "refs/heads/%s", n + 11);
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->cfg.agent, n + 11);
+		have_local = git_reference_name_to_id(&lid, x->repo, local) == 0;
+		if (have_local)
+			sync_short(&lid, l);
+		if (!git_odb_exists(odb, &heads[i]->oid)) {
+			snprintf(state, sizeof(state), "not fetched (ocsb sync pull)");
+		} else if (have_local) {
+			size_t ahead = 0, behind = 0;
+
+			git_graph_ahead_behind(&ahead, &behind, x->repo, &heads[i]->oid, &lid);
+			if (!ahead && !behind)
+				snprintf(state, sizeof(state), "same");
+			else
+				snprintf(state, sizeof(state), "agent %zu ahead, %zu behind", ahead,
+					behind);
+		} else {
+			snprintf(state, sizeof(state), "agent only");
+		}
+		if (git_odb_exists(odb, &heads[i]->oid) &&
+			!(git_reference_name_to_id(&tid, x->repo, track) == 0 &&
+				git_oid_equal(&tid, &heads[i]->oid)))
+			strncat(state, "; pull to update the remote-tracking ref",
+				sizeof(state) - strlen(state) - 1);
+		printf("%-24s %-8s %-8s %s\n", n + 11, sync_short(&heads[i]->oid, a), l, state);
+	}
+	if (git_branch_iterator_new(&bit, x->repo, GIT_BRANCH_LOCAL) == 0) {
+		while (git_branch_next(&ref, &type, bit) == 0) {
+			char l[GIT_OID_HEXSZ + 1] = "-";
+			const char *name = git_reference_shorthand(ref);
+
+			if (!strv_contains(&seen, name)) {
+				if (git_reference_target(ref))
+					sync_short(git_reference_target(ref), l);
+				printf("%-24s %-8s %-8s %s\n", name, "-", l,
+					"yours only (ocsb sync push)");
+			}
+			git_reference_free(ref);
+		}
+		git_branch_iterator_free(bit);
+	}
+	ret = 0;
+out:
+	git_remote_disconnect(x->remote);
+	git_odb_free(odb);
+	strv_free(&seen);
+	return ret;
+}
+
+/* --- entry points */
+
+static void sync_lib_init(void)
+{
+	git_libgit2_init();
+	/* Fetched content is hostile: refuse malformed objects and check every hash. */
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 1);
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
+}
+
+int sync_push_as_current_user(const char *project_path, const char *agent, unsigned ssh_port)
+{
+	struct sync_opts o = {0};
+	struct sync_ctx x;
+	int r = -1;
+
+	sync_parse_opts(&o, 0, NULL);
+	o.all = 1;
+	sync_lib_init();
+	if (sync_open(&x, &o, project_path, agent, ssh_port) == 0)
+		r = sync_do_push(&x);
+	sync_ctx_free(&x);
+	git_libgit2_shutdown();
+	return r;
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	struct sync_opts o = {0};
+	struct sync_ctx x;
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	int r;
+
+	if (!sub || !strcmp(sub, "--help") || !strcmp(sub, "-h")) {
+		sync_usage(sub ? stdout : stderr);
+		return sub ? 0 : 2;
+	}
+	if (strcmp(sub, "push") && strcmp(sub, "pull") && strcmp(sub, "status")) {
+		log_err("sync: unknown subcommand '%s'", sub);
+		sync_usage(stderr);
+		return 2;
+	}
+	r = sync_parse_opts(&o, argc - 2, argv + 2);
+	if (r) {
+		strv_free(&o.branches);
+		return r == 3 ? 0 : r;
+	}
+	if (strcmp(sub, "push") && (o.branches.n || o.to || o.force || o.all)) {
+		log_err("sync %s takes no branch names, --to, --force or --all", sub);
+		strv_free(&o.branches);
+		return 2;
+	}
+	sync_lib_init();
+	r = sync_open(&x, &o, NULL, NULL, 0);
+	if (r == 0) {
+		if (!strcmp(sub, "push"))
+			r = sync_do_push(&x);
+		else if (!strcmp(sub, "pull"))
+			r = sync_do_pull(&x);
+		else
+			r = sync_do_status(&x);
+	}
+	sync_ctx_free(&x);
+	strv_free(&o.branches);
+	git_libgit2_shutdown();
+	return r < 0 ? 1 : 0;
+}

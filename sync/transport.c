@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libgit2 smart subtransport over libssh: one SSH session per git operation,
+ * host key checked against the pinned file only, the sync key (or ssh-agent),
+ * `git-upload-pack '<path>'` / `git-receive-pack '<path>'` on the other side
+ * (forced through git-shell by the key's command= option).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libssh/libssh.h>
+
+#include "sync.h"
+
+struct sync_sub;
+
+struct sync_stream {
+	git_smart_subtransport_stream parent; /* first: libgit2 casts */
+	struct sync_sub *sub; /* borrowed */
+};
+
+struct sync_sub {
+	git_smart_subtransport parent; /* first */
+	git_transport *owner; /* borrowed */
+	struct sync_conn *c; /* borrowed */
+	ssh_session session; /* owned */
+	ssh_channel channel; /* owned */
+	struct sync_stream stream; /* embedded: libgit2 may ask for it again after free() */
+	int open;
+};
+
+void sync_conn_init(struct sync_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->host = "localhost";
+	c->port = 22;
+	c->connect_timeout_s = 15;
+	c->io_timeout_s = 60;
+}
+
+int sync_shell_quote(const char *s, char *out, size_t n)
+{
+	size_t o = 0;
+
+	if (n < 3)
+		return -1;
+	out[o++] = '\'';
+	for (; *s; s++) {
+		if (*s == '\'') {
+			if (o + 4 >= n)
+				return -1;
+			memcpy(out + o, "'\\''", 4);
+			o += 4;
+		} else {
+			if (o + 1 >= n)
+				return -1;
+			out[o++] = *s;
+		}
+	}
+	if (o + 2 > n)
+		return -1;
+	out[o++] = '\'';
+	out[o] = '\0';
+	return 0;
+}
+
+/* Record the first error (the root cause) and hand the same line to libgit2. */
+__attribute__((format(printf, 2, 3))) static int sync_fail(
+	struct sync_conn *c, const char *fmt, ...)
+{
+	char msg[sizeof(c->err)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!c->err[0])
+		snprintf(c->err, sizeof(c->err), "%s", msg);
+	git_error_set_str(GIT_ERROR_NET, msg);
+	return -1;
+}
+
+/* Remote stderr (git's "fatal: ..." lines) as one line, escaped. */
+static void sync_remote_stderr(struct sync_sub *s, char *out, size_t n)
+{
+	char raw[1024];
+	int r, len = 0;
+
+	out[0] = '\0';
+	if (!s->channel)
+		return;
+	while (len < (int)sizeof(raw) - 1) {
+		r = ssh_channel_read_nonblocking(
+			s->channel, raw + len, (uint32_t)(sizeof(raw) - 1 - (size_t)len), 1);
+		if (r <= 0)
+			break;
+		len += r;
+	}
+	while (len > 0 && (raw[len - 1] == '\n' || raw[len - 1] == '\r'))
+		len--;
+	for (int i = 0; i < len; i++)
+		if (raw[i] == '\n' || raw[i] == '\r')
+			raw[i] = ' ';
+	sync_escape(raw, (size_t)len, out, n);
+}
+
+static void sync_sub_disconnect(struct sync_sub *s)
+{
+	if (s->channel) {
+		ssh_channel_close(s->channel);
+		ssh_channel_free(s->channel);
+		s->channel = NULL;
+	}
+	if (s->session) {
+		ssh_disconnect(s->session);
+		ssh_free(s->session);
+		s->session = NULL;
+	}
+	s->open = 0;
+}
+
+static int sync_stream_read(
+	git_smart_subtransport_stream *stream, char *buffer, size_t buf_size, size_t *bytes_read)
+{
+	struct sync_sub *s = ((struct sync_stream *)stream)->sub;
+	struct sync_conn *c = s->c;
+	/* libssh takes a uint32_t length. */
+	uint32_t want = buf_size > 65536 ? 65536 : (uint32_t)buf_size;
+	int idle_ms = 0;
+
+	*bytes_read = 0;
+	if (!s->open)
+		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
+	for (;;) {
+		int r;
+
+		if (c->deadline && time(NULL) > c->deadline)
+			return sync_fail(c,
+				"time limit reached while receiving from %s@%s "
+				"(raise it with --timeout)",
+				c->user, c->host);
+		/* Short slices: the inactivity timeout and the deadline are both checked here. */
+		r = ssh_channel_read_timeout(s->channel, buffer, want, 0, 1000);
+		if (r > 0) {
+			c->bytes_read += (uint64_t)r;
+			/* Backstop for what the progress callback cannot see (ref advertisement). */
+			if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
+				return sync_fail(c,
+					"%s@%s sent more than %llu bytes: aborted "
+					"(raise the bound with --max-bytes)",
+					c->user, c->host, (unsigned long long)c->max_bytes);
+			*bytes_read = (size_t)r;
+			return 0;
+		}
+		if (r == SSH_ERROR)
+			return sync_fail(c, "reading from %s@%s: %s", c->user, c->host,
+				ssh_get_error(s->session));
+		if (ssh_channel_is_eof(s->channel)) {
+			char msg[600];
+
+			sync_remote_stderr(s, msg, sizeof(msg));
+			return sync_fail(c, "%s@%s closed the connection%s%s", c->user, c->host,
+				msg[0] ? ": remote: " : " (no message)", msg);
+		}
+		/* r == 0 without EOF: the slice timed out. */
+		idle_ms += 1000;
+		if (idle_ms >= c->io_timeout_s * 1000)
+			return sync_fail(c, "no data from %s@%s for %d s (inactivity timeout)",
+				c->user, c->host, c->io_timeout_s);
+	}
+}
+
+static int sync_stream_write(git_smart_subtransport_stream *stream, const char *buffer, size_t len)
+{
+	struct sync_sub *s = ((struct sync_stream *)stream)->sub;
+	struct sync_conn *c = s->c;
+
+	if (!s->open)
+		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
+	while (len) {
+		uint32_t chunk = len > 65536 ? 65536 : (uint32_t)len;
+		int r = ssh_channel_write(s->channel, buffer, chunk);
+
+		if (r == SSH_ERROR || r <= 0) {
+			char msg[600];
+
+			sync_remote_stderr(s, msg, sizeof(msg));
+			return sync_fail(c, "writing to %s@%s: %s%s%s", c->user, c->host,
+				ssh_get_error(s->session), msg[0] ? "; remote: " : "", msg);
+		}
+		buffer += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void sync_stream_free(git_smart_subtransport_stream *stream)
+{
+	/* Embedded in the subtransport: the connection closes in close()/free(). */
+	(void)stream;
+}
+
+static int sync_known_host(struct sync_sub *s)
+{
+	struct sync_conn *c = s->c;
+	enum ssh_known_hosts_e k = ssh_session_is_known_server(s->session);
+	char where[300];
+
+	if (c->port == 22)
+		snprintf(where, sizeof(where), "%s", c->host);
+	else
+		snprintf(where, sizeof(where), "[%s]:%u", c->host, c->port);
+	switch (k) {
+	case SSH_KNOWN_HOSTS_OK:
+		return 0;
+	case SSH_KNOWN_HOSTS_CHANGED:
+		return sync_fail(c,
+			"host key of %s does not match the pin in %s: refusing to connect (if the "
+			"host key was changed on purpose, run 'sudo ocsb-provision' again to "
+			"re-pin)",
+			where, c->known_hosts);
+	case SSH_KNOWN_HOSTS_OTHER:
+		return sync_fail(c,
+			"host key of %s is of another type than the pin in %s: refusing to "
+			"connect (run 'sudo ocsb-provision' again to re-pin)",
+			where, c->known_hosts);
+	case SSH_KNOWN_HOSTS_NOT_FOUND:
+	case SSH_KNOWN_HOSTS_UNKNOWN:
+		return sync_fail(c,
+			"no pinned host key for %s in %s: refusing to connect (run 'sudo "
+			"ocsb-provision' to write the pin)",
+			where, c->known_hosts);
+	case SSH_KNOWN_HOSTS_ERROR:
+	default:
+		return sync_fail(c, "checking the host key of %s against %s: %s", where,
+			c->known_hosts, ssh_get_error(s->session));
+	}
+}
+
+static int sync_auth(struct sync_sub *s)
+{
+	struct sync_conn *c = s->c;
+	ssh_key key = NULL;
+	int r;
+
+	if (c->agent_auth) {
+		r = ssh_userauth_agent(s->session, NULL);
+		if (r != SSH_AUTH_SUCCESS)
+			return sync_fail(c,
+				"ssh-agent authentication as %s@%s failed: %s (is the sync key "
+				"loaded? ssh-add %s)",
+				c->user, c->host,
+				r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "key refused",
+				c->key_path ? c->key_path : "KEY");
+		return 0;
+	}
+	if (ssh_pki_import_privkey_file(c->key_path, NULL, NULL, NULL, &key) != SSH_OK)
+		return sync_fail(c,
+			"cannot read the sync key %s (missing, unreadable or passphrase-protected; "
+			"run 'sudo ocsb-provision' to create it, or use --agent-auth)",
+			c->key_path);
+	r = ssh_userauth_publickey(s->session, NULL, key);
+	ssh_key_free(key);
+	if (r != SSH_AUTH_SUCCESS)
+		return sync_fail(c,
+			"%s@%s refused the sync key %s: %s (run 'sudo ocsb-provision' "
+			"to authorize it)",
+			c->user, c->host, c->key_path,
+			r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "not authorized");
+	return 0;
+}
+
+static int sync_sub_connect(struct sync_sub *s, const char *service)
+{
+	struct sync_conn *c = s->c;
+	char quoted[4200], cmd[4300];
+	int no = 0;
+	long tmo = c->connect_timeout_s;
+
+	if (sync_shell_quote(c->remote_path, quoted, sizeof(quoted)) < 0)
+		return sync_fail(c, "remote path too long");
+	snprintf(cmd, sizeof(cmd), "%s %s", service, quoted);
+	s->session = ssh_new();
+	if (!s->session)
+		return sync_fail(c, "out of memory");
+	/*
+	 * Nothing from ~/.ssh: no config file (it could name a ProxyCommand or another host),
+	 * no other known_hosts than the pin, no global file. The pin is the trust anchor.
+	 */
+	if (ssh_options_set(s->session, SSH_OPTIONS_PROCESS_CONFIG, &no) < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_HOST, c->host) < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_PORT, &c->port) < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_USER, c->user) < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_KNOWNHOSTS, c->known_hosts) < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
+		ssh_options_set(s->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
+		return sync_fail(c, "setting ssh options: %s", ssh_get_error(s->session));
+	if (ssh_connect(s->session) != SSH_OK)
+		return sync_fail(c, "cannot connect to %s port %u: %s (is sshd running?)", c->host,
+			c->port, ssh_get_error(s->session));
+	if (sync_known_host(s) < 0 || sync_auth(s) < 0)
+		return -1;
+	tmo = c->io_timeout_s;
+	ssh_options_set(s->session, SSH_OPTIONS_TIMEOUT, &tmo);
+	s->channel = ssh_channel_new(s->session);
+	if (!s->channel || ssh_channel_open_session(s->channel) != SSH_OK)
+		return sync_fail(c, "opening an ssh channel to %s@%s: %s", c->user, c->host,
+			ssh_get_error(s->session));
+	if (ssh_channel_request_exec(s->channel, cmd) != SSH_OK)
+		return sync_fail(c, "running %s on %s@%s: %s", service, c->user, c->host,
+			ssh_get_error(s->session));
+	s->open = 1;
+	return 0;
+}
+
+static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *sub,
+	const char *url, git_smart_service_t action)
+{
+	struct sync_sub *s = (struct sync_sub *)sub;
+	const char *service;
+
+	(void)url; /* the path comes from ocsb.conf, not from a URL git config could rewrite */
+	switch (action) {
+	case GIT_SERVICE_UPLOADPACK_LS:
+		service = "git-upload-pack";
+		break;
+	case GIT_SERVICE_RECEIVEPACK_LS:
+		service = "git-receive-pack";
+		break;
+	case GIT_SERVICE_UPLOADPACK:
+	case GIT_SERVICE_RECEIVEPACK:
+		/* Same stream, whatever its direction: libgit2 asks for UPLOADPACK to send a flush. */
+		if (s->open) {
+			*out = &s->stream.parent;
+			return 0;
+		}
+		service = action == GIT_SERVICE_UPLOADPACK ? "git-upload-pack" : "git-receive-pack";
+		break;
+	default:
+		return sync_fail(s->c, "unsupported git service %d", (int)action);
+	}
+	sync_sub_disconnect(s);
+	if (sync_sub_connect(s, service) < 0) {
+		sync_sub_disconnect(s);
+		return -1;
+	}
+	*out = &s->stream.parent;
+	return 0;
+}
+
+static int sync_sub_close(git_smart_subtransport *sub)
+{
+	/* Also called before the first action(): a no-op when nothing is open. */
+	sync_sub_disconnect((struct sync_sub *)sub);
+	return 0;
+}
+
+static void sync_sub_free(git_smart_subtransport *sub)
+{
+	sync_sub_disconnect((struct sync_sub *)sub);
+	free(sub);
+}
+
+static int sync_sub_create(git_smart_subtransport **out, git_transport *owner, void *param)
+{
+	struct sync_sub *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -1;
+	s->parent.action = sync_sub_action;
+	s->parent.close = sync_sub_close;
+	s->parent.free = sync_sub_free;
+	s->owner = owner;
+	s->c = param;
+	s->stream.parent.subtransport = &s->parent;
+	s->stream.parent.read = sync_stream_read;
+	s->stream.parent.write = sync_stream_write;
+	s->stream.parent.free = sync_stream_free;
+	s->stream.sub = s;
+	*out = &s->parent;
+	return 0;
+}
+
+int sync_transport_cb(git_transport **out, git_remote *owner, void *payload)
+{
+	struct sync_conn *c = payload;
+
+	/* Ours, always: a missing transport would silently fall back to libgit2's libssh2. */
+	c->def.callback = sync_sub_create;
+	c->def.rpc = 0;
+	c->def.param = c;
+	return git_transport_smart(out, owner, &c->def);
+}

@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: MIT
+# ocsb sync end to end: push into the agent's clone, pull its branches back into
+# refs/remotes/ai-dev/* only (invariant 5), the review gate, forced updates, the host key
+# pin, hostile ref names and transfer bounds. Real sshd, real provisioning, real git-shell.
+. "$E2E_LIB"
+. "$(dirname "$0")/common-prov.sh"
+
+OCSB=$OCSB_BUILD/ocsb
+AREPO=/home/$AGENT/shop
+ocsb_owner() { as_owner env -C "$PROJECT" "$OCSB" "$@"; }
+ogit() { as_owner git -C "$PROJECT" "$@"; }
+agit() { as_user "$AGENT" git -C "$AREPO" "$@"; }
+
+# Everything of the owner's that a pull must leave alone: HEAD, local branches, index,
+# config, hooks, the work tree, FETCH_HEAD (hashed; refs/remotes and objects excluded).
+owner_fingerprint() {
+	as_owner bash -c 'cd "$1" && git symbolic-ref HEAD && git rev-parse HEAD &&
+		git for-each-ref refs/heads refs/tags &&
+		sha256sum .git/index .git/config && ls -la .git/FETCH_HEAD 2>&1;
+		find .git/hooks -print0 | sort -z | xargs -0 ls -ld --time-style=+;
+		find . -path ./.git -prune -o -print0 | sort -z | xargs -0 ls -ld --time-style=+;
+		find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum' _ \
+		"$PROJECT"
+}
+
+make_project
+ogit symbolic-ref HEAD refs/heads/main
+as_owner git config --global user.name Owner
+as_owner git config --global user.email owner@example.com
+as_owner sh -c "cd '$PROJECT' && echo one > a.txt && git add a.txt && git commit -qm one &&
+	echo two >> a.txt && git commit -qam two"
+check_output "fresh provisioning" '^ocsb-provision: [1-9][0-9]* changes$' provision
+as_user "$AGENT" git config --global user.name Agent
+as_user "$AGENT" git config --global user.email agent@example.com
+
+# --- push
+as_owner git init -q "$OWNER_HOME/other"
+check_fails_output "sync in a repository that is not a configured project is refused" \
+	'not a project of agent ai-dev' as_owner env -C "$OWNER_HOME/other" "$OCSB" sync status
+check_fails_output "sync outside any repository is refused with the reason" \
+	'not inside a git repository' as_owner env -C "$OWNER_HOME" "$OCSB" sync status
+t0=$(date +%s.%N)
+check_output "ocsb sync push hands the current branch to the agent" \
+	'^pushed main -> ai-dev:main$' ocsb_owner sync push
+t1=$(date +%s.%N)
+_detail "push took $(echo "$t1 - $t0" | bc) s"
+check_output "the agent's clone has both commits" '^2$' agit rev-list --count main
+check_output "and its work tree (updateInstead)" '^two$' as_user "$AGENT" tail -n1 "$AREPO/a.txt"
+
+# A dirty checked-out branch: updateInstead refuses; the error says so and what to do.
+as_user "$AGENT" sh -c "echo dirty >> '$AREPO/a.txt'"
+as_owner sh -c "cd '$PROJECT' && echo three >> a.txt && git commit -qam three"
+check_fails_output "push to the agent's dirty checked-out branch is an error with the reason" \
+	'refused refs/heads/main' ocsb_owner sync push
+check_fails_output "and the error suggests --to" '\-\-to' ocsb_owner sync push
+check_output "positive control: push --to another branch works" \
+	'^pushed main -> ai-dev:owner-main$' ocsb_owner sync push --to owner-main
+check_output "the agent's work is untouched by the refused push" 'dirty' \
+	as_user "$AGENT" tail -n1 "$AREPO/a.txt"
+agit checkout -q -- a.txt
+
+# --- pull: a plain branch
+agit checkout -q -b feature
+as_user "$AGENT" sh -c "cd '$AREPO' && echo b > b.txt && git add b.txt && git commit -qm b"
+before=$(owner_fingerprint)
+t0=$(date +%s.%N)
+_capture ocsb_owner sync pull
+first=$_out
+if [ "$_rc" -eq 0 ] && grep -q '^ai-dev/feature: new ' <<<"$first"; then
+	pass "ocsb sync pull fetches the agent's new branch"
+else fail "ocsb sync pull fetches the agent's new branch" "$first"; fi
+t1=$(date +%s.%N)
+_detail "pull took $(echo "$t1 - $t0" | bc) s"
+check_output "refs/remotes/ai-dev/feature exists in the owner's repository" \
+	"^$(agit rev-parse feature)$" ogit rev-parse refs/remotes/ai-dev/feature
+after=$(owner_fingerprint)
+if [ "$before" = "$after" ]; then
+	pass "HEAD, branches, index, config, hooks and work tree are byte-identical after pull"
+else
+	fail "owner's repository changed by pull" "$(diff <(echo "$before") <(echo "$after"))"
+fi
+as_owner touch "$PROJECT/.probe"
+probe=$(owner_fingerprint)
+as_owner rm -f "$PROJECT/.probe"
+if [ "$probe" != "$after" ]; then pass "positive control: the fingerprint sees a new file"; else
+	fail "positive control: the fingerprint sees a new file"; fi
+check_fails "no remote was written to the owner's .git/config" ogit config --get remote.ai-dev.url
+_capture ogit config --get-regexp '^remote\.'
+if [ -z "$_out" ]; then pass "no remote of any name in .git/config"; else
+	fail "no remote of any name in .git/config" "$_out"; fi
+check "positive control: git config --get reads that file" ogit config --get core.bare
+check_output "a harmless branch passes the review gate" '^REVIEW GATE: nothing flagged' \
+	printf '%s\n' "$first"
+check_output "the pull reports ahead/behind against the owner's branch" \
+	'ai-dev/main: new .*0 commits ahead of your main, 1 behind' printf '%s\n' "$first"
+
+# --- review gate
+as_user "$AGENT" sh -c "cd '$AREPO' && printf '*.c filter=evil\n' > .gitattributes &&
+	mkdir -p .husky && printf '#!/bin/sh\necho hi\n' > .husky/pre-commit &&
+	ln -s /etc/passwd pw && printf '#!/bin/sh\n' > run.sh && chmod +x run.sh &&
+	mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml &&
+	git add -A && git commit -qm risky"
+_capture ocsb_owner sync pull
+gate=$_out
+for want in '\[attr-driver\] ai-dev/feature: \.gitattributes' \
+	'\[hook\] ai-dev/feature: \.husky/pre-commit' \
+	'\[symlink-out\] ai-dev/feature: pw' \
+	'\[new-exec\] ai-dev/feature: run\.sh' \
+	'\[ci\] ai-dev/feature: \.github/workflows/ci\.yml' \
+	'ai-dev/feature: updated'; do
+	if grep -Eq -- "$want" <<<"$gate"; then pass "pull flags /$want/"; else
+		fail "pull flags /$want/" "$gate"; fi
+done
+check_output "--json carries the same review (on a second pull too)" '"flag":"symlink-out"' \
+	ocsb_owner sync pull --json
+_capture ocsb_owner sync pull --json
+check "--json output is valid JSON" python3 -c 'import json,sys; json.loads(sys.argv[1])' "$_out"
+
+# --- forced update: reported, old tip kept in the reflog
+old=$(agit rev-parse feature)
+agit reset -q --hard HEAD~2
+as_user "$AGENT" sh -c "cd '$AREPO' && echo c > c.txt && git add c.txt && git commit -qm rewritten"
+check_output "a rewritten agent branch is reported as forced" '^ai-dev/feature: forced ' \
+	ocsb_owner sync pull
+check_output "the old tip is still in the reflog of refs/remotes/ai-dev/feature" "^$old" \
+	ogit reflog show --format=%H refs/remotes/ai-dev/feature
+check "and its objects are still there" ogit cat-file -e "$old^{commit}"
+
+# --- deleted branches
+agit branch -q tmp
+check_output "positive control: a new branch tmp is fetched" 'ai-dev/tmp: new' ocsb_owner sync pull
+agit branch -q -D tmp
+check_output "a branch the agent deleted is reported" '^ai-dev/tmp: deleted' ocsb_owner sync pull
+check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify refs/remotes/ai-dev/tmp
+
+# --- status (ls-remote only)
+agit branch -q unseen "$(agit commit-tree -p feature -m unseen 'feature^{tree}')"
+check_output "status lists the agent's unfetched branch" '^unseen .*not fetched' \
+	ocsb_owner sync status
+check_output "status compares fetched branches" '^main .*(same|ahead|behind)' \
+	ocsb_owner sync status
+check_fails "status fetched nothing" ogit rev-parse -q --verify refs/remotes/ai-dev/unseen
+
+# --- hostile ref names in the agent's repository: skipped loudly, the rest fetched
+tip=$(agit rev-parse feature)
+long=$(head -c 300 /dev/zero | tr '\0' a)
+printf '%s refs/heads/evil\342\200\256txt.exe\n%s refs/heads/%s\n%s refs/heads/a..b\n' \
+	"$tip" "$tip" "$long" "$tip" >>"$AREPO/.git/packed-refs"
+chown "$AGENT:" "$AREPO/.git/packed-refs"
+check_output "positive control: the agent's git advertises the bidi-named branch" 'evil' \
+	agit for-each-ref refs/heads
+_capture ocsb_owner sync pull
+hostile=$_out
+if [ "$_rc" -eq 0 ] && grep -q 'skipped.*evil\\xe2\\x80\\xaetxt.exe.*bidi' <<<"$hostile"; then
+	pass "a bidi branch name is skipped with an escaped name and the reason"
+else
+	fail "a bidi branch name is skipped with an escaped name and the reason" "$hostile"
+fi
+if grep -q 'skipped.*aaaa.*longer than' <<<"$hostile"; then pass "an overlong ref is skipped";
+else fail "an overlong ref is skipped" "$hostile"; fi
+_capture ogit for-each-ref refs/remotes
+if ! grep -Eq 'evil|aaaa|a\.\.b' <<<"$_out"; then pass "nothing of those names reached the owner"
+else fail "nothing of those names reached the owner" "$_out"; fi
+check_output "positive control: the valid branches are still fetched" 'refs/remotes/ai-dev/unseen' \
+	ogit for-each-ref refs/remotes
+sed -i '/evil\|aaaa\|a\.\.b/d' "$AREPO/.git/packed-refs"
+
+# --- bounds on what the agent may send
+as_user "$AGENT" sh -c "cd '$AREPO' && git checkout -q -b big &&
+	head -c 300000 /dev/urandom > r.bin &&
+	git add r.bin && git commit -qm big"
+check_fails_output "a pull over --max-objects is aborted with the reason" 'max-objects' \
+	ocsb_owner sync pull --max-objects 2
+check_fails_output "a pull over --max-bytes is aborted with the reason" 'max-bytes' \
+	ocsb_owner sync pull --max-bytes 64K
+check_fails "an aborted pull wrote no ref" ogit rev-parse -q --verify refs/remotes/ai-dev/big
+check_output "positive control: the same pull within the bounds works" 'ai-dev/big: new' \
+	ocsb_owner sync pull
+
+# --- the host key pin (invariant 6)
+cp -p "$PIN" "$E2E_SCRATCH/pin.good"
+ssh-keygen -q -t ed25519 -N '' -f "$E2E_SCRATCH/fake" >/dev/null
+fake=$(cut -d' ' -f2 "$E2E_SCRATCH/fake.pub")
+sed -i -E "s|^([^ ]+) [^ ]+ [^ ]+|\1 ssh-ed25519 $fake|" "$PIN"
+check_fails_output "a wrong pin: pull refuses to connect" \
+	'does not match the pin|another type than the pin' \
+	ocsb_owner sync pull
+: >"$PIN"
+check_fails_output "no pin: pull refuses to connect" 'no pinned host key' ocsb_owner sync pull
+cp -p "$E2E_SCRATCH/pin.good" "$PIN"
+check_output "positive control: the right pin works" 'REVIEW GATE' ocsb_owner sync pull

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../sync/sync.h"
+
+static int ref_ok(const char *name)
+{
+	char why[128];
+	return sync_ref_name_ok(name, why, sizeof(why));
+}
+
+static void refs_good(void **state)
+{
+	assert_true(ref_ok("refs/heads/main"));
+	assert_true(ref_ok("refs/heads/feature/x-1_2"));
+	/* Plain non-ASCII letters are fine: only deceptive code points are refused. */
+	assert_true(ref_ok("refs/heads/caf\xc3\xa9"));
+}
+
+static void refs_outside_heads(void **state)
+{
+	assert_false(ref_ok("HEAD"));
+	assert_false(ref_ok("refs/tags/v1"));
+	assert_false(ref_ok("refs/remotes/origin/main"));
+	assert_false(ref_ok("refs/heads/"));
+	assert_false(ref_ok("refs/headsx/main"));
+	assert_false(ref_ok("refs/heads/HEAD"));
+}
+
+static void refs_git_syntax(void **state)
+{
+	assert_false(ref_ok("refs/heads/a..b"));
+	assert_false(ref_ok("refs/heads/../../config"));
+	assert_false(ref_ok("refs/heads/a//b"));
+	assert_false(ref_ok("refs/heads/.hidden"));
+	assert_false(ref_ok("refs/heads/a.lock"));
+	assert_false(ref_ok("refs/heads/a b"));
+	assert_false(ref_ok("refs/heads/a~1"));
+	assert_false(ref_ok("refs/heads/a^"));
+	assert_false(ref_ok("refs/heads/a:b"));
+	assert_false(ref_ok("refs/heads/a*"));
+	assert_false(ref_ok("refs/heads/a@{1}"));
+	assert_false(ref_ok("refs/heads/a\\b"));
+	assert_false(ref_ok("refs/heads/a/"));
+}
+
+static void refs_control_and_bidi(void **state)
+{
+	char why[128];
+
+	assert_false(ref_ok("refs/heads/a\x1b[31mred"));
+	assert_false(ref_ok("refs/heads/a\nb"));
+	assert_false(ref_ok("refs/heads/a\x7f"));
+	assert_false(ref_ok("refs/heads/a\xc2\x85")); /* C1 NEL */
+	/* U+202A..U+202E, U+2066..U+2069 */
+	assert_false(ref_ok("refs/heads/evil\xe2\x80\xaetxt.exe"));
+	assert_false(ref_ok("refs/heads/a\xe2\x80\xaa"));
+	assert_false(ref_ok("refs/heads/a\xe2\x81\xa6"));
+	assert_false(ref_ok("refs/heads/a\xe2\x81\xa9"));
+	assert_false(ref_ok("refs/heads/a\xe2\x80\x8b")); /* zero width space */
+	assert_false(ref_ok("refs/heads/a\xff"));
+	assert_false(ref_ok("refs/heads/a\xc0\xaf")); /* overlong '/' */
+	assert_int_equal(sync_ref_name_ok("refs/heads/x\xe2\x80\xae", why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "U+202E"));
+}
+
+static void refs_length(void **state)
+{
+	char name[SYNC_REF_MAX + 2];
+
+	memset(name, 'a', sizeof(name) - 1);
+	memcpy(name, "refs/heads/", 11);
+	name[SYNC_REF_MAX] = '\0';
+	assert_true(ref_ok(name));
+	name[SYNC_REF_MAX] = 'a';
+	name[SYNC_REF_MAX + 1] = '\0';
+	assert_false(ref_ok(name));
+}
+
+static void escape(void **state)
+{
+	char out[128];
+	const char *s = "a\x1b[0m\xe2\x80\xae\xff\\z\xc3\xa9";
+
+	sync_escape(s, strlen(s), out, sizeof(out));
+	assert_string_equal(out, "a\\x1b[0m\\xe2\\x80\\xae\\xff\\x5cz\xc3\xa9");
+	sync_escape(s, strlen(s), out, 6);
+	assert_true(strlen(out) < 6);
+}
+
+static void shell_quote(void **state)
+{
+	char out[64];
+
+	assert_int_equal(sync_shell_quote("/home/ai-dev/shop", out, sizeof(out)), 0);
+	assert_string_equal(out, "'/home/ai-dev/shop'");
+	assert_int_equal(sync_shell_quote("/h/it's", out, sizeof(out)), 0);
+	assert_string_equal(out, "'/h/it'\\''s'");
+	assert_int_equal(sync_shell_quote("/a/very/long/path", out, 8), -1);
+}
+
+static unsigned classify(const char *path, unsigned om, unsigned nm, const char *od, const char *nd)
+{
+	struct sync_entry e = {.path = path,
+		.old_mode = om,
+		.new_mode = nm,
+		.old_data = od,
+		.old_len = od ? strlen(od) : 0,
+		.new_data = nd,
+		.new_len = nd ? strlen(nd) : 0};
+	return sync_review_classify(&e);
+}
+
+#define F 0100644
+#define X 0100755
+#define L 0120000
+
+static void gate_attributes(void **state)
+{
+	assert_int_equal(
+		classify(".gitattributes", 0, F, NULL, "*.c filter=evil\n"), SYNC_FLAG_ATTR_DRIVER);
+	assert_int_equal(
+		classify("sub/.gitattributes", 0, F, NULL, "*.x diff=x\n"), SYNC_FLAG_ATTR_DRIVER);
+	assert_int_equal(classify(".gitattributes", 0, F, NULL, "[attr]m merge=ours\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* Unchanged driver lines, text/eol settings and -diff are not drivers being added. */
+	assert_int_equal(classify(".gitattributes", F, F, "*.c filter=lfs\n",
+				 "*.c filter=lfs\n*.txt text eol=lf\n*.bin -diff\n"),
+		0);
+	assert_int_equal(classify(".gitattributes", F, F, "*.c filter=lfs\r\n",
+				 "*.c filter=lfs\r\n*.h filter=evil\r\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	assert_int_equal(classify("notes/gitattributes.md", 0, F, NULL, "filter=x"), 0);
+	/* A deletion adds nothing. */
+	assert_int_equal(classify(".gitattributes", F, 0, "*.c filter=evil\n", NULL), 0);
+}
+
+static void gate_paths(void **state)
+{
+	assert_int_equal(classify(".gitmodules", 0, F, NULL, NULL), SYNC_FLAG_GITMODULES);
+	assert_int_equal(classify("vendor/lib", 0, 0160000, NULL, NULL), SYNC_FLAG_GITMODULES);
+	assert_int_equal(classify(".husky/pre-commit", 0, F, NULL, NULL), SYNC_FLAG_HOOK);
+	assert_int_equal(classify(".githooks/pre-push", 0, F, NULL, NULL), SYNC_FLAG_HOOK);
+	assert_int_equal(classify(".pre-commit-config.yaml", 0, F, NULL, NULL), SYNC_FLAG_HOOK);
+	assert_int_equal(classify("a/.GIT/config", 0, F, NULL, NULL), SYNC_FLAG_DOTGIT);
+	assert_int_equal(classify(".git", 0, F, NULL, NULL), SYNC_FLAG_DOTGIT);
+	assert_int_equal(classify(".github/workflows/ci.yml", 0, F, NULL, NULL), SYNC_FLAG_CI);
+	assert_int_equal(classify(".gitlab-ci.yml", 0, F, NULL, NULL), SYNC_FLAG_CI);
+	assert_int_equal(classify("Jenkinsfile", 0, F, NULL, NULL), SYNC_FLAG_CI);
+	assert_int_equal(classify(".circleci/config.yml", 0, F, NULL, NULL), SYNC_FLAG_CI);
+	assert_int_equal(classify(".envrc", 0, F, NULL, NULL), SYNC_FLAG_ENVRC);
+	assert_int_equal(classify(".vscode/tasks.json", 0, F, NULL, NULL), SYNC_FLAG_EDITOR);
+	assert_int_equal(classify(".vscode/settings.json", 0, F, NULL, NULL), SYNC_FLAG_EDITOR);
+	assert_int_equal(classify(".idea/workspace.xml", 0, F, NULL, NULL), SYNC_FLAG_EDITOR);
+	/* Positive controls: ordinary files raise nothing. */
+	assert_int_equal(classify("src/main.c", 0, F, NULL, NULL), 0);
+	assert_int_equal(classify("docs/husky.md", 0, F, NULL, NULL), 0);
+	assert_int_equal(classify(".github/CODEOWNERS", 0, F, NULL, NULL), 0);
+	assert_int_equal(classify(".vscode/README", 0, F, NULL, NULL), 0);
+	assert_int_equal(classify(".gitignore", 0, F, NULL, NULL), 0);
+}
+
+static void gate_symlinks(void **state)
+{
+	assert_int_equal(classify("pw", 0, L, NULL, "/etc/passwd"), SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(classify("a", 0, L, NULL, "../x"), SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(classify("d/a", 0, L, NULL, "../../x"), SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(classify("d/a", 0, L, NULL, "x/../../../y"), SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(classify("d/a", 0, L, NULL, ""), SYNC_FLAG_SYMLINK_OUT);
+	/* Inside the tree. */
+	assert_int_equal(classify("d/a", 0, L, NULL, "../x"), 0);
+	assert_int_equal(classify("d/e/a", 0, L, NULL, "./../../x"), 0);
+	assert_int_equal(classify("a", 0, L, NULL, "d/x"), 0);
+}
+
+static void gate_exec(void **state)
+{
+	assert_int_equal(classify("run.sh", 0, X, NULL, NULL), SYNC_FLAG_NEW_EXEC);
+	assert_int_equal(classify("run.sh", F, X, NULL, NULL), SYNC_FLAG_NEW_EXEC);
+	assert_int_equal(classify("run.sh", X, X, NULL, NULL), 0);
+	assert_int_equal(classify("run.sh", X, F, NULL, NULL), 0);
+	assert_int_equal(classify(".husky/pre-commit", 0, X, NULL, NULL),
+		SYNC_FLAG_HOOK | SYNC_FLAG_NEW_EXEC);
+}
+
+static void gate_wants_data(void **state)
+{
+	assert_true(sync_review_wants_data(".gitattributes", F));
+	assert_true(sync_review_wants_data("x/y", L));
+	assert_false(sync_review_wants_data("x/y", F));
+	assert_false(sync_review_wants_data(".gitattributes", 0160000));
+}
+
+static void flag_names(void **state)
+{
+	for (unsigned f = 1; f < (1u << SYNC_FLAG_COUNT); f <<= 1) {
+		assert_string_not_equal(sync_flag_name(f), "unknown");
+		assert_string_not_equal(sync_flag_text(f), "unknown");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(refs_good),
+		cmocka_unit_test(refs_outside_heads),
+		cmocka_unit_test(refs_git_syntax),
+		cmocka_unit_test(refs_control_and_bidi),
+		cmocka_unit_test(refs_length),
+		cmocka_unit_test(escape),
+		cmocka_unit_test(shell_quote),
+		cmocka_unit_test(gate_attributes),
+		cmocka_unit_test(gate_paths),
+		cmocka_unit_test(gate_symlinks),
+		cmocka_unit_test(gate_exec),
+		cmocka_unit_test(gate_wants_data),
+		cmocka_unit_test(flag_names),
+	};
+	int r;
+
+	git_libgit2_init();
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	git_libgit2_shutdown();
+	return r;
+}
