@@ -80,7 +80,7 @@ $(BUILDDIR)/provision/systemd.o: CFLAGS += -DOCSB_SBINDIR='"$(SBINDIR)"'
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBOCSB)
+$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSYNC) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBAGENTD): $(AGENTD_OBJ)

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "provision.h"
 #include "spawn.h"
+#include "../sync/sync.h"
 
 #define GIT "/usr/bin/git"
 
@@ -126,6 +127,110 @@ static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
 	return r;
 }
 
+struct seed_job {
+	const char *project;
+	const char *agent;
+	unsigned ssh_port;
+};
+
+/* As the owner: push the owner's branches into the agent's clone over the sync key. */
+static int child_seed(void *arg, int outfd)
+{
+	struct seed_job *j = arg;
+
+	dup2(outfd, 2);
+	return sync_push_as_current_user(j->project, j->agent, j->ssh_port) < 0;
+}
+
+/* The owner's current branch, read by git running as the owner; "" when detached/empty. */
+static int owner_branch(struct prov *p, const char *project, char *out, size_t n)
+{
+	const char *argv[] = {
+		GIT, "-C", project, "symbolic-ref", "--quiet", "--short", "HEAD", NULL};
+	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->owner.uid,
+		.gid = p->owner.gid,
+		.user = p->owner.name,
+		.cwd = "/",
+		.envp = env,
+		.capture = 1,
+		.timeout_ms = 30000};
+	struct spawn_result res;
+
+	out[0] = '\0';
+	if (spawn_run(argv, &o, &res) < 0)
+		return -1;
+	if (res.status == 0 && res.output) {
+		size_t l = strcspn(res.output, "\n");
+		/* Only a plain name goes on the agent's command line. */
+		if (l && l < n &&
+			strspn(res.output,
+				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				"0123456789._/-") >= l)
+			snprintf(out, n, "%.*s", (int)l, res.output);
+	}
+	spawn_result_free(&res);
+	return 0;
+}
+
+static int owner_has_commits(struct prov *p, const char *project)
+{
+	const char *argv[] = {GIT, "-C", project, "rev-parse", "--quiet", "--verify", "HEAD", NULL};
+	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->owner.uid,
+		.gid = p->owner.gid,
+		.user = p->owner.name,
+		.cwd = "/",
+		.envp = env,
+		.capture = 1,
+		.timeout_ms = 30000};
+	struct spawn_result res;
+	int r;
+
+	if (spawn_run(argv, &o, &res) < 0)
+		return 0;
+	r = res.status == 0;
+	spawn_result_free(&res);
+	return r;
+}
+
+static int seed(struct prov *p, const char *project, const char *name)
+{
+	struct seed_job j = {
+		.project = project, .agent = p->cfg.agent, .ssh_port = p->cfg.ssh_port};
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->owner.uid,
+		.gid = p->owner.gid,
+		.user = p->owner.name,
+		.cwd = project,
+		.timeout_ms = 300000};
+	const char *head[] = {GIT, "-C", name, "symbolic-ref", "HEAD", NULL, NULL};
+	char branch[256], ref[300];
+	struct spawn_result res;
+	int r;
+
+	if (owner_branch(p, project, branch, sizeof(branch)) < 0)
+		return -1;
+	/* The clone checks out the branch the owner is on, so updateInstead fills its tree. */
+	if (branch[0]) {
+		snprintf(ref, sizeof(ref), "refs/heads/%s", branch);
+		head[5] = ref;
+		if (agent_git(p, head, NULL) < 0)
+			return -1;
+	}
+	r = spawn_fn(child_seed, &j, &o, &res);
+	if (r < 0 || res.status != 0) {
+		log_err("seeding ~%s/%s from %s (as %s) failed: %s", p->cfg.agent, name, project,
+			p->owner.name, res.output && res.output[0] ? res.output : strerror(-r));
+		spawn_result_free(&res);
+		return -1;
+	}
+	spawn_result_free(&res);
+	return 0;
+}
+
 int repos_ensure(struct prov *p)
 {
 	if (!p->agent_exists) {
@@ -142,24 +247,39 @@ int repos_ensure(struct prov *p)
 			GIT, "-c", "init.defaultBranch=main", "init", "--quiet", name, NULL};
 		const char *set[] = {GIT, "-C", name, "config", "receive.denyCurrentBranch",
 			"updateInstead", NULL};
+		const char *tip[] = {
+			GIT, "-C", name, "rev-parse", "--quiet", "--verify", "HEAD", NULL};
 		char *out = NULL;
-		int st;
+		int st, configured;
 
 		/* Checked as the agent: its home is its own, root does not walk into it. */
 		st = agent_git(p, get, &out);
 		if (st < 0)
 			return -1;
-		if (st == 0 && out && strncmp(out, "updateInstead", 13) == 0) {
-			free(out);
-			continue;
-		}
+		configured = st == 0 && out && strncmp(out, "updateInstead", 13) == 0;
 		free(out);
-		if (!prov_change(p,
-			    "create the repository ~%s/%s (receive.denyCurrentBranch "
-			    "updateInstead) for %s",
-			    p->cfg.agent, name, p->cfg.projects.v[i]))
+		if (!configured &&
+			prov_change(p,
+				"create the repository ~%s/%s (receive.denyCurrentBranch "
+				"updateInstead) for %s",
+				p->cfg.agent, name, p->cfg.projects.v[i])) {
+			if (agent_git(p, init, NULL) < 0 || agent_git(p, set, NULL) < 0)
+				return -1;
+			prov_done(p);
+		}
+		/* An empty clone is filled with the owner's branches, once; never overwritten. */
+		out = NULL;
+		st = agent_git(p, tip, &out);
+		free(out);
+		if (st < 0)
+			return -1;
+		if (st == 0 || !owner_has_commits(p, p->cfg.projects.v[i]))
 			continue;
-		if (agent_git(p, init, NULL) < 0 || agent_git(p, set, NULL) < 0)
+		if (!prov_change(p,
+			    "fill ~%s/%s with the branches of %s (as %s, over the sync key)",
+			    p->cfg.agent, name, p->cfg.projects.v[i], p->owner.name))
+			continue;
+		if (seed(p, p->cfg.projects.v[i], name) < 0)
 			return -1;
 		prov_done(p);
 	}
