@@ -98,7 +98,7 @@ $(LIBSYNC): $(SYNC_OBJ)
 $(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBSYNC) $(LIBPROV) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
