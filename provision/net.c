@@ -83,10 +83,16 @@ int net_preflight(struct prov *p)
 			PROXY_USER);
 		return -1;
 	}
-	/* A configuration squid refuses must be found before anything changes. */
+	/*
+	 * A configuration squid refuses must be found before anything changes. One that
+	 * equals the installed file passed this check when it was written: squid's parse
+	 * costs a few hundred milliseconds, so a no-change run skips it.
+	 */
 	if (render_squid(p, &conf) < 0)
 		return -1;
-	r = proxy_check_text(&p->proxy, conf.data, err, sizeof(err));
+	r = 0;
+	if (fo_same(p->proxy.conf, conf.data, conf.len, 0644, 0, 0) != 1)
+		r = proxy_check_text(&p->proxy, conf.data, err, sizeof(err));
 	buf_free(&conf);
 	if (r < 0) {
 		log_err("%s", err);
