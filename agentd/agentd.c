@@ -211,16 +211,32 @@ static void reload(struct agentd *d)
 {
 	struct ocsb_config old = d->cfg;
 	struct egress olde = d->egress;
-	char err[512];
+	struct user_info agent = d->agent, owner = d->owner;
+	struct netlock_spec nl = d->nl;
+	struct proxy px = d->proxy;
+	char bin[sizeof(d->opencode_bin)], err[512];
 
+	memcpy(bin, d->opencode_bin, sizeof(bin));
 	memset(&d->cfg, 0, sizeof(d->cfg));
 	memset(&d->egress, 0, sizeof(d->egress));
-	if (load_config(d) < 0) {
+	/*
+	 * All or nothing. A new agent or owner is refused: running processes of the old
+	 * uid would leave the netlock, and control rights would move; that needs a restart.
+	 */
+	if (load_config(d) < 0 || d->agent.uid != agent.uid || d->owner.uid != owner.uid ||
+		strcmp(d->agent.name, agent.name) != 0) {
+		if (d->agent.uid != agent.uid || d->owner.uid != owner.uid)
+			log_err("reload: the agent or the owner changed: restart ocsb-agentd for that");
 		log_err("reload failed: keeping the running configuration");
 		config_free(&d->cfg);
 		egress_free(&d->egress);
 		d->cfg = old;
 		d->egress = olde;
+		d->agent = agent;
+		d->owner = owner;
+		d->nl = nl;
+		d->proxy = px;
+		memcpy(d->opencode_bin, bin, sizeof(bin));
 		return;
 	}
 	config_free(&old);

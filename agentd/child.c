@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #define PROBE_TIMEOUT_MS 1000 /* per request: early requests to OpenCode can hang */
 #define READY_DEADLINE_MS 60000
 #define LOG_MAX (10 * 1024 * 1024)
+#define EXEC_TIMEOUT_MS 3000     /* fork to exec of a child */
 
 long ms_since(const struct timespec *t)
 {
@@ -56,6 +58,9 @@ static void disarm(struct child *c)
 
 	timerfd_settime(c->timerfd, 0, &it, NULL);
 }
+
+/* agentd's pid, for children to check that their parent is still the one that forked them. */
+static pid_t supervisor_pid;
 
 /* ---- between fork and exec: async-signal-safe calls only ---- */
 
@@ -122,6 +127,9 @@ int opencode_exec(struct agentd *d, struct child *c)
 		return r;
 	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	/* agentd may have died before that line: then nobody supervises us. */
+	if (getppid() != supervisor_pid)
+		return -ESRCH;
 	umask(077);
 	/* As the agent: the clone is the agent's; root does not walk into it. */
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
@@ -191,8 +199,12 @@ int child_start(struct agentd *d, struct child *c)
 		return -1;
 	}
 	logfd = open_log(d, c);
-	if (pipe2(errpipe, O_CLOEXEC) < 0)
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		if (logfd >= 0)
+			close(logfd);
 		return -1;
+	}
+	supervisor_pid = getpid();
 	pid = fork();
 	if (pid < 0) {
 		log_err("%s: fork: %s", c->name, strerror(errno));
@@ -200,6 +212,8 @@ int child_start(struct agentd *d, struct child *c)
 		close(errpipe[1]);
 		if (logfd >= 0)
 			close(logfd);
+		c->state = CH_BACKOFF;
+		arm(c, BACKOFF_MIN_MS);
 		return -1;
 	}
 	if (pid == 0) {
@@ -216,16 +230,41 @@ int child_start(struct agentd *d, struct child *c)
 	close(errpipe[1]);
 	if (logfd >= 0)
 		close(logfd);
-	n = read(errpipe[0], &err, sizeof(err));
-	close(errpipe[0]);
 	c->pid = pid;
 	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
+	/* Exits are retried with backoff from here on, whatever happens next. */
+	c->state = CH_BACKOFF;
 	if (c->pidfd < 0 || agentd_watch(d, c->pidfd, &c->pid_src, SRC_CHILD, c, EPOLLIN) < 0) {
 		log_err("%s: pidfd_open: %s", c->name, strerror(errno));
 		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (c->pidfd >= 0)
+			close(c->pidfd);
+		c->pidfd = -1;
+		c->pid = 0;
+		close(errpipe[0]);
+		arm(c, BACKOFF_MIN_MS);
 		return -1;
 	}
+	/*
+	 * Wait for exec (the pipe closes) or its error, bounded: the child is the agent's
+	 * before it execs, and the agent could stop it there to hang us.
+	 */
+	{
+		struct pollfd pf = {.fd = errpipe[0], .events = POLLIN};
+
+		n = poll(&pf, 1, EXEC_TIMEOUT_MS) == 1 ? read(errpipe[0], &err, sizeof(err)) : -1;
+		if (n < 0) {
+			snprintf(c->last_error, sizeof(c->last_error),
+				"did not exec within %d ms: killed", EXEC_TIMEOUT_MS);
+			log_err("%s: %s", c->name, c->last_error);
+			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+			close(errpipe[0]);
+			return -1; /* the exit arrives through the pidfd and schedules the retry */
+		}
+	}
+	close(errpipe[0]);
 	if (n == (ssize_t)sizeof(err) && err) {
 		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s", strerror(err));
 		log_err("%s: %s", c->name, c->last_error);
@@ -441,6 +480,8 @@ void child_restart(struct agentd *d, struct child *c)
 	c->crashes_in_row = 0;
 	c->backoff_ms = 0;
 	c->restarts++;
+	/* While frozen, child_start waits: the thaw starts what is in backoff. */
+	c->state = CH_BACKOFF;
 	child_start(d, c);
 }
 

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agentd.h"
@@ -105,8 +106,21 @@ void ctlsrv_accept(struct agentd *d)
 		if (ctl_peer(fd, &uid, &gid, &pid) < 0 || (uid != 0 && uid != d->owner.uid)) {
 			struct buf b = {0};
 
-			log_warn("control: refused uid %u (pid %d): only root and %s may connect",
-				(unsigned)uid, (int)pid, d->owner.name);
+			/* Rate-limited: a refused peer looping on connect must not flood the log. */
+			static time_t last;
+			static unsigned quiet;
+			time_t now = time(NULL);
+
+			if (now - last >= 10) {
+				log_warn("control: refused uid %u (pid %d): only root and %s may "
+					 "connect%s",
+					(unsigned)uid, (int)pid, d->owner.name,
+					quiet ? " (more refusals not logged)" : "");
+				last = now;
+				quiet = 0;
+			} else {
+				quiet++;
+			}
 			ctl_response_err(&b, "not allowed: uid %u is neither root nor the owner %s",
 				(unsigned)uid, d->owner.name);
 			send_reply(fd, &b);

@@ -56,9 +56,11 @@ static int run_check(struct cli *c, const struct user_info *agent, const struct 
 
 	snprintf(hp, sizeof(hp), "http_proxy=http://127.0.0.1:%u", c->cfg.proxy_port);
 	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", c->cfg.proxy_port);
-	snprintf(home, sizeof(home), "HOME=%s", agent->home);
+	/* No HOME: the agent's ~/.curlrc must not steer its own checks. */
+	snprintf(home, sizeof(home), "HOME=/nonexistent");
 	o.envp = env;
 	argv[a++] = CURL;
+	argv[a++] = "-q"; /* first: read no curlrc at all */
 	argv[a++] = "-sS";
 	argv[a++] = "-o";
 	argv[a++] = "/dev/null";
@@ -76,6 +78,13 @@ static int run_check(struct cli *c, const struct user_info *agent, const struct 
 	if (spawn_run(argv, &o, &res) < 0) {
 		snprintf(detail, n, "cannot run %s (apt-get install curl)", CURL);
 		return -1;
+	}
+	if (res.status > 128 || res.timed_out) {
+		/* Killed (the agent owns the process too): no verdict either way. */
+		snprintf(detail, n, "inconclusive: curl %s",
+			res.timed_out ? "timed out" : "was killed");
+		spawn_result_free(&res);
+		return 2;
 	}
 	if (res.status == 0 && res.output && !strstr(res.output, "X-Squid-Error:")) {
 		const char *code = strstr(res.output, "ocsb-code=");
@@ -127,6 +136,7 @@ static int egress_verify(struct cli *c)
 			log_err("%s", detail);
 			return 1;
 		}
+		/* An inconclusive check counts as failed: nothing was proven. */
 		if (got == want)
 			pass++;
 		else

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -40,6 +41,8 @@ int spawn_drop_privileges(uid_t uid, gid_t gid, const char *user)
 		return -EPERM;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
+	/* A session keyring of its own: nothing of root's keys stays reachable. */
+	syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
 	return 0;
 }
 

@@ -497,29 +497,60 @@ static int sweep_one(const char *path, const struct stat *st, int type, struct F
 	return 0;
 }
 
+struct sweep_job {
+	const char *roots[16];
+	size_t n;
+};
+
+/*
+ * Runs as the old uid, with no groups: it can remove exactly what that uid could, and a
+ * path swapped under it (a directory replaced by a link to /etc) leads nowhere root owns.
+ */
+static int child_sweep(void *arg, int outfd)
+{
+	struct sweep_job *j = arg;
+
+	sweep_uid = getuid();
+	sweep_removed = sweep_failed = 0;
+	for (size_t i = 0; i < j->n; i++)
+		if (nftw(j->roots[i], sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
+			errno != ENOENT && errno != EACCES)
+			dprintf(outfd, "scanning %s: %s\n", j->roots[i], strerror(errno));
+	dprintf(outfd, "removed %u\n", sweep_removed);
+	return sweep_failed ? 1 : 0;
+}
+
 /* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
 static int sweep_files(struct prov *p, uid_t uid)
 {
-	const char *fixed[] = {
-		"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
-	const char *roots[ARRAY_SIZE(fixed) + 3];
-	size_t n = 0;
+	const char *fixed[] = {"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
+	struct sweep_job j = {.n = 0};
+	struct spawn_opts o = {.drop = 1, .uid = uid, .gid = 65534, .user = NULL, .cwd = "/",
+		.timeout_ms = 120000};
+	struct spawn_result res;
+	unsigned removed = 0;
+	const char *s;
+	int r;
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++)
-		roots[n++] = fixed[i];
-	roots[n++] = p->paths.run;
-	roots[n++] = p->paths.varlib;
-	roots[n++] = p->paths.home;
-	sweep_uid = uid;
-	sweep_removed = sweep_failed = 0;
-	for (size_t i = 0; i < n; i++)
-		if (nftw(roots[i], sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
-			errno != ENOENT)
-			log_warn("scanning %s: %s", roots[i], strerror(errno));
-	if (sweep_removed)
-		printf("- removed %u file%s left by uid %u\n", sweep_removed,
-			sweep_removed == 1 ? "" : "s", (unsigned)uid);
-	return sweep_failed ? -EIO : 0;
+		j.roots[j.n++] = fixed[i];
+	j.roots[j.n++] = p->paths.run;
+	j.roots[j.n++] = p->paths.varlib;
+	j.roots[j.n++] = p->paths.home;
+	r = spawn_fn(child_sweep, &j, &o, &res);
+	if (r < 0) {
+		log_err("sweeping the files of uid %u: %s", (unsigned)uid, strerror(-r));
+		return -1;
+	}
+	if (res.output && (s = strstr(res.output, "removed ")))
+		removed = (unsigned)strtoul(s + 8, NULL, 10);
+	if (removed)
+		printf("- removed %u file%s left by uid %u\n", removed, removed == 1 ? "" : "s",
+			(unsigned)uid);
+	if (res.status != 0)
+		log_warn("some files of uid %u could not be removed (see above)", (unsigned)uid);
+	spawn_result_free(&res);
+	return res.status != 0 ? -1 : 0;
 }
 
 int account_purge(struct prov *p)
