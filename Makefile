@@ -124,6 +124,7 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/agentd
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/sync
 
 deps:
 	@tools/install-deps.sh

@@ -493,7 +493,8 @@ static int sync_do_push(struct sync_ctx *x)
 	}
 	git_push_options_init(&po, GIT_PUSH_OPTIONS_VERSION);
 	sync_callbacks(x, &po.callbacks);
-	po.pb_parallelism = 1;
+	/* 0: as many threads as cores to build the pack (git push does the same). */
+	po.pb_parallelism = 0;
 	arr.strings = specs.v;
 	arr.count = specs.n;
 	r = git_remote_push(x->remote, &arr, &po);
@@ -725,6 +726,210 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 		b->files, b->ins, b->del);
 }
 
+/*
+ * Connectivity: libgit2 neither checks that a fetched pack is complete nor fetches a tip
+ * whose commit object it already has, so a hostile agent can send a commit without its
+ * tree (or send it once, then advertise it again). Before any ref is written, every
+ * commit a fetched tip brings, and every tree and blob those reach, must be in the store:
+ * `git rev-list --objects TIPS --not --all`, with the owner's own refs trusted.
+ */
+struct sync_oidset {
+	git_oid *v;
+	unsigned char *used;
+	size_t cap, n;
+};
+
+static size_t sync_oid_hash(const git_oid *id)
+{
+	size_t h;
+
+	memcpy(&h, id->id, sizeof(h)); /* object ids are uniformly distributed */
+	return h;
+}
+
+/* 1 if id was added, 0 if it was there, -1 out of memory. */
+static int sync_oidset_add(struct sync_oidset *s, const git_oid *id)
+{
+	size_t i;
+
+	if (2 * (s->n + 1) > s->cap) {
+		struct sync_oidset g = {0};
+
+		g.cap = s->cap ? 2 * s->cap : 1024;
+		g.v = malloc(g.cap * sizeof(*g.v));
+		g.used = calloc(g.cap, 1);
+		if (!g.v || !g.used) {
+			free(g.v);
+			free(g.used);
+			return -1;
+		}
+		for (i = 0; i < s->cap; i++)
+			if (s->used[i])
+				sync_oidset_add(&g, &s->v[i]);
+		free(s->v);
+		free(s->used);
+		*s = g;
+	}
+	for (i = sync_oid_hash(id) & (s->cap - 1); s->used[i]; i = (i + 1) & (s->cap - 1))
+		if (git_oid_equal(&s->v[i], id))
+			return 0;
+	git_oid_cpy(&s->v[i], id);
+	s->used[i] = 1;
+	s->n++;
+	return 1;
+}
+
+static void sync_oidset_free(struct sync_oidset *s)
+{
+	free(s->v);
+	free(s->used);
+	memset(s, 0, sizeof(*s));
+}
+
+/* 0 if every tree and blob below root is in the store, else -1 with why set. */
+static int sync_tree_complete(git_repository *repo, git_odb *odb, struct sync_oidset *seen,
+	const git_oid *root, char *why, size_t n)
+{
+	git_oid *stack = NULL;
+	size_t ns = 0, cap = 0;
+	int r, ret = -1;
+	char hex[GIT_OID_HEXSZ + 1];
+
+	r = sync_oidset_add(seen, root);
+	if (r <= 0)
+		return r < 0 ? (snprintf(why, n, "out of memory"), -1) : 0;
+	stack = malloc(sizeof(*stack) * (cap = 64));
+	if (!stack)
+		return snprintf(why, n, "out of memory"), -1;
+	git_oid_cpy(&stack[ns++], root);
+	while (ns) {
+		git_oid id = stack[--ns];
+		git_tree *t;
+
+		if (git_tree_lookup(&t, repo, &id) < 0) {
+			snprintf(why, n, "missing tree %s", git_oid_tostr(hex, sizeof(hex), &id));
+			goto out;
+		}
+		for (size_t i = 0; i < git_tree_entrycount(t); i++) {
+			const git_tree_entry *e = git_tree_entry_byindex(t, i);
+			const git_oid *eid = git_tree_entry_id(e);
+			git_object_t type = git_tree_entry_type(e);
+
+			if (type != GIT_OBJECT_TREE && type != GIT_OBJECT_BLOB)
+				continue; /* gitlinks point into other repositories */
+			r = sync_oidset_add(seen, eid);
+			if (r < 0) {
+				snprintf(why, n, "out of memory");
+				git_tree_free(t);
+				goto out;
+			}
+			if (!r)
+				continue;
+			if (type == GIT_OBJECT_BLOB) {
+				if (!git_odb_exists(odb, eid)) {
+					snprintf(why, n, "missing blob %s",
+						git_oid_tostr(hex, sizeof(hex), eid));
+					git_tree_free(t);
+					goto out;
+				}
+				continue;
+			}
+			if (ns == cap) {
+				git_oid *g = realloc(stack, sizeof(*stack) * (cap *= 2));
+				if (!g) {
+					snprintf(why, n, "out of memory");
+					git_tree_free(t);
+					goto out;
+				}
+				stack = g;
+			}
+			git_oid_cpy(&stack[ns++], eid);
+		}
+		git_tree_free(t);
+	}
+	ret = 0;
+out:
+	free(stack);
+	return ret;
+}
+
+static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br, size_t nb)
+{
+	static const char *const trusted[] = {"heads", "remotes", "tags"};
+	struct sync_oidset seen = {0};
+	git_revwalk *walk = NULL;
+	git_odb *odb = NULL;
+	git_oid id;
+	char why[160] = "", hex[GIT_OID_HEXSZ + 1];
+	const char *bad = NULL;
+	int r, ret = -1;
+
+	if (!nb)
+		return 0;
+	if (git_repository_odb(&odb, x->repo) < 0 || git_revwalk_new(&walk, x->repo) < 0) {
+		sync_git_fail(x, "checking the fetched objects");
+		goto out;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		git_commit *c;
+
+		/* The tip itself: a commit (not a blob or tree under a branch name). */
+		if (git_commit_lookup(&c, x->repo, &br[i].tip) < 0) {
+			bad = br[i].name;
+			snprintf(why, sizeof(why), "missing commit %s",
+				git_oid_tostr(hex, sizeof(hex), &br[i].tip));
+			goto out;
+		}
+		git_commit_free(c);
+		if (git_revwalk_push(walk, &br[i].tip) < 0) {
+			bad = br[i].name;
+			snprintf(why, sizeof(why), "cannot walk from %s",
+				git_oid_tostr(hex, sizeof(hex), &br[i].tip));
+			goto out;
+		}
+	}
+	/* Only an optimisation: the owner's refs are complete (we wrote ours after this). */
+	for (size_t i = 0; i < sizeof(trusted) / sizeof(trusted[0]); i++)
+		git_revwalk_hide_glob(walk, trusted[i]);
+	while ((r = git_revwalk_next(&id, walk)) == 0) {
+		git_commit *c;
+
+		if (git_commit_lookup(&c, x->repo, &id) < 0) {
+			snprintf(why, sizeof(why), "missing commit %s",
+				git_oid_tostr(hex, sizeof(hex), &id));
+			goto out;
+		}
+		r = sync_tree_complete(
+			x->repo, odb, &seen, git_commit_tree_id(c), why, sizeof(why));
+		git_commit_free(c);
+		if (r < 0)
+			goto out;
+	}
+	if (r != GIT_ITEROVER) {
+		const git_error *e = git_error_last();
+		snprintf(why, sizeof(why), "%s",
+			e && e->message ? e->message : "history walk failed");
+		goto out;
+	}
+	ret = 0;
+out:
+	if (ret < 0 && why[0]) {
+		char esc[600];
+
+		if (bad)
+			sync_escape(bad, strlen(bad), esc, sizeof(esc));
+		log_err("%s sent an incomplete history%s%s%s: %s; no ref was written (a broken or "
+			"hostile agent repository: check it with 'git fsck' on the agent's side; "
+			"the unreferenced objects received go with 'git gc --prune=now')",
+			x->cfg.agent, bad ? " for branch \"" : "", bad ? esc : "", bad ? "\"" : "",
+			why);
+	}
+	sync_oidset_free(&seen);
+	git_revwalk_free(walk);
+	git_odb_free(odb);
+	return ret;
+}
+
 static int sync_do_pull(struct sync_ctx *x)
 {
 	const git_remote_head **heads;
@@ -798,10 +1003,16 @@ static int sync_do_pull(struct sync_ctx *x)
 			sync_git_fail(x, "fetching from the agent");
 			goto out;
 		}
+		/* A transport error libgit2 recovered from is not the cause of a later failure. */
+		x->conn.err[0] = '\0';
 		if (x->progress_shown)
 			fputc('\n', stderr), x->progress_shown = 0;
 	}
 	git_remote_disconnect(x->remote);
+	x->conn.err[0] = '\0';
+	/* Before any ref is written: the fetched history must be complete. */
+	if (sync_check_complete(x, br, nb) < 0)
+		goto out;
 
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];

@@ -131,6 +131,7 @@ static int sync_stream_read(
 	/* libssh takes a uint32_t length. */
 	uint32_t want = buf_size > 65536 ? 65536 : (uint32_t)buf_size;
 	int idle_ms = 0;
+	time_t idle_start = 0;
 
 	*bytes_read = 0;
 	if (!s->open)
@@ -159,15 +160,18 @@ static int sync_stream_read(
 		if (r == SSH_ERROR)
 			return sync_fail(c, "reading from %s@%s: %s", c->user, c->host,
 				ssh_get_error(s->session));
-		if (ssh_channel_is_eof(s->channel)) {
+		/* A channel the remote closed also reads 0 at once: not an idle slice. */
+		if (ssh_channel_is_eof(s->channel) || ssh_channel_is_closed(s->channel)) {
 			char msg[600];
 
 			sync_remote_stderr(s, msg, sizeof(msg));
 			return sync_fail(c, "%s@%s closed the connection%s%s", c->user, c->host,
 				msg[0] ? ": remote: " : " (no message)", msg);
 		}
-		/* r == 0 without EOF: the slice timed out. */
-		idle_ms += 1000;
+		/* r == 0 without EOF: the slice timed out (measured: it may return early). */
+		if (!idle_start)
+			idle_start = time(NULL);
+		idle_ms = (int)(time(NULL) - idle_start) * 1000;
 		if (idle_ms >= c->io_timeout_s * 1000)
 			return sync_fail(c, "no data from %s@%s for %d s (inactivity timeout)",
 				c->user, c->host, c->io_timeout_s);
