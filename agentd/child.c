@@ -32,7 +32,7 @@
 #define PROBE_TIMEOUT_MS 1000 /* per request: early requests to OpenCode can hang */
 #define READY_DEADLINE_MS 60000
 #define LOG_MAX (10 * 1024 * 1024)
-#define EXEC_TIMEOUT_MS 3000     /* fork to exec of a child */
+#define EXEC_TIMEOUT_MS 3000 /* fork to exec of a child */
 
 long ms_since(const struct timespec *t)
 {

@@ -523,9 +523,14 @@ static int child_sweep(void *arg, int outfd)
 /* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
 static int sweep_files(struct prov *p, uid_t uid)
 {
-	const char *fixed[] = {"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
+	const char *fixed[] = {
+		"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
 	struct sweep_job j = {.n = 0};
-	struct spawn_opts o = {.drop = 1, .uid = uid, .gid = 65534, .user = NULL, .cwd = "/",
+	struct spawn_opts o = {.drop = 1,
+		.uid = uid,
+		.gid = 65534,
+		.user = NULL,
+		.cwd = "/",
 		.timeout_ms = 120000};
 	struct spawn_result res;
 	unsigned removed = 0;
