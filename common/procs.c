@@ -4,7 +4,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "fileops.h"
 
 #include "procs.h"
 
@@ -71,4 +77,41 @@ int procs_signal_uid(uid_t uid, int sig, int until_none)
 int procs_count_uid(uid_t uid)
 {
 	return scan(uid, 0);
+}
+
+int procs_pidfile(const char *pidfile, const char *exe)
+{
+	char *data = NULL, link[64], got[4096];
+	size_t el = strlen(exe);
+	ssize_t n;
+	long pid;
+
+	if (fo_read(pidfile, 64, &data, NULL) < 0)
+		return -ENOENT;
+	pid = strtol(data, NULL, 10);
+	free(data);
+	if (pid <= 1)
+		return -ENOENT;
+	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+	n = readlink(link, got, sizeof(got) - 1);
+	if (n < 0)
+		return -ENOENT;
+	got[n] = '\0';
+	if (strncmp(got, exe, el) != 0 || (got[el] != '\0' && strcmp(got + el, " (deleted)") != 0))
+		return -ENOENT;
+	return (int)pid;
+}
+
+int procs_port_open(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	int fd, ok;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
 }

@@ -11,6 +11,15 @@
  * they keep coming back).
  */
 int procs_signal_uid(uid_t uid, int sig, int until_none);
+/*
+ * The pid in pidfile when that process still runs `exe` (an absolute path; a binary
+ * replaced by an upgrade, "exe (deleted)", counts too). A stale file naming another
+ * program by now gives -ENOENT.
+ */
+int procs_pidfile(const char *pidfile, const char *exe);
+/* 1 when something accepts TCP on 127.0.0.1:port. */
+int procs_port_open(unsigned port);
+
 /* How many processes run with uid (any of the four). */
 int procs_count_uid(uid_t uid);
 

@@ -15,6 +15,7 @@
 
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 #include "proxy.h"
 #include "spawn.h"
 
@@ -83,39 +84,7 @@ int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t
 
 int proxy_pid(const struct proxy *px)
 {
-	char *data = NULL, link[64], exe[PATH_MAX];
-	ssize_t n;
-	long pid;
-
-	if (fo_read(px->pidfile, 64, &data, NULL) < 0)
-		return -ENOENT;
-	pid = strtol(data, NULL, 10);
-	free(data);
-	if (pid <= 1)
-		return -ENOENT;
-	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
-	n = readlink(link, exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -ENOENT;
-	exe[n] = '\0';
-	/* A stale pid file may name another program by now. */
-	if (!strstr(exe, "squid"))
-		return -ENOENT;
-	return (int)pid;
-}
-
-int proxy_port_open(unsigned port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int fd, ok;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 0;
-	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
+	return procs_pidfile(px->pidfile, px->squid);
 }
 
 int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen)
@@ -148,7 +117,7 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 	waitpid(pid, &st, 0);
 	deadline = now_ms() + timeout_ms;
 	while (now_ms() < deadline) {
-		if (proxy_port_open(px->port) && proxy_pid(px) > 0)
+		if (procs_port_open(px->port) && proxy_pid(px) > 0)
 			return 0;
 		usleep(20000);
 	}

@@ -36,7 +36,5 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 int proxy_reconfigure(const struct proxy *px);
 /* SIGTERM, then SIGKILL after timeout_ms; 0 when it is gone (or was not running). */
 int proxy_stop(const struct proxy *px, int timeout_ms);
-/* 1 when something accepts TCP on 127.0.0.1:port. */
-int proxy_port_open(unsigned port);
 
 #endif

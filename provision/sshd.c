@@ -15,6 +15,7 @@
 
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 #include "provision.h"
 #include "spawn.h"
 
@@ -239,41 +240,12 @@ int sshd_preflight(struct prov *p)
 
 static int sshd_pid(struct prov *p, const char *T)
 {
-	char pidfile[4096], *data = NULL, exe[4096], link[64];
-	ssize_t n;
-	long pid;
+	char pidfile[4096];
 
 	if (!find_T(T, "pidfile", pidfile, sizeof(pidfile)))
 		path_join(pidfile, sizeof(pidfile), p->paths.run, "sshd.pid");
-	if (fo_read(pidfile, 64, &data, NULL) < 0)
-		return -ENOENT;
-	pid = strtol(data, NULL, 10);
-	free(data);
-	if (pid <= 1)
-		return -ENOENT;
-	/* A stale pid file may name an unrelated process now: check what runs there. */
-	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
-	n = readlink(link, exe, sizeof(exe) - 1);
-	if (n < 0)
-		return -ENOENT;
-	exe[n] = '\0';
-	if (!strstr(exe, "sshd"))
-		return -ENOENT;
-	return (int)pid;
-}
-
-static int port_accepts(unsigned port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	int fd, ok;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 0;
-	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-	close(fd);
-	return ok;
+	/* A stale pid file may name an unrelated process now: procs_pidfile checks. */
+	return procs_pidfile(pidfile, p->paths.sshd);
 }
 
 static int sshd_reload(struct prov *p, const char *T)
@@ -302,7 +274,7 @@ static int sshd_reload(struct prov *p, const char *T)
 	}
 	/* sshd re-executes itself on SIGHUP: wait for its listener so a login right after works. */
 	usleep(100000);
-	for (int i = 0; i < 60 && !port_accepts(p->cfg.ssh_port); i++)
+	for (int i = 0; i < 60 && !procs_port_open(p->cfg.ssh_port); i++)
 		usleep(50000);
 	return 0;
 }
