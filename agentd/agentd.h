@@ -14,7 +14,7 @@
 #include "util.h"
 
 /* OpenCode facts (docs/opencode.md): the readiness probe and the permission setting. */
-#define OPENCODE_PROBE_PATH "/config"
+#define OPENCODE_PROBE_PATH "/global/health"
 #define OPENCODE_PERMISSION_ENV "OPENCODE_PERMISSION={\"*\":\"allow\"}"
 
 #define AGENTD_OPENCODE_BIN "/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode"

@@ -50,8 +50,9 @@ fi
 pid=$(oc_pid)
 pw=$(field password)
 check_output "OpenCode runs as the agent uid" "^$AGENT$" ps -o user= -p "$pid"
-check_output "owner with the password: 200" '^200$' as_owner curl -s -o /dev/null -w '%{http_code}' -u "opencode:$pw" http://127.0.0.1:4096/config
-check_output "without the password: 401" '^401$' as_owner curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4096/config
+check_output "owner with the password: 200" '^200$' as_owner curl -s -o /dev/null -w '%{http_code}' -u "opencode:$pw" http://127.0.0.1:4096/global/health
+check_output "OpenCode runs with every permission allowed (no prompts)" '"permission":\{"\*":"allow"\}' as_owner curl -s -u "opencode:$pw" http://127.0.0.1:4096/config
+check_output "without the password: 401" '^401$' as_owner curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4096/global/health
 env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
 check_output "OpenCode gets the proxy variables" '^http_proxy=http://127.0.0.1:3128$' env_of "$pid"
 check_output "OpenCode gets its password" '^OPENCODE_SERVER_PASSWORD=' env_of "$pid"
