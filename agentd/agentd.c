@@ -67,7 +67,7 @@ static int load_config(struct agentd *d)
 	d->nl.ports_lo = d->cfg.ports_lo;
 	d->nl.ports_hi = d->cfg.ports_hi;
 	d->nl.dns_allow = d->egress.dns_allow;
-	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", AGENTD_OPENCODE_BIN);
+	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);
 	return proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port);
 }
 
@@ -125,7 +125,7 @@ static int init_children(struct agentd *d)
 		snprintf(c->name, sizeof(c->name), "opencode/%s", name);
 		snprintf(c->project, sizeof(c->project), "%s/%s", d->agent.home, name);
 		c->is_opencode = 1;
-		c->port = AGENTD_OPENCODE_PORT + (unsigned)i;
+		c->port = d->cfg.opencode_port + (unsigned)i;
 		c->exec_child = opencode_exec;
 		c->pidfd = c->probe_fd = -1;
 		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

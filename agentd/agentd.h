@@ -17,9 +17,6 @@
 #define OPENCODE_PROBE_PATH "/global/health"
 #define OPENCODE_PERMISSION_ENV "OPENCODE_PERMISSION={\"*\":\"allow\"}"
 
-#define AGENTD_OPENCODE_BIN "/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode"
-#define AGENTD_OPENCODE_PORT 4096
-
 #define AGENTD_MAX_PROJECTS 16
 #define AGENTD_MAX_CLIENTS 16
 

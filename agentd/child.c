@@ -22,6 +22,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "opencode.h"
 #include "spawn.h"
 
 #define BACKOFF_MIN_MS 1000
@@ -108,7 +109,8 @@ int opencode_exec(struct agentd *d, struct child *c)
 	char *const env[] = {home, user, logname, "SHELL=/bin/bash",
 		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", hp, hsp, HP, HSP,
 		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
-		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV, NULL};
+		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
+		"OPENCODE_DISABLE_MODELS_FETCH=1", NULL};
 	char *const argv[] = {
 		d->opencode_bin, "serve", "--hostname", "127.0.0.1", "--port", port, NULL};
 	int r;
@@ -139,24 +141,6 @@ int opencode_exec(struct agentd *d, struct child *c)
 }
 
 /* ---- supervisor side ---- */
-
-/* agentd only executes absolute, root-owned binaries nobody else can replace. */
-static int bin_check(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-
-	if (path[0] != '/' || stat(path, &st) < 0) {
-		snprintf(err, errlen, "%.400s: %s; run: sudo ocsb-provision --install-opencode",
-			path, path[0] != '/' ? "not an absolute path" : strerror(errno));
-		return -1;
-	}
-	if (st.st_uid != 0 || (st.st_mode & 022) || !(st.st_mode & S_IXUSR)) {
-		snprintf(err, errlen,
-			"%.400s: must be a root-owned executable not writable by others", path);
-		return -1;
-	}
-	return 0;
-}
 
 static int open_log(struct agentd *d, struct child *c)
 {
@@ -191,7 +175,7 @@ int child_start(struct agentd *d, struct child *c)
 
 	if (d->stopping || d->frozen)
 		return 0;
-	if (c->is_opencode && bin_check(d->opencode_bin, bin_err, sizeof(bin_err)) < 0) {
+	if (c->is_opencode && opencode_bin_check(d->opencode_bin, bin_err, sizeof(bin_err)) < 0) {
 		/* Not a crash: nothing to restart until an operator installs it (SIGHUP). */
 		snprintf(c->last_error, sizeof(c->last_error), "%s", bin_err);
 		log_err("%s: %s", c->name, bin_err);

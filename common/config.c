@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "conf.h"
+#include "opencode.h"
 #include "paths.h"
 #include "config.h"
 
@@ -13,6 +14,8 @@ void config_defaults(struct ocsb_config *c)
 	strcpy(c->shell, OCSB_DEFAULT_SHELL);
 	c->ssh_port = OCSB_DEFAULT_SSH_PORT;
 	c->proxy_port = OCSB_DEFAULT_PROXY_PORT;
+	strcpy(c->opencode_bin, OCSB_OPENCODE_BIN);
+	c->opencode_port = OCSB_DEFAULT_OPENCODE_PORT;
 }
 
 void config_free(struct ocsb_config *c)
@@ -172,6 +175,32 @@ static int kw_agent_ports(
 	return 0;
 }
 
+static int kw_opencode_bin(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	/* Only the form here; whether the file is safe to run is checked when it is used. */
+	if (check_path(argv[0], "opencode-bin", err, errlen) < 0)
+		return -1;
+	snprintf(c->opencode_bin, sizeof(c->opencode_bin), "%s", argv[0]);
+	c->opencode_bin_set = 1;
+	return 0;
+}
+
+static int kw_opencode_port(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	unsigned long p;
+
+	/* Unprivileged ports: the servers run as the agent, which cannot bind below 1024. */
+	if (conf_uint(argv[0], 1024, 65535, &p, err, errlen) < 0)
+		return -1;
+	c->opencode_port = (unsigned)p;
+	return 0;
+}
+
 static const struct conf_kw config_keywords[] = {
 	{"agent", 1, 1, kw_agent, CONF_ONCE},
 	{"owner", 1, 1, kw_owner, CONF_ONCE},
@@ -181,6 +210,8 @@ static const struct conf_kw config_keywords[] = {
 	{"ssh-port", 1, 1, kw_ssh_port, CONF_ONCE},
 	{"proxy-port", 1, 1, kw_proxy_port, CONF_ONCE},
 	{"agent-ports", 1, 1, kw_agent_ports, CONF_ONCE},
+	{"opencode-bin", 1, 1, kw_opencode_bin, CONF_ONCE},
+	{"opencode-port", 1, 1, kw_opencode_port, CONF_ONCE},
 	{NULL, 0, 0, NULL, 0},
 };
 
@@ -194,6 +225,41 @@ int config_load(struct ocsb_config *c, const char *path, char *err, size_t errle
 {
 	/* Root program: only root may have written its configuration. */
 	return conf_parse_file(path, 0, config_keywords, c, err, errlen);
+}
+
+/*
+ * agentd gives project i the port opencode-port + i. A clash would leave a server
+ * unable to bind, or put OpenCode on a port the netlock opens to the agent's own
+ * servers (agent-ports).
+ */
+static int opencode_ports_validate(const struct ocsb_config *c, char *err, size_t errlen)
+{
+	unsigned lo = c->opencode_port, n = c->projects.n ? (unsigned)c->projects.n : 1;
+	unsigned hi = lo + n - 1;
+
+	if (lo < 1024 || hi > 65535) {
+		snprintf(err, errlen,
+			"opencode-port %u: the OpenCode ports (one per project, %u) must lie in "
+			"1024..65535",
+			lo, n);
+		return -1;
+	}
+	if ((c->ssh_port >= lo && c->ssh_port <= hi) ||
+		(c->proxy_port >= lo && c->proxy_port <= hi)) {
+		snprintf(err, errlen,
+			"the OpenCode ports %u-%u (opencode-port, one per project) include %s %u",
+			lo, hi, c->ssh_port >= lo && c->ssh_port <= hi ? "ssh-port" : "proxy-port",
+			c->ssh_port >= lo && c->ssh_port <= hi ? c->ssh_port : c->proxy_port);
+		return -1;
+	}
+	if (c->ports_hi && lo <= c->ports_hi && hi >= c->ports_lo) {
+		snprintf(err, errlen,
+			"the OpenCode ports %u-%u (opencode-port, one per project) overlap "
+			"agent-ports %u-%u",
+			lo, hi, c->ports_lo, c->ports_hi);
+		return -1;
+	}
+	return 0;
 }
 
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
@@ -218,6 +284,10 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 			c->ports_lo, c->ports_hi);
 		return -1;
 	}
+	if (opencode_ports_validate(c, err, errlen) < 0)
+		return -1;
+	if (check_path(c->opencode_bin, "opencode-bin", err, errlen) < 0)
+		return -1;
 	/* Paths may come from the command line too: the same rules as in the file. */
 	for (size_t i = 0; i < c->keys.n; i++)
 		if (check_path(c->keys.v[i], "key", err, errlen) < 0)
@@ -293,5 +363,18 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		r |= buf_printf(o, "agent-ports %u-%u\n", c->ports_lo, c->ports_hi);
 	else
 		r |= buf_puts(o, "#agent-ports 8000-8099\n");
+	r |= buf_puts(o,
+		"\n# The OpenCode binary ocsb-agentd runs as the agent. It and every directory\n"
+		"# above it must be root's and not writable by others; the default is what\n"
+		"#   sudo ocsb-provision --install-opencode\n"
+		"# installs.\n");
+	if (c->opencode_bin_set)
+		r |= buf_printf(o, "opencode-bin \"%s\"\n", c->opencode_bin);
+	else
+		r |= buf_printf(o, "#opencode-bin %s\n", c->opencode_bin);
+	r |= buf_printf(o,
+		"\n# First loopback port of the OpenCode servers (ocsb-agentd), one per project\n"
+		"# in the order above.\n%sopencode-port %u\n",
+		c->opencode_port == OCSB_DEFAULT_OPENCODE_PORT ? "#" : "", c->opencode_port);
 	return r ? -1 : 0;
 }

@@ -14,12 +14,16 @@ struct ocsb_config {
 	unsigned ssh_port;
 	unsigned proxy_port;
 	unsigned ports_lo, ports_hi; /* loopback TCP ports the agent may reach (0 = none) */
+	char opencode_bin[1024]; /* the OpenCode binary ocsb-agentd runs as the agent */
+	int opencode_bin_set; /* given in the file, not the default */
+	unsigned opencode_port; /* first loopback port of the OpenCode servers, one per project */
 };
 
 #define OCSB_DEFAULT_AGENT "ai-dev"
 #define OCSB_DEFAULT_SHELL "/bin/bash"
 #define OCSB_DEFAULT_SSH_PORT 22
 #define OCSB_DEFAULT_PROXY_PORT 3128
+#define OCSB_DEFAULT_OPENCODE_PORT 4096
 
 void config_defaults(struct ocsb_config *c);
 void config_free(struct ocsb_config *c);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "opencode.h"
 #include "provision.h"
 
 #ifndef OCSB_VERSION
@@ -28,6 +29,9 @@ static void usage(FILE *f)
 		"  --key FILE        extra public key file allowed to log in; repeatable\n"
 		"  --config FILE     read FILE instead of /etc/ocsb/ocsb.conf\n"
 		"  --adopt           take over an existing account not created by ocsb-provision\n"
+		"  --install-opencode[=VERSION]\n"
+		"                    install OpenCode with npm into a root-owned prefix\n"
+		"                    (see below); alone it does only that\n"
 		"  --dry-run         print what would change, change nothing\n"
 		"  --check           report differences from the configuration; exit 1 if any\n"
 		"  --remove          undo everything ocsb-provision set up (the account is kept)\n"
@@ -42,6 +46,8 @@ static void usage(FILE *f)
 		"Exit status: 0 done (or no drift), 1 failed (or drift with --check),\n"
 		"2 bad input (nothing was changed).\n"
 		"See ocsb-provision(8).\n");
+	fprintf(f, "\nOpenCode: version %s, installed in %s.\n", OCSB_OPENCODE_VERSION,
+		OCSB_OPENCODE_PREFIX);
 }
 
 static int push_abs(struct strv *s, const char *arg)
@@ -75,6 +81,7 @@ int main(int argc, char **argv)
 		OPT_CHECK,
 		OPT_REMOVE,
 		OPT_PURGE,
+		OPT_INSTALL_OPENCODE,
 		OPT_VERSION
 	};
 	static const struct option longopts[] = {
@@ -88,6 +95,7 @@ int main(int argc, char **argv)
 		{"check", no_argument, NULL, OPT_CHECK},
 		{"remove", no_argument, NULL, OPT_REMOVE},
 		{"purge", no_argument, NULL, OPT_PURGE},
+		{"install-opencode", optional_argument, NULL, OPT_INSTALL_OPENCODE},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
@@ -131,6 +139,15 @@ int main(int argc, char **argv)
 		case OPT_PURGE:
 			o.purge = 1;
 			break;
+		case OPT_INSTALL_OPENCODE:
+			if (optarg && !opencode_version_ok(optarg)) {
+				log_err("--install-opencode=%s: give an exact release such as %s",
+					optarg, OCSB_OPENCODE_VERSION);
+				return 2;
+			}
+			o.install_opencode = 1;
+			o.opencode_version = optarg;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -151,6 +168,10 @@ int main(int argc, char **argv)
 	}
 	if (dry + check + remove > 1) {
 		log_err("--dry-run, --check and --remove cannot be combined");
+		return 2;
+	}
+	if (o.install_opencode && remove) {
+		log_err("--install-opencode and --remove cannot be combined");
 		return 2;
 	}
 	if (o.purge && !remove) {

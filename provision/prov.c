@@ -12,6 +12,7 @@
 
 #include "fileops.h"
 #include "log.h"
+#include "opencode.h"
 #include "provision.h"
 #include "spawn.h"
 
@@ -291,7 +292,7 @@ int prov_main(struct prov_opts *o)
 	};
 	struct prov *p;
 	const char *fault;
-	int lock = -1, r;
+	int lock = -1, r, install_only;
 
 	if (geteuid() != 0) {
 		log_err("must run as root: sudo ocsb-provision ...");
@@ -314,22 +315,37 @@ int prov_main(struct prov_opts *o)
 		r = 2;
 		goto out;
 	}
+	/*
+	 * --install-opencode alone installs OpenCode and nothing else (tools/install-deps.sh
+	 * runs it on machines that are not provisioned); with any option that describes the
+	 * setup it comes first in a full run.
+	 */
+	install_only = o->install_opencode && !o->agent && !o->owner && !o->projects.n &&
+		!o->keys.n && !o->config_path && !o->adopt;
 	/* Everything that can be wrong with the input is found before the first change. */
-	if (resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
-		(p->mode != PROV_REMOVE &&
-			(keys_preflight(p) < 0 || net_preflight(p) < 0 || sshd_preflight(p) < 0 ||
-				repos_preflight(p) < 0))) {
+	if (!install_only &&
+		(resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
+			(p->mode != PROV_REMOVE &&
+				(keys_preflight(p) < 0 || net_preflight(p) < 0 ||
+					sshd_preflight(p) < 0 || repos_preflight(p) < 0 ||
+					opencode_preflight(p, o->install_opencode) < 0)))) {
 		r = 2;
 		goto out;
 	}
-	if (p->mode == PROV_REMOVE) {
+	r = 0;
+	if (o->install_opencode &&
+		opencode_install(
+			p, o->opencode_version ? o->opencode_version : OCSB_OPENCODE_VERSION) < 0) {
+		r = 1;
+	} else if (install_only) {
+		/* Done: nothing else was asked for. */
+	} else if (p->mode == PROV_REMOVE) {
 		r = run_remove(p) < 0 ? 1 : 0;
 	} else {
-		r = 0;
 		/* The netlock goes in right after the account exists, before any way in. */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
 			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
-			systemd_ensure(p) < 0)
+			systemd_ensure(p) < 0 || opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}
 	if (r == 1) {

@@ -27,6 +27,8 @@ struct prov_opts {
 	int purge;
 	int adopt;
 	int verbose;
+	int install_opencode; /* --install-opencode[=VERSION] */
+	const char *opencode_version; /* borrowed; NULL = OCSB_OPENCODE_VERSION */
 };
 
 struct prov {
@@ -44,6 +46,10 @@ struct prov {
 	struct user_info agent;
 	int agent_exists;
 	int agent_created; /* useradd ran in this process */
+
+	int opencode_managed; /* opencode-bin set or --install-opencode used: check it */
+	int opencode_bad; /* preflight found the binary unusable (--check: drift) */
+	char opencode_err[1024];
 
 	struct egress egress; /* owned */
 	int egress_loaded;
@@ -97,6 +103,14 @@ int net_remove(struct prov *p);
 int systemd_render_unit(struct buf *out);
 int systemd_render_slice(struct buf *out);
 int systemd_ensure(struct prov *p);
+
+/* opencode.c */
+/* An exact release number ("1.18.33"): no tags or ranges. */
+int opencode_version_ok(const char *v);
+/* npm install into the root-owned prefix unless that version is there already. */
+int opencode_install(struct prov *p, const char *version);
+int opencode_preflight(struct prov *p, int installing);
+int opencode_ensure(struct prov *p, int installed_now);
 
 /* repos.c */
 int repos_preflight(struct prov *p);

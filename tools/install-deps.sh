@@ -1,8 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs every Debian package that building ocsb, running it and running its tests need.
+# Installs every Debian package that building ocsb, running it and running its tests need,
+# and the pinned OpenCode release that ocsb-agentd runs (and its tests start).
 # Idempotent: when everything is present it only says so.
 set -eu
+
+here=$(cd "$(dirname "$0")/.." && pwd)
 
 PKGS="build-essential pkg-config
 libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libcmocka-dev
@@ -10,24 +13,70 @@ openssh-server openssh-client git passwd nftables
 iproute2 util-linux procps coreutils clang-format
 squid curl python3"
 
+# OpenCode: the version and the prefix are written once, in common/opencode.h.
+hdr() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$here/common/opencode.h"; }
+OC_VERSION=$(hdr OCSB_OPENCODE_VERSION)
+OC_PREFIX=$(hdr OCSB_OPENCODE_PREFIX)
+OC_BIN=$OC_PREFIX/$(hdr OCSB_OPENCODE_BIN_REL)
+if [ -z "$OC_VERSION" ] || [ -z "$OC_PREFIX" ] || [ "$OC_BIN" = "$OC_PREFIX/" ]; then
+	echo "deps: cannot read the OpenCode version from common/opencode.h" >&2
+	exit 1
+fi
+
 missing=""
 for p in $PKGS; do
 	# dpkg-query prints "install ok installed" for a package that is really there.
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
 	[ "$st" = "install ok installed" ] || missing="$missing $p"
 done
-if [ -z "$missing" ]; then
-	echo "deps: all $(echo $PKGS | wc -w) packages present"
+# Node.js and npm install OpenCode. Any node/npm on PATH will do (NodeSource's nodejs
+# carries its own npm and conflicts with Debian's npm package): add only what is absent.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+
+# The pinned OpenCode, root's from the prefix down (a tree someone else could have written
+# into is reinstalled, not trusted). The version comes from package.json: the binary itself
+# is not run as root here; ocsb-provision runs it as nobody when it installs.
+oc_ok() {
+	[ -x "$OC_BIN" ] || return 1
+	[ -z "$(find "$OC_PREFIX" ! -type l \( ! -user root -o -perm /022 \) -print -quit)" ] ||
+		return 1
+	v=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
+		"$OC_PREFIX/node_modules/opencode-ai/package.json" 2>/dev/null | head -n 1)
+	[ "$v" = "$OC_VERSION" ]
+}
+oc_missing=
+oc_ok || oc_missing=1
+
+if [ -z "$missing" ] && [ -z "$oc_missing" ]; then
+	echo "deps: all $(echo $PKGS | wc -w) packages, Node.js, npm and OpenCode $OC_VERSION present"
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "deps: missing:$missing" >&2
+	[ -n "$missing" ] && echo "deps: missing:$missing" >&2
+	[ -n "$oc_missing" ] && echo "deps: missing: OpenCode $OC_VERSION in $OC_PREFIX" >&2
 	echo "deps: run as root (sudo make deps) to install them" >&2
 	exit 1
 fi
-echo "deps: installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# shellcheck disable=SC2086
-apt-get install -y -qq --no-install-recommends $missing >/dev/null
+if [ -n "$missing" ]; then
+	echo "deps: installing:$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+if [ -n "$oc_missing" ]; then
+	# Exactly what `ocsb-provision --install-opencode` does, because it is that code: a
+	# throw-away build (not the tree's build dir, whose flags `make test-all` chooses).
+	echo "deps: installing OpenCode $OC_VERSION into $OC_PREFIX"
+	tmp=$(mktemp -d /tmp/ocsb-deps.XXXXXX)
+	trap 'rm -rf "$tmp"' EXIT
+	if ! make -C "$here" --no-print-directory -j"$(nproc)" BUILDDIR="$tmp/build" \
+		"$tmp/build/ocsb-provision" >"$tmp/build.log" 2>&1; then
+		tail -n 30 "$tmp/build.log" >&2
+		echo "deps: building ocsb-provision to install OpenCode failed" >&2
+		exit 1
+	fi
+	"$tmp/build/ocsb-provision" --install-opencode
+fi
 echo "deps: done"

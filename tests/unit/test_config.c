@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include "config.h"
+#include "opencode.h"
 
 /* Parse `text` over the defaults; -1 with err set on error. */
 static int parse(struct ocsb_config *c, const char *text, char *err, size_t errlen)
@@ -24,7 +25,9 @@ static void good_file(void **state)
 			   "shell /bin/zsh\n"
 			   "ssh-port 2222\n"
 			   "proxy-port 8080\n"
-			   "agent-ports 9000-9009\n";
+			   "agent-ports 9000-9009\n"
+			   "opencode-bin /usr/local/lib/oc/bin/opencode\n"
+			   "opencode-port 5000\n";
 	struct ocsb_config c;
 	char err[512];
 
@@ -42,6 +45,9 @@ static void good_file(void **state)
 	assert_int_equal(c.proxy_port, 8080);
 	assert_int_equal(c.ports_lo, 9000);
 	assert_int_equal(c.ports_hi, 9009);
+	assert_string_equal(c.opencode_bin, "/usr/local/lib/oc/bin/opencode");
+	assert_true(c.opencode_bin_set);
+	assert_int_equal(c.opencode_port, 5000);
 	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
 	config_free(&c);
 }
@@ -58,6 +64,9 @@ static void empty_file_gives_defaults(void **state)
 	assert_string_equal(c.shell, OCSB_DEFAULT_SHELL);
 	assert_int_equal(c.ssh_port, OCSB_DEFAULT_SSH_PORT);
 	assert_int_equal(c.proxy_port, OCSB_DEFAULT_PROXY_PORT);
+	assert_string_equal(c.opencode_bin, OCSB_OPENCODE_BIN);
+	assert_false(c.opencode_bin_set);
+	assert_int_equal(c.opencode_port, OCSB_DEFAULT_OPENCODE_PORT);
 	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
 	config_free(&c);
 }
@@ -128,6 +137,15 @@ static void bad_ports(void **state)
 	expect_bad("proxy-port 65536", "ocsb.conf:3: 65536 is out of range (1..65535)");
 	expect_bad("ssh-port -22", "ocsb.conf:3: '-22' is not a number");
 	expect_bad("ssh-port", "ocsb.conf:3: 'ssh-port' takes 1 value, got 0");
+	expect_bad("opencode-port 80", "ocsb.conf:3: 80 is out of range (1024..65535)");
+	expect_bad("opencode-port 65536", "ocsb.conf:3: 65536 is out of range (1024..65535)");
+	expect_bad("opencode-port x", "ocsb.conf:3: 'x' is not a number");
+	expect_bad(
+		"opencode-bin bin/opencode", "ocsb.conf:3: 'bin/opencode' is not an absolute path");
+	expect_bad("opencode-bin /opt/oc/",
+		"ocsb.conf:3: opencode-bin '/opt/oc/': give the path without a trailing '/'");
+	expect_bad("opencode-bin '/opt/a\"b'",
+		"ocsb.conf:3: opencode-bin '/opt/a\"b': quotes and backslashes are not supported");
 }
 
 static void port_bounds(void **state)
@@ -200,6 +218,56 @@ static void validate_ports(void **state)
 	assert_string_equal(err, "ssh-port and proxy-port are both 3128");
 	c.ssh_port = 3129;
 	assert_int_equal(validate(&c, err, sizeof(err)), 0);
+	config_free(&c);
+}
+
+/* One OpenCode port per project from opencode-port up: none may be taken already. */
+static void validate_opencode_ports(void **state)
+{
+	struct ocsb_config c;
+	char err[512];
+
+	config_defaults(&c);
+	assert_int_equal(validate(&c, err, sizeof(err)), 0);
+	c.opencode_port = 3128;
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err,
+		"the OpenCode ports 3128-3128 (opencode-port, one per project) include proxy-port "
+		"3128");
+	/* Two projects: 3127 and 3128. */
+	c.opencode_port = 3127;
+	assert_int_equal(validate(&c, err, sizeof(err)), 0);
+	assert_int_equal(strv_push(&c.projects, "/home/alice/a"), 0);
+	assert_int_equal(strv_push(&c.projects, "/home/alice/b"), 0);
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err,
+		"the OpenCode ports 3127-3128 (opencode-port, one per project) include proxy-port "
+		"3128");
+	c.opencode_port = 2221;
+	c.ssh_port = 2222;
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err,
+		"the OpenCode ports 2221-2222 (opencode-port, one per project) include ssh-port "
+		"2222");
+	c.opencode_port = 8099;
+	c.ports_lo = 8000;
+	c.ports_hi = 8099;
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err,
+		"the OpenCode ports 8099-8100 (opencode-port, one per project) "
+		"overlap agent-ports 8000-8099");
+	c.opencode_port = 8100;
+	assert_int_equal(validate(&c, err, sizeof(err)), 0);
+	c.opencode_port = 65535;
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err,
+		"opencode-port 65535: the OpenCode ports (one per project, 2) "
+		"must lie in 1024..65535");
+	/* opencode-bin may be set from code too: the same form rules as in the file. */
+	c.opencode_port = 4096;
+	snprintf(c.opencode_bin, sizeof(c.opencode_bin), "opencode");
+	assert_int_equal(validate(&c, err, sizeof(err)), -1);
+	assert_string_equal(err, "'opencode' is not an absolute path");
 	config_free(&c);
 }
 
@@ -317,6 +385,9 @@ static void assert_same_config(const struct ocsb_config *a, const struct ocsb_co
 	assert_string_equal(a->shell, b->shell);
 	assert_int_equal(a->ssh_port, b->ssh_port);
 	assert_int_equal(a->proxy_port, b->proxy_port);
+	assert_string_equal(a->opencode_bin, b->opencode_bin);
+	assert_int_equal(a->opencode_bin_set, b->opencode_bin_set);
+	assert_int_equal(a->opencode_port, b->opencode_port);
 }
 
 /* Render c, parse the result over the defaults, compare. */
@@ -355,6 +426,10 @@ static void render_round_trip(void **state)
 	c.ssh_port = 2222;
 	c.proxy_port = 8080;
 	round_trip(&c);
+	snprintf(c.opencode_bin, sizeof(c.opencode_bin), "/srv/open code/bin/opencode");
+	c.opencode_bin_set = 1;
+	c.opencode_port = 5000;
+	round_trip(&c);
 	config_free(&c);
 }
 
@@ -375,7 +450,7 @@ static void render_round_trip_shell(void **state)
 static void render_documents_every_keyword(void **state)
 {
 	static const char *const kws[] = {"agent", "owner", "project", "key", "shell", "ssh-port",
-		"proxy-port", "agent-ports"};
+		"proxy-port", "agent-ports", "opencode-bin", "opencode-port"};
 	struct ocsb_config c;
 	struct buf out = {0};
 
@@ -417,6 +492,7 @@ int main(void)
 		cmocka_unit_test(duplicates),
 		cmocka_unit_test(validate_users),
 		cmocka_unit_test(validate_ports),
+		cmocka_unit_test(validate_opencode_ports),
 		cmocka_unit_test(validate_folder_names),
 		cmocka_unit_test(validate_bad_folder_names),
 		cmocka_unit_test(validate_trailing_slash),
