@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "ctl.h"
 #include "log.h"
+#include "procs.h"
 #include "opencode.h"
 #include "provision.h"
 #include "spawn.h"
@@ -262,12 +264,31 @@ static int remove_config(struct prov *p)
 
 static int run_remove(struct prov *p)
 {
-	int r = 0;
+	struct ctl_request ping = {.verb = CTL_PING};
+	struct ctl_response resp;
+	char err[256], sock[4096];
+	int r = 0, n;
 
+	/* A running supervisor would put the table back and restart OpenCode under our feet. */
+	if (path_join(sock, sizeof(sock), p->paths.run, "ocsb/agentd.sock") == 0 &&
+		ctl_call(sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
+		ctl_response_free(&resp);
+		log_err("ocsb-agentd is running: stop it first (systemctl stop ocsb-agentd, or "
+			"SIGTERM to it), then run --remove again");
+		return -1;
+	}
 	if (sshd_remove(p) < 0)
 		r = -1;
 	if (keys_remove(p) < 0)
 		r = -1;
+	/* No process of the agent may outlive its netlock: stop them before the table goes. */
+	if (p->agent_exists && (n = procs_signal_uid(p->agent.uid, SIGKILL, 1)) != 0) {
+		if (n < 0) {
+			log_err("cannot stop the processes of %s: %s", p->agent.name, strerror(-n));
+			return -1;
+		}
+		prov_change(p, "stopped %d process%s of %s", n, n == 1 ? "" : "es", p->agent.name);
+	}
 	if (net_remove(p) < 0)
 		r = -1;
 	if (p->purge) {

@@ -168,3 +168,16 @@ check_output "SIGHUP: OpenCode kept running (same pid)" "^$pid$" oc_pid
 check_output "ocsb logs shows OpenCode's output" '^shop: ' as_owner "$OCSB" logs -n 5
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+
+# --- removal while the supervisor runs is refused; after it stops, nothing of the agent survives
+start_agentd
+wait_for 60 running || fail "fourth start: OpenCode answers" "$(status 2>&1)"
+check_fails_output "--remove refuses while ocsb-agentd runs" 'ocsb-agentd is running: stop it first' prov --remove
+check "the table is still there" nft list table inet ocsb
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+as_user "$AGENT" setsid sleep 302 </dev/null >/dev/null 2>&1 &
+sleep 0.3
+check "positive control: an agent process runs" pgrep -u "$AGENT" -f 'sleep 302'
+check_output "--remove after the supervisor stopped" 'stopped 1 process of ai-dev' prov --remove
+check_fails "no agent process outlives its netlock" pgrep -u "$AGENT"
