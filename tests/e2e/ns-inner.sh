@@ -119,7 +119,9 @@ step "copy host facts" cp -a "$E2E_RUNDIR/host" "$SCRATCH/host"
 # 0755) on the new tmpfs.
 COVER=(/home /tmp /var/tmp /dev/shm)
 KEEP=()
-for path in "$E2E_DIR" "$OCSB_BUILD" "$(dirname "$T_FILE")"; do
+# The whole source tree: tests read shipped files (common/opencode.h, conf/) beside them.
+SRC_DIR=$(cd "$E2E_DIR/../.." && pwd)
+for path in "$SRC_DIR" "$E2E_DIR" "$OCSB_BUILD" "$(dirname "$T_FILE")"; do
 	[ -d "$path" ] || continue
 	case $path in /run | /run/*) die "cannot run from below /run: $path" ;; esac
 	for dir in "${COVER[@]}"; do
