@@ -142,11 +142,9 @@ static int child_seed(void *arg, int outfd)
 	return sync_push_as_current_user(j->project, j->agent, j->ssh_port) < 0;
 }
 
-/* The owner's current branch, read by git running as the owner; "" when detached/empty. */
-static int owner_branch(struct prov *p, const char *project, char *out, size_t n)
+/* git as the owner, in the owner's repository: its exit status (output in out), or -1. */
+static int owner_git(struct prov *p, const char *const argv[], char *out, size_t n)
 {
-	const char *argv[] = {
-		GIT, "-C", project, "symbolic-ref", "--quiet", "--short", "HEAD", NULL};
 	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->owner.uid,
@@ -157,43 +155,41 @@ static int owner_branch(struct prov *p, const char *project, char *out, size_t n
 		.capture = 1,
 		.timeout_ms = 30000};
 	struct spawn_result res;
+	int st;
 
-	out[0] = '\0';
 	if (spawn_run(argv, &o, &res) < 0)
 		return -1;
-	if (res.status == 0 && res.output) {
-		size_t l = strcspn(res.output, "\n");
-		/* Only a plain name goes on the agent's command line. */
-		if (l && l < n &&
-			strspn(res.output,
-				"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				"0123456789._/-") >= l)
-			snprintf(out, n, "%.*s", (int)l, res.output);
-	}
+	st = res.status;
+	if (out)
+		snprintf(out, n, "%.*s", res.output ? (int)strcspn(res.output, "\n") : 0,
+			res.output ? res.output : "");
 	spawn_result_free(&res);
+	return st;
+}
+
+/* The owner's current branch; "" when detached or not a plain name. */
+static int owner_branch(struct prov *p, const char *project, char *out, size_t n)
+{
+	const char *argv[] = {
+		GIT, "-C", project, "symbolic-ref", "--quiet", "--short", "HEAD", NULL};
+	int st = owner_git(p, argv, out, n);
+
+	if (st < 0)
+		return -1;
+	/* Only a plain name goes on the agent's command line. */
+	if (st != 0 ||
+		strspn(out,
+			"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			"0123456789._/-") != strlen(out))
+		out[0] = '\0';
 	return 0;
 }
 
 static int owner_has_commits(struct prov *p, const char *project)
 {
 	const char *argv[] = {GIT, "-C", project, "rev-parse", "--quiet", "--verify", "HEAD", NULL};
-	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = "/",
-		.envp = env,
-		.capture = 1,
-		.timeout_ms = 30000};
-	struct spawn_result res;
-	int r;
 
-	if (spawn_run(argv, &o, &res) < 0)
-		return 0;
-	r = res.status == 0;
-	spawn_result_free(&res);
-	return r;
+	return owner_git(p, argv, NULL, 0) == 0;
 }
 
 static int seed(struct prov *p, const char *project, const char *name)
