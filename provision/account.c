@@ -36,10 +36,10 @@ static int state_path(struct prov *p, char *out, size_t n)
 	return path_join(out, n, p->paths.varlib, rel);
 }
 
-/* The state file says ocsb made (or adopted) this account: it is ours to change or purge. */
-int state_origin(struct prov *p, char *ret, size_t n)
+/* The value of a "key value" line of the state file, or -ENOENT / -errno. */
+static int state_get(struct prov *p, const char *key, char *ret, size_t n)
 {
-	char path[4096], *data = NULL, *s;
+	char path[4096], want[32], *data = NULL, *s;
 	int r;
 
 	if (state_path(p, path, sizeof(path)) < 0)
@@ -47,15 +47,20 @@ int state_origin(struct prov *p, char *ret, size_t n)
 	r = fo_read(path, 4096, &data, NULL);
 	if (r < 0)
 		return r;
-	s = strstr(data, "origin ");
-	if (!s) {
-		free(data);
-		return -EINVAL;
+	snprintf(want, sizeof(want), "\n%s ", key);
+	s = strstr(data, want);
+	if (s) {
+		s += strlen(want);
+		snprintf(ret, n, "%.*s", (int)strcspn(s, "\n"), s);
 	}
-	s += strlen("origin ");
-	snprintf(ret, n, "%.*s", (int)strcspn(s, "\n"), s);
 	free(data);
-	return 0;
+	return s ? 0 : -ENOENT;
+}
+
+/* The state file says ocsb made (or adopted) this account: it is ours to change or purge. */
+int state_origin(struct prov *p, char *ret, size_t n)
+{
+	return state_get(p, "origin", ret, n);
 }
 
 int state_root(struct prov *p)
@@ -114,19 +119,11 @@ int state_record(struct prov *p, const char *origin)
 
 static int state_uid(struct prov *p, uid_t *ret)
 {
-	char path[4096], *data = NULL, *s;
-	int r;
+	char v[32];
+	int r = state_get(p, "uid", v, sizeof(v));
 
-	if (state_path(p, path, sizeof(path)) < 0)
-		return -ENAMETOOLONG;
-	r = fo_read(path, 4096, &data, NULL);
-	if (r < 0)
-		return r;
-	s = strstr(data, "\nuid ");
-	r = s ? 0 : -ENOENT;
-	if (s)
-		*ret = (uid_t)strtoul(s + 5, NULL, 10);
-	free(data);
+	if (r == 0)
+		*ret = (uid_t)strtoul(v, NULL, 10);
 	return r;
 }
 
