@@ -74,16 +74,12 @@ static int load_config(struct agentd *d)
 /* squid's configuration, rendered from the rules in force, validated before use. */
 static int write_proxy_config(struct agentd *d)
 {
-	struct egress_squid sq = {
-		.port = d->cfg.proxy_port, .state_dir = d->proxy.state, .user = PROXY_USER};
 	struct buf conf = {0};
 	char err[1024];
 	int r = -1;
 
-	if (egress_render_squid(&d->egress, &sq, &conf) < 0) {
-		log_err("rendering the squid configuration failed");
+	if (proxy_render(&d->proxy, &d->egress, &conf) < 0)
 		goto out;
-	}
 	if (fo_same(d->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1) {
 		r = 0;
 		goto out;
@@ -100,12 +96,6 @@ out:
 	return r;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 static int init_children(struct agentd *d)
 {
 	struct child *px = &d->proxy_child;
@@ -120,7 +110,7 @@ static int init_children(struct agentd *d)
 	d->n_oc = 0;
 	for (size_t i = 0; i < d->cfg.projects.n && i < AGENTD_MAX_PROJECTS; i++) {
 		struct child *c = &d->oc[d->n_oc++];
-		const char *name = base_name(d->cfg.projects.v[i]);
+		const char *name = path_base(d->cfg.projects.v[i]);
 
 		snprintf(c->name, sizeof(c->name), "opencode/%s", name);
 		snprintf(c->project, sizeof(c->project), "%s/%s", d->agent.home, name);

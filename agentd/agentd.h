@@ -136,6 +136,8 @@ int proxy_exec(struct agentd *d, struct child *c);
 int opencode_exec(struct agentd *d, struct child *c);
 int opencode_password(struct agentd *d, struct child *c);
 long ms_since(const struct timespec *t);
+#define CHILD_LOG_DIR "/var/log/ocsb"
+void child_log_name(const struct child *c, char *out, size_t n);
 
 /* netlock watch and freezing: netwatch.c */
 int netwatch_open(struct agentd *d);

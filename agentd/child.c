@@ -142,18 +142,23 @@ int opencode_exec(struct agentd *d, struct child *c)
 
 /* ---- supervisor side ---- */
 
+/* "opencode/shop" logs to CHILD_LOG_DIR/opencode-shop.log. */
+void child_log_name(const struct child *c, char *out, size_t n)
+{
+	snprintf(out, n, "%s.log", c->name);
+	for (char *s = out; *s; s++)
+		if (*s == '/')
+			*s = '-';
+}
+
 static int open_log(struct agentd *d, struct child *c)
 {
 	char dir[4096], name[128];
 	struct stat st;
 	int dfd, fd;
 
-	if (path_join(dir, sizeof(dir), "/var/log", "ocsb") < 0)
-		return -1;
-	snprintf(name, sizeof(name), "%s.log", c->name);
-	for (char *s = name; *s; s++)
-		if (*s == '/')
-			*s = '-';
+	snprintf(dir, sizeof(dir), "%s", CHILD_LOG_DIR);
+	child_log_name(c, name, sizeof(name));
 	dfd = fo_mkdir_p(AT_FDCWD, dir, 0750, 0, 0);
 	if (dfd < 0)
 		return -1;

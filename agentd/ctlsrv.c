@@ -238,11 +238,8 @@ static void do_logs(struct agentd *d, unsigned count, struct buf *b)
 		size_t len = 0, lines = 0;
 		const char *p;
 
-		snprintf(name, sizeof(name), "%s.log", d->oc[i].name);
-		for (char *s = name; *s; s++)
-			if (*s == '/')
-				*s = '-';
-		if (path_join(path, sizeof(path), "/var/log/ocsb", name) < 0 ||
+		child_log_name(&d->oc[i], name, sizeof(name));
+		if (path_join(path, sizeof(path), CHILD_LOG_DIR, name) < 0 ||
 			fo_read(path, 16 * 1024 * 1024, &data, &len) < 0)
 			continue;
 		/*

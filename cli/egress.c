@@ -19,14 +19,10 @@
 
 static int egress_render(struct cli *c)
 {
-	struct egress_squid sq = {
-		.port = c->cfg.proxy_port, .state_dir = c->proxy.state, .user = PROXY_USER};
 	struct buf out = {0};
 
-	if (egress_render_squid(&c->egress, &sq, &out) < 0) {
-		log_err("rendering the squid configuration failed");
+	if (proxy_render(&c->proxy, &c->egress, &out) < 0)
 		return 1;
-	}
 	fwrite(out.data, 1, out.len, stdout);
 	buf_free(&out);
 	return 0;

@@ -18,6 +18,7 @@
 #include "procs.h"
 #include "proxy.h"
 #include "spawn.h"
+#include "util.h"
 
 int proxy_init(struct proxy *px, const struct paths *p, unsigned port)
 {
@@ -34,12 +35,15 @@ int proxy_init(struct proxy *px, const struct paths *p, unsigned port)
 	return 0;
 }
 
-static long now_ms(void)
+int proxy_render(const struct proxy *px, const struct egress *e, struct buf *out)
 {
-	struct timespec ts;
+	struct egress_squid sq = {.port = px->port, .state_dir = px->state, .user = PROXY_USER};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+	if (egress_render_squid(e, &sq, out) < 0) {
+		log_err("rendering the squid configuration failed");
+		return -1;
+	}
+	return 0;
 }
 
 int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t errlen)
@@ -115,8 +119,8 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 		_exit(127);
 	}
 	waitpid(pid, &st, 0);
-	deadline = now_ms() + timeout_ms;
-	while (now_ms() < deadline) {
+	deadline = mono_ms() + timeout_ms;
+	while (mono_ms() < deadline) {
 		if (procs_port_open(px->port) && proxy_pid(px) > 0)
 			return 0;
 		usleep(20000);
@@ -161,8 +165,8 @@ int proxy_stop(const struct proxy *px, int timeout_ms)
 	if (pid < 0)
 		return 0;
 	kill(pid, SIGTERM);
-	deadline = now_ms() + timeout_ms;
-	while (now_ms() < deadline) {
+	deadline = mono_ms() + timeout_ms;
+	while (mono_ms() < deadline) {
 		if (gone(pid))
 			return 0;
 		usleep(20000);

@@ -5,7 +5,9 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "egress.h"
 #include "paths.h"
+#include "util.h"
 
 /*
  * The egress proxy process (squid, a real engine run as its own `proxy` user). Until
@@ -26,6 +28,8 @@ struct proxy {
 #define PROXY_USER "proxy"
 
 int proxy_init(struct proxy *px, const struct paths *p, unsigned port);
+/* squid.conf for these rules, for this proxy's port and state directory. */
+int proxy_render(const struct proxy *px, const struct egress *e, struct buf *out);
 /* Validate a configuration text with `squid -k parse`; err holds squid's complaint. */
 int proxy_check_text(const struct proxy *px, const char *text, char *err, size_t errlen);
 /* The running squid's pid, or -ENOENT (a stale pid file is ignored). */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "util.h"
 
 static char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -89,20 +90,12 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 		child_fail(errfd, errno);
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* Feed input, collect output, wait with a deadline. */
 static int parent_io(
 	pid_t pid, int in_w, int out_r, const struct spawn_opts *o, struct spawn_result *ret)
 {
 	size_t max = o->max_output ? o->max_output : 256 * 1024;
-	long deadline = now_ms() + (o->timeout_ms ? o->timeout_ms : 60000);
+	long deadline = mono_ms() + (o->timeout_ms ? o->timeout_ms : 60000);
 	const char *in = o->input;
 	size_t in_left = in ? strlen(in) : 0;
 	char *out = NULL;
@@ -116,7 +109,7 @@ static int parent_io(
 	}
 	while (in_w >= 0 || out_r >= 0) {
 		struct pollfd pf[2];
-		int n = 0, left = (int)(deadline - now_ms());
+		int n = 0, left = (int)(deadline - mono_ms());
 
 		if (left <= 0) {
 			ret->timed_out = 1;
@@ -178,7 +171,7 @@ static int parent_io(
 			free(out);
 			return -errno;
 		}
-		if (now_ms() >= deadline) {
+		if (mono_ms() >= deadline) {
 			ret->timed_out = 1;
 			kill(pid, SIGKILL);
 			waitpid(pid, &st, 0);

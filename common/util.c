@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -175,4 +176,12 @@ int user_lookup_uid(uid_t uid, struct user_info *ret)
 	if (!pw)
 		return lookup_errno();
 	return user_fill(pw, ret);
+}
+
+long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }

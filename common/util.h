@@ -31,6 +31,9 @@ int strv_push(struct strv *s, const char *str);
 int strv_contains(const struct strv *s, const char *str);
 void strv_free(struct strv *s);
 
+/* Milliseconds of CLOCK_MONOTONIC: for deadlines. */
+long mono_ms(void);
+
 /* A name that useradd would accept and that is safe in paths and configs. */
 int valid_user_name(const char *name);
 /* Printable ASCII only, no spaces or shell/ssh metacharacters used by ocsb. */

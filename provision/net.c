@@ -36,18 +36,6 @@ static void netlock_spec_of(struct prov *p, struct netlock_spec *s)
 	s->dns_allow = p->egress.dns_allow;
 }
 
-static int render_squid(struct prov *p, struct buf *out)
-{
-	struct egress_squid sq = {
-		.port = p->cfg.proxy_port, .state_dir = p->proxy.state, .user = PROXY_USER};
-
-	if (egress_render_squid(&p->egress, &sq, out) < 0) {
-		log_err("rendering the squid configuration failed");
-		return -1;
-	}
-	return 0;
-}
-
 int net_preflight(struct prov *p)
 {
 	char path[4096], err[1024];
@@ -88,7 +76,7 @@ int net_preflight(struct prov *p)
 	 * equals the installed file passed this check when it was written: squid's parse
 	 * costs a few hundred milliseconds, so a no-change run skips it.
 	 */
-	if (render_squid(p, &conf) < 0)
+	if (proxy_render(&p->proxy, &p->egress, &conf) < 0)
 		return -1;
 	r = 0;
 	if (fo_same(p->proxy.conf, conf.data, conf.len, 0644, 0, 0) != 1)
@@ -172,7 +160,7 @@ static int ensure_proxy(struct prov *p)
 		}
 		return 0;
 	}
-	if (render_squid(p, &conf) < 0)
+	if (proxy_render(&p->proxy, &p->egress, &conf) < 0)
 		return -1;
 	same = fo_same(p->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1;
 	if (!same && prov_change(p, "write %s", p->proxy.conf)) {
