@@ -181,6 +181,7 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (ctlsrv_open(d) < 0)
 		return -1;
+	agent_cgroup_setup(d);
 	if (init_children(d) < 0)
 		return -1;
 	if (!d->egress.off) {
@@ -238,6 +239,12 @@ static void reload(struct agentd *d)
 		netwatch_enforce(d, "configuration reloaded");
 	if (!d->egress.off && write_proxy_config(d) == 0 && d->proxy_child.pid > 0)
 		kill(d->proxy_child.pid, SIGHUP);
+	if (d->cg.mode != CG_NONE) {
+		config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max,
+			&d->limits.cpu_percent);
+		if (cg_set_limits(&d->cg, &d->limits, err, sizeof(err)) < 0)
+			log_err("limits: %s", err);
+	}
 	log_notice("configuration reloaded");
 }
 
@@ -265,6 +272,16 @@ static void shutdown_children(struct agentd *d)
 	for (size_t i = 0; i < d->n_oc; i++)
 		child_stop(d, &d->oc[i], 3000);
 	child_stop(d, &d->proxy_child, 3000);
+	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
+	if (d->cg.mode != CG_NONE) {
+		int n = cg_count(&d->cg);
+
+		if (n > 0)
+			log_notice("stopping %d process%s left in %s", n, n == 1 ? "" : "es",
+				d->cg.what);
+		if (cg_remove(&d->cg) < 0)
+			log_err("the agent's cgroup could not be emptied and removed");
+	}
 }
 
 int agentd_run(struct agentd *d)

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "config.h"
 #include "egress.h"
 #include "netlock.h"
@@ -109,7 +110,12 @@ struct agentd {
 	struct child oc[AGENTD_MAX_PROJECTS];
 	size_t n_oc;
 
-	int frozen;
+	struct cgroup cg; /* the agent's: limits, freezing, killing as a whole */
+	struct cg_limits limits;
+	char cg_error[512]; /* why there is none */
+
+	int frozen; /* 0, 1 = by SIGSTOP, 2 = by the cgroup freezer */
+	int sigstopped; /* some processes were stopped by SIGSTOP: SIGCONT at the thaw */
 	unsigned netlock_restores;
 	double last_restore_ms;
 	char netlock_error[512];
@@ -144,6 +150,7 @@ int netwatch_open(struct agentd *d);
 void netwatch_event(struct agentd *d);
 int netwatch_enforce(struct agentd *d, const char *why);
 int freeze_agent(struct agentd *d);
+int agent_cgroup_setup(struct agentd *d);
 int thaw_agent(struct agentd *d);
 void freeze_tick(struct agentd *d);
 

@@ -124,6 +124,9 @@ int opencode_exec(struct agentd *d, struct child *c)
 	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	/* Into the agent's cgroup while still root: from there it cannot move out. */
+	if (d->cg.mode != CG_NONE && (r = cg_join_self(&d->cg)) < 0)
+		return r;
 	r = spawn_drop_privileges(d->agent.uid, d->agent.gid, d->agent.name);
 	if (r < 0)
 		return r;

@@ -197,7 +197,19 @@ static void do_status(struct agentd *d, struct buf *b, int web_only)
 			ctl_response_add(b, "netlock-last-restore-ms", "%.2f", d->last_restore_ms);
 		if (d->netlock_error[0])
 			ctl_response_add(b, "netlock-error", "%s", d->netlock_error);
-		ctl_response_add(b, "frozen", "%s", d->frozen ? "yes" : "no");
+		ctl_response_add(b, "frozen", "%s",
+			d->frozen == 2	    ? "yes (cgroup freezer)"
+				: d->frozen ? "yes (SIGSTOP)"
+					    : "no");
+		if (d->cg.mode != CG_NONE) {
+			ctl_response_add(b, "limits", "memory %llu MiB, tasks %u, cpu %u%%",
+				(unsigned long long)(d->limits.memory_max >> 20),
+				d->limits.tasks_max, d->limits.cpu_percent);
+			ctl_response_add(b, "cgroup", "%s", d->cg.what);
+			ctl_response_add(b, "cgroup-processes", "%d", cg_count(&d->cg));
+		} else {
+			ctl_response_add(b, "limits", "NONE: %s", d->cg_error);
+		}
 		ctl_response_add(b, "egress", "%s", d->egress.off ? "off" : "on");
 		if (!d->egress.off)
 			add_child(b, &d->proxy_child, 0);

@@ -124,16 +124,79 @@ static void freeze_arm(struct agentd *d, int on)
 	timerfd_settime(d->freeze_timer, 0, &it, NULL);
 }
 
+struct sweep {
+	struct agentd *d;
+	int moved, stopped;
+};
+
+/*
+ * A process of the agent outside its cgroup (an ssh session, or one agentd did not
+ * start) is moved in: in a frozen cgroup it freezes at once. One that cannot be moved
+ * gets SIGSTOP, the weaker fallback.
+ */
+static void sweep_one(pid_t pid, void *ctx)
+{
+	struct sweep *s = ctx;
+
+	if (cg_contains(&s->d->cg, pid))
+		return;
+	if (cg_attach(&s->d->cg, pid) == 0) {
+		s->moved++;
+	} else if (kill(pid, SIGSTOP) == 0) {
+		s->stopped++;
+		s->d->sigstopped = 1;
+	}
+}
+
+/* Moves every process of the agent into its (frozen) cgroup; repeats while forks race. */
+static int sweep(struct agentd *d, int *stopped)
+{
+	struct sweep s = {d, 0, 0};
+	int moved = 0;
+
+	for (int round = 0; round < 10; round++) {
+		s.moved = 0;
+		procs_foreach_uid(d->agent.uid, sweep_one, &s);
+		moved += s.moved;
+		if (!s.moved)
+			break;
+	}
+	*stopped = s.stopped;
+	return moved;
+}
+
+static int cgroup_freezer(const struct agentd *d)
+{
+	return d->cg.mode == CG_V2 || (d->cg.mode == CG_V1 && d->cg.dir[CG_FREEZER][0]);
+}
+
 int freeze_agent(struct agentd *d)
 {
-	int n = procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+	int n, moved = 0, stopped = 0;
 
-	if (!d->frozen)
-		log_err("frozen: %d process%s of %s stopped (SIGSTOP) until the netlock is back", n,
-			n == 1 ? "" : "es", d->agent.name);
-	d->frozen = 1;
+	if (cgroup_freezer(d) && cg_freeze(&d->cg, 1) == 0) {
+		/*
+		 * The cgroup freezer: frozen tasks cannot run at all, so no pair of them can
+		 * SIGCONT each other, and forks of a frozen task do not happen.
+		 */
+		moved = sweep(d, &stopped);
+		n = cg_count(&d->cg);
+		if (!d->frozen)
+			log_err("frozen: %d process%s of %s in %s (%d moved in, %d stopped by "
+				"SIGSTOP) until the netlock is back",
+				n, n == 1 ? "" : "es", d->agent.name, d->cg.what, moved, stopped);
+		d->frozen = 2;
+	} else {
+		n = procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+		d->sigstopped = 1;
+		if (!d->frozen)
+			log_err("frozen: %d process%s of %s stopped (SIGSTOP) until the netlock is "
+				"back",
+				n, n == 1 ? "" : "es", d->agent.name);
+		d->frozen = 1;
+	}
 	/*
-	 * The one timer of a frozen state: new logins would start unstopped processes, and
+	 * The one timer of a frozen state: new logins would start unfrozen processes, and
 	 * the obstacle to the table may go away. Idle agentd has no timer running.
 	 */
 	freeze_arm(d, 1);
@@ -142,8 +205,15 @@ int freeze_agent(struct agentd *d)
 
 int thaw_agent(struct agentd *d)
 {
-	int n = procs_signal_uid(d->agent.uid, SIGCONT, 0);
+	int n = 0;
 
+	if (d->frozen == 2) {
+		cg_freeze(&d->cg, 0);
+		n = cg_count(&d->cg);
+	}
+	if (d->sigstopped)
+		n += procs_signal_uid(d->agent.uid, SIGCONT, 0);
+	d->sigstopped = 0;
 	d->frozen = 0;
 	freeze_arm(d, 0);
 	log_notice("thawed: netlock verified again, %d process%s of %s continued", n,
@@ -157,6 +227,29 @@ int thaw_agent(struct agentd *d)
 	return n;
 }
 
+int agent_cgroup_setup(struct agentd *d)
+{
+	char err[1024];
+	int r;
+
+	config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max, &d->limits.cpu_percent);
+	r = cg_setup(&d->cg, CG_FS_ROOT, d->agent.name, &d->limits, err, sizeof(err));
+	if (r < 0) {
+		snprintf(d->cg_error, sizeof(d->cg_error), "%.500s", err);
+		/*
+		 * Limits protect the owner's machine from exhaustion, not the owner's data:
+		 * the agent runs without them, loudly (log, ocsb status, ocsb doctor).
+		 */
+		log_err("limits: %s: the agent runs WITHOUT memory, task and CPU limits", err);
+		return -1;
+	}
+	d->cg_error[0] = '\0';
+	log_info("limits: %s: memory %llu MiB, tasks %u, cpu %u%%", d->cg.what,
+		(unsigned long long)(d->limits.memory_max >> 20), d->limits.tasks_max,
+		d->limits.cpu_percent);
+	return 0;
+}
+
 void freeze_tick(struct agentd *d)
 {
 	uint64_t ticks;
@@ -164,7 +257,13 @@ void freeze_tick(struct agentd *d)
 
 	if (read(d->freeze_timer, &ticks, sizeof(ticks)) < 0 || !d->frozen)
 		return;
-	procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+	if (d->frozen == 2) {
+		int stopped;
+
+		sweep(d, &stopped);
+	} else {
+		procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+	}
 	if (!fault_active(d) && netlock_apply(&d->nl, err, sizeof(err)) == 0 &&
 		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
 		d->netlock_restores++;

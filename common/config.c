@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cgroup.h"
 #include "conf.h"
 #include "opencode.h"
 #include "paths.h"
@@ -16,6 +18,9 @@ void config_defaults(struct ocsb_config *c)
 	c->proxy_port = OCSB_DEFAULT_PROXY_PORT;
 	strcpy(c->opencode_bin, OCSB_OPENCODE_BIN);
 	c->opencode_port = OCSB_DEFAULT_OPENCODE_PORT;
+	c->limit_memory = OCSB_LIMIT_AUTO;
+	c->limit_tasks = OCSB_LIMIT_AUTO;
+	c->limit_cpu = OCSB_LIMIT_AUTO;
 }
 
 void config_free(struct ocsb_config *c)
@@ -201,6 +206,73 @@ static int kw_opencode_port(
 	return 0;
 }
 
+static int kw_limit_memory(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	uint64_t v;
+
+	if (strcmp(argv[0], "auto") == 0) {
+		c->limit_memory = OCSB_LIMIT_AUTO;
+		return 0;
+	}
+	if (cg_parse_size(argv[0], &v) < 0 || (v && v < (16ULL << 20))) {
+		snprintf(err, errlen,
+			"limit-memory '%.64s': give a size of at least 16M (e.g. 4G, 512M), "
+			"'auto' or 'none'",
+			argv[0]);
+		return -1;
+	}
+	c->limit_memory = v;
+	return 0;
+}
+
+static int kw_limit_num(unsigned long *dst, const char *v, unsigned long lo, unsigned long hi,
+	char *err, size_t errlen)
+{
+	if (strcmp(v, "auto") == 0) {
+		*dst = OCSB_LIMIT_AUTO;
+		return 0;
+	}
+	if (strcmp(v, "none") == 0) {
+		*dst = 0;
+		return 0;
+	}
+	return conf_uint(v, lo, hi, dst, err, errlen);
+}
+
+static int kw_limit_tasks(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	/* OpenCode alone runs a few dozen threads, and each counts as a task. */
+	return kw_limit_num(
+		&((struct ocsb_config *)ctx)->limit_tasks, argv[0], 64, 4194304, err, errlen);
+}
+
+static int kw_limit_cpu(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	return kw_limit_num(
+		&((struct ocsb_config *)ctx)->limit_cpu, argv[0], 10, 100000, err, errlen);
+}
+
+void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* Half the machine by default: the owner keeps the other half whatever the agent does. */
+	if (c->limit_memory == OCSB_LIMIT_AUTO)
+		*memory = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize / 2 : 0;
+	else
+		*memory = c->limit_memory;
+	*tasks = c->limit_tasks == OCSB_LIMIT_AUTO ? 4096 : (unsigned)c->limit_tasks;
+	if (c->limit_cpu == OCSB_LIMIT_AUTO)
+		*cpu = ncpu > 1 ? (unsigned)ncpu * 50 : 100;
+	else
+		*cpu = (unsigned)c->limit_cpu;
+}
+
 static const struct conf_kw config_keywords[] = {
 	{"agent", 1, 1, kw_agent, CONF_ONCE},
 	{"owner", 1, 1, kw_owner, CONF_ONCE},
@@ -212,6 +284,9 @@ static const struct conf_kw config_keywords[] = {
 	{"agent-ports", 1, 1, kw_agent_ports, CONF_ONCE},
 	{"opencode-bin", 1, 1, kw_opencode_bin, CONF_ONCE},
 	{"opencode-port", 1, 1, kw_opencode_port, CONF_ONCE},
+	{"limit-memory", 1, 1, kw_limit_memory, CONF_ONCE},
+	{"limit-tasks", 1, 1, kw_limit_tasks, CONF_ONCE},
+	{"limit-cpu", 1, 1, kw_limit_cpu, CONF_ONCE},
 	{NULL, 0, 0, NULL, 0},
 };
 
@@ -316,6 +391,17 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+static int render_limit(struct buf *o, const char *kw, int is_auto, int bytes, uint64_t v)
+{
+	if (is_auto)
+		return buf_printf(o, "#%s auto\n", kw);
+	if (!v)
+		return buf_printf(o, "%s none\n", kw);
+	if (bytes && v % (1ULL << 20) == 0)
+		return buf_printf(o, "%s %lluM\n", kw, (unsigned long long)(v >> 20));
+	return buf_printf(o, "%s %llu\n", kw, (unsigned long long)v);
+}
+
 int config_render(const struct ocsb_config *c, struct buf *o)
 {
 	int r = 0;
@@ -376,5 +462,14 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		"\n# First loopback port of the OpenCode servers (ocsb-agentd), one per project\n"
 		"# in the order above.\n%sopencode-port %u\n",
 		c->opencode_port == OCSB_DEFAULT_OPENCODE_PORT ? "#" : "", c->opencode_port);
+	r |= buf_puts(o,
+		"\n# Limits of everything ocsb-agentd runs as the agent (one cgroup): memory\n"
+		"# (4G, 512M; 'auto' = half of this machine), tasks (processes and threads;\n"
+		"# 'auto' = 4096) and CPU in percent of one CPU ('auto' = half of the CPUs).\n"
+		"# 'none' lifts a limit.\n");
+	r |= render_limit(
+		o, "limit-memory", c->limit_memory == OCSB_LIMIT_AUTO, 1, c->limit_memory);
+	r |= render_limit(o, "limit-tasks", c->limit_tasks == OCSB_LIMIT_AUTO, 0, c->limit_tasks);
+	r |= render_limit(o, "limit-cpu", c->limit_cpu == OCSB_LIMIT_AUTO, 0, c->limit_cpu);
 	return r ? -1 : 0;
 }

@@ -2,6 +2,8 @@
 #ifndef OCSB_CONFIG_H
 #define OCSB_CONFIG_H
 
+#include <stdint.h>
+
 #include "util.h"
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
@@ -17,7 +19,13 @@ struct ocsb_config {
 	char opencode_bin[1024]; /* the OpenCode binary ocsb-agentd runs as the agent */
 	int opencode_bin_set; /* given in the file, not the default */
 	unsigned opencode_port; /* first loopback port of the OpenCode servers, one per project */
+	/* Limits of the agent's cgroup; OCSB_LIMIT_AUTO: chosen from the machine at start. */
+	uint64_t limit_memory; /* bytes, 0 = none */
+	unsigned long limit_tasks; /* 0 = none */
+	unsigned long limit_cpu; /* percent of one CPU, 0 = none */
 };
+
+#define OCSB_LIMIT_AUTO (~0UL)
 
 #define OCSB_DEFAULT_AGENT "ai-dev"
 #define OCSB_DEFAULT_SHELL "/bin/bash"
@@ -34,6 +42,8 @@ int config_parse_buf(struct ocsb_config *c, const char *buf, size_t len, const c
 int config_load(struct ocsb_config *c, const char *path, char *err, size_t errlen);
 /* Pass 2: whole-config checks that need no system lookups. */
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
+/* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */
+void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu);
 /* The file written on first run: every keyword documented, the values in force set. */
 int config_render(const struct ocsb_config *c, struct buf *out);
 

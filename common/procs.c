@@ -35,6 +35,26 @@ static int proc_has_uid(pid_t pid, uid_t uid)
 	return hit;
 }
 
+int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+
+		if (pid <= 1 || pid == getpid() || !proc_has_uid(pid, uid))
+			continue;
+		fn(pid, ctx);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static int scan(uid_t uid, int sig)
 {
 	struct dirent *e;

@@ -20,6 +20,9 @@ int procs_pidfile(const char *pidfile, const char *exe);
 /* 1 when something accepts TCP on 127.0.0.1:port. */
 int procs_port_open(unsigned port);
 
+/* Calls fn for every process with uid (any of the four); returns how many, or -errno. */
+int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx);
+
 /* How many processes run with uid (any of the four). */
 int procs_count_uid(uid_t uid);
 

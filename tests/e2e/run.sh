@@ -172,8 +172,55 @@ fingerprint() {
 		find /etc -mindepth 1 -maxdepth 1 | sort
 		manifest /run/mount
 	} >"$out/leaks"
+	cg_left >"$out/cgroups"
 	proc_scan >"$out/procs"
 	awk '{ print $2, $5 }' "$out/procs" | sort -u >"$out/proc-set"
+}
+
+# --- cgroups --------------------------------------------------------------------------
+# ocsb-agentd creates the agent's cgroup below its own. The namespaces do not cover the
+# cgroup tree, so each t-file runs in a cgroup of its own below ours (v1: memory, pids,
+# cpu, freezer), emptied and removed when the file ends; the fingerprint lists what is
+# left below ours.
+CG_HOME=()
+for c in memory pids cpu freezer; do
+	own=$(awk -F: -v c="$c" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup)
+	[ -n "$own" ] && [ -d "/sys/fs/cgroup/$c$own" ] && CG_HOME+=("/sys/fs/cgroup/$c${own%/}")
+done
+CG_FILE=()
+cg_enter() {
+	local h d
+	CG_FILE=()
+	for h in "${CG_HOME[@]}"; do
+		d=$h/ocsb-e2e-$$-$1
+		mkdir "$d" 2>/dev/null && echo $$ >"$d/cgroup.procs" && CG_FILE+=("$d")
+	done
+}
+cg_leave() {
+	local h d sub pid
+	for h in "${CG_HOME[@]}"; do
+		echo $$ >"$h/cgroup.procs" 2>/dev/null
+	done
+	for d in "${CG_FILE[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			while read -r sub; do
+				while read -r pid; do
+					kill -9 "$pid" 2>/dev/null
+				done <"$sub/cgroup.procs"
+				[ -f "$sub/freezer.state" ] && echo THAWED >"$sub/freezer.state" 2>/dev/null
+				rmdir "$sub" 2>/dev/null
+			done < <(find "$d" -depth -type d)
+			[ -d "$d" ] || break
+			sleep 0.1
+		done
+	done
+	CG_FILE=()
+}
+cg_left() {
+	local h
+	for h in "${CG_HOME[@]}"; do
+		find "$h" -mindepth 1 -maxdepth 1 -type d -name "ocsb-e2e-$$-*"
+	done | sort
 }
 
 # Host facts the tests compare against from inside (they cannot see the host).
@@ -203,6 +250,7 @@ run_one() {
 	# child and can be waited for: its copy must be complete before we read it.
 	exec {tee_fd}> >(tee "$out")
 	tee_pid=$!
+	cg_enter "${name%.sh}"
 	env LIBMOUNT_UTAB="$RUNDIR/utab" E2E_RUNDIR="$RUNDIR" OCSB_BUILD="$OCSB_BUILD" \
 		E2E_HOST_NS_mnt="$(readlink /proc/self/ns/mnt)" \
 		E2E_HOST_NS_net="$(readlink /proc/self/ns/net)" \
@@ -220,6 +268,7 @@ run_one() {
 		rc=$?
 	done
 	CHILD=
+	cg_leave
 	exec {tee_fd}>&-
 	wait "$tee_pid"
 	t1=$(date +%s.%N)
@@ -271,6 +320,7 @@ compare "/etc/ocsb, /var/lib/ocsb" ocsb
 compare "nft ruleset" nft
 compare "mount points" mounts
 compare "/home entries" home
+compare "no cgroups left below the suite's own" cgroups
 compare "no /etc/passwd+, lock files or /run/mount leaked" leaks
 
 # Survivors: younger than the suite and either carrying our marker, or in one of the

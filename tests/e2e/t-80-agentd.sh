@@ -3,6 +3,7 @@
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 . "$(dirname "$0")/lib-net.sh"
+. "$(dirname "$0")/lib-cg.sh"
 
 OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
 if [ ! -x "$OC_BIN" ]; then
@@ -113,22 +114,66 @@ check_output "positive control: root reaches 198.18.1.10 directly" 'WEB' curl -s
 grep -E 'restored in [0-9.]+ ms' "$E2E_SCRATCH/agentd.log" | tail -1 | sed 's/^/# /'
 
 # --- restore impossible: freeze, then thaw
+# "Frozen" is checked by what matters: the agent's code does not run. Counters append a
+# line every 20 ms; the SIGCONT pair is two processes that send each other SIGCONT as
+# fast as they can (with SIGSTOP alone they kept running, ~200,000 rounds per tick).
+counter() { as_user "$AGENT" setsid bash -c "while :; do echo x >>$1; sleep 0.02; done" </dev/null >/dev/null 2>&1 & }
+pair() {
+	as_user "$AGENT" setsid bash -c '
+		bash -c "echo \$\$ >/tmp/pair-b.pid; until [ -s /tmp/pair-a.pid ]; do sleep 0.01; done
+			a=\$(cat /tmp/pair-a.pid); while :; do kill -CONT \$a; echo >>/tmp/pair-b; done" &
+		echo $$ >/tmp/pair-a.pid; until [ -s /tmp/pair-b.pid ]; do sleep 0.01; done
+		b=$(cat /tmp/pair-b.pid); while :; do kill -CONT $b; echo >>/tmp/pair-a; done' \
+		</dev/null >/dev/null 2>&1 &
+}
+size() { stat -c %s "$1" 2>/dev/null || echo 0; }
+advancing() { local a b; a=$(size "$1"); sleep 0.5; b=$(size "$1"); [ "$b" -gt "$a" ]; }
+frozen_is() { [[ "$(field frozen)" == $1 ]]; }
+counter /tmp/ctr-a
+pair
+sleep 0.5
+check "positive control: the agent's counter runs" advancing /tmp/ctr-a
+check "positive control: the SIGCONT pair runs" advancing /tmp/pair-a
+ocpw=$(field password)
+health() { curl -s -o /dev/null --max-time 1 -u "opencode:$ocpw" http://127.0.0.1:4096/global/health; }
+check "positive control: OpenCode answers before the freeze" health
 mkdir -p /run/ocsb && touch /run/ocsb/fault-netlock
-as_user "$AGENT" setsid sleep 300 </dev/null >/dev/null 2>&1 &
-sleep 0.2
-spid=$(pgrep -u "$AGENT" -x sleep | head -1)
 nft flush ruleset
-stopped() { [ "$(awk '{print $3}' "/proc/$1/stat")" = T ]; }
-check "restore impossible: status says frozen" wait_for 5 bash -c "$(declare -f status field as_owner as_user); OCSB=$OCSB OWNER=$OWNER; [ \"\$(field frozen)\" = yes ]"
-check "the agent's processes are stopped" stopped "$spid"
-check "OpenCode is stopped too" stopped "$(oc_pid)"
-as_user "$AGENT" setsid sleep 301 </dev/null >/dev/null 2>&1 &
+check "restore impossible: status says frozen" wait_for 5 frozen_is 'yes*'
+how=$(field frozen)
+echo "# frozen: $how"
+check_fails "frozen: the agent's counter stops" advancing /tmp/ctr-a
+if [ "$how" = "yes (cgroup freezer)" ]; then
+	check_fails "frozen: the SIGCONT pair stops too (cgroup freezer)" advancing /tmp/pair-a
+else
+	skip "frozen: the SIGCONT pair stops too" "no cgroup freezer here ($how): SIGSTOP alone cannot stop it"
+fi
+check_fails "frozen: OpenCode does not answer" health
+counter /tmp/ctr-b
 sleep 0.6
-check "a process started while frozen is stopped too" stopped "$(pgrep -u "$AGENT" -f 'sleep 301' | head -1)"
+check_fails "frozen: a process started while frozen (a new login) is frozen too" advancing /tmp/ctr-b
 rm -f /run/ocsb/fault-netlock
-check "the obstacle gone: thawed" wait_for 5 bash -c "$(declare -f status field as_owner as_user); OCSB=$OCSB OWNER=$OWNER; [ \"\$(field frozen)\" = no ]"
-check_fails "the agent's processes run again" stopped "$spid"
+check "the obstacle gone: thawed" wait_for 5 frozen_is no
+check "thawed: the counter runs again" advancing /tmp/ctr-a
+check "thawed: the counter started while frozen runs" advancing /tmp/ctr-b
+check "thawed: OpenCode answers again" wait_for 5 health
 check "table back" nft list table inet ocsb
+pkill -u "$AGENT" -f 'ctr-|pair-' ; pkill -u "$AGENT" -x bash
+sleep 0.2
+
+# --- the agent's cgroup: OpenCode is in it; what it leaves behind does not outlive agentd
+cgs=$(agent_cgroups "$AGENTD")
+if [ -n "$cgs" ]; then
+	pid=$(oc_pid)
+	for d in $cgs; do
+		check "OpenCode is in the agent's cgroup ${d#/sys/fs/cgroup/}" in_cgroup "$pid" "$d"
+	done
+	check_fails "positive control: agentd itself is not in it" in_cgroup "$AGENTD" "$(echo "$cgs" | head -1)"
+	in_agent_cgroup "$AGENTD" setsid sleep 304 </dev/null >/dev/null 2>&1 &
+	check "a process OpenCode would leave behind runs (control)" wait_for 3 pgrep -u "$AGENT" -f 'sleep 304'
+else
+	skip "the agent's cgroup" "no cgroup v1 controllers here: $(field limits)"
+fi
 
 # --- stop: SIGTERM stops children in order, within a bounded time
 t0=$(date +%s%N)
@@ -139,6 +184,8 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check_fails "no OpenCode left after SIGTERM" pgrep -u "$AGENT" -f opencode
 check_fails "no squid left after SIGTERM" bash -c "ss -Hltn 'sport = :3128' | grep -q LISTEN"
 check_output "the log says the order" 'opencode/shop: stopped' cat "$E2E_SCRATCH/agentd.log"
+[ -n "$cgs" ] && check_fails "SIGTERM: what OpenCode left behind is stopped too" pgrep -u "$AGENT" -f 'sleep 304'
+[ -n "$cgs" ] && check_fails "SIGTERM: the agent's cgroup is removed" test -d "$(echo "$cgs" | head -1)"
 
 # --- SIGKILL: no process of the agent started by agentd survives; the next start cleans up
 pkill -u "$AGENT" sleep
@@ -152,6 +199,18 @@ start_agentd
 check "restart after SIGKILL: control socket answers" wait_for 10 bash -c "$(declare -f status as_owner as_user); OCSB=$OCSB OWNER=$OWNER status"
 check_output "restart after SIGKILL: exactly one squid" '^1$' bash -c "pgrep -c -x squid"
 check "restart after SIGKILL: OpenCode answers again" wait_for 60 running
+if [ -n "$cgs" ]; then
+	# PDEATHSIG reaches OpenCode only; its own children are the cgroup's to clean.
+	in_agent_cgroup "$AGENTD" setsid sleep 305 </dev/null >/dev/null 2>&1 &
+	wait_for 3 pgrep -u "$AGENT" -f 'sleep 305'
+	kill -KILL "$AGENTD"
+	sleep 0.5
+	check "SIGKILL: a grandchild in the cgroup outlives agentd (control)" pgrep -u "$AGENT" -f 'sleep 305'
+	start_agentd
+	check "the next start kills what the killed agentd left in the cgroup" wait_for 10 bash -c "! pgrep -u $AGENT -f 'sleep 305'"
+	check_output "and says so in its log" 'left from an earlier run: killing them' cat "$E2E_SCRATCH/agentd.log"
+	wait_for 60 running
+fi
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 
