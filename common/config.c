@@ -227,9 +227,11 @@ static int kw_limit_memory(
 	return 0;
 }
 
-static int kw_limit_num(unsigned long *dst, const char *v, unsigned long lo, unsigned long hi,
-	char *err, size_t errlen)
+static int kw_limit_num(const char *kw, unsigned long *dst, const char *v, unsigned long lo,
+	unsigned long hi, char *err, size_t errlen)
 {
+	char why[256];
+
 	if (strcmp(v, "auto") == 0) {
 		*dst = OCSB_LIMIT_AUTO;
 		return 0;
@@ -238,22 +240,26 @@ static int kw_limit_num(unsigned long *dst, const char *v, unsigned long lo, uns
 		*dst = 0;
 		return 0;
 	}
-	return conf_uint(v, lo, hi, dst, err, errlen);
+	if (conf_uint(v, lo, hi, dst, why, sizeof(why)) < 0) {
+		snprintf(err, errlen, "%s: %s ('auto' and 'none' work too)", kw, why);
+		return -1;
+	}
+	return 0;
 }
 
 static int kw_limit_tasks(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	/* OpenCode alone runs a few dozen threads, and each counts as a task. */
-	return kw_limit_num(
-		&((struct ocsb_config *)ctx)->limit_tasks, argv[0], 64, 4194304, err, errlen);
+	return kw_limit_num("limit-tasks", &((struct ocsb_config *)ctx)->limit_tasks, argv[0], 64,
+		4194304, err, errlen);
 }
 
 static int kw_limit_cpu(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
-	return kw_limit_num(
-		&((struct ocsb_config *)ctx)->limit_cpu, argv[0], 10, 100000, err, errlen);
+	return kw_limit_num("limit-cpu", &((struct ocsb_config *)ctx)->limit_cpu, argv[0], 10,
+		100000, err, errlen);
 }
 
 void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu)
@@ -463,13 +469,13 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		"# in the order above.\n%sopencode-port %u\n",
 		c->opencode_port == OCSB_DEFAULT_OPENCODE_PORT ? "#" : "", c->opencode_port);
 	r |= buf_puts(o,
-		"\n# Limits of everything ocsb-agentd runs as the agent (one cgroup): memory\n"
-		"# (4G, 512M; 'auto' = half of this machine), tasks (processes and threads;\n"
-		"# 'auto' = 4096) and CPU in percent of one CPU ('auto' = half of the CPUs).\n"
-		"# 'none' lifts a limit.\n");
+		"\n# Limits of everything ocsb-agentd runs as the agent (one cgroup); 'none'\n"
+		"# lifts one. Memory (4G, 512M; 'auto' = half of this machine):\n");
 	r |= render_limit(
 		o, "limit-memory", c->limit_memory == OCSB_LIMIT_AUTO, 1, c->limit_memory);
+	r |= buf_puts(o, "# Tasks, that is processes and threads ('auto' = 4096):\n");
 	r |= render_limit(o, "limit-tasks", c->limit_tasks == OCSB_LIMIT_AUTO, 0, c->limit_tasks);
+	r |= buf_puts(o, "# CPU in percent of one CPU ('auto' = half of the CPUs):\n");
 	r |= render_limit(o, "limit-cpu", c->limit_cpu == OCSB_LIMIT_AUTO, 0, c->limit_cpu);
 	return r ? -1 : 0;
 }

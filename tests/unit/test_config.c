@@ -388,6 +388,9 @@ static void assert_same_config(const struct ocsb_config *a, const struct ocsb_co
 	assert_string_equal(a->opencode_bin, b->opencode_bin);
 	assert_int_equal(a->opencode_bin_set, b->opencode_bin_set);
 	assert_int_equal(a->opencode_port, b->opencode_port);
+	assert_int_equal(a->limit_memory, b->limit_memory);
+	assert_int_equal(a->limit_tasks, b->limit_tasks);
+	assert_int_equal(a->limit_cpu, b->limit_cpu);
 }
 
 /* Render c, parse the result over the defaults, compare. */
@@ -450,7 +453,8 @@ static void render_round_trip_shell(void **state)
 static void render_documents_every_keyword(void **state)
 {
 	static const char *const kws[] = {"agent", "owner", "project", "key", "shell", "ssh-port",
-		"proxy-port", "agent-ports", "opencode-bin", "opencode-port"};
+		"proxy-port", "agent-ports", "opencode-bin", "opencode-port", "limit-memory",
+		"limit-tasks", "limit-cpu"};
 	struct ocsb_config c;
 	struct buf out = {0};
 
@@ -478,6 +482,66 @@ static void render_documents_every_keyword(void **state)
 	config_free(&c);
 }
 
+static void limits(void **state)
+{
+	struct ocsb_config c;
+	char err[512];
+	uint64_t mem;
+	unsigned tasks, cpu;
+
+	assert_int_equal(
+		parse(&c, "limit-memory 512M\nlimit-tasks 300\nlimit-cpu 150\n", err, sizeof(err)),
+		0);
+	config_limits(&c, &mem, &tasks, &cpu);
+	assert_int_equal(mem, 512ULL << 20);
+	assert_int_equal(tasks, 300);
+	assert_int_equal(cpu, 150);
+	config_free(&c);
+
+	assert_int_equal(parse(&c, "limit-memory none\nlimit-tasks none\nlimit-cpu none\n", err,
+				 sizeof(err)),
+		0);
+	config_limits(&c, &mem, &tasks, &cpu);
+	assert_int_equal(mem, 0);
+	assert_int_equal(tasks, 0);
+	assert_int_equal(cpu, 0);
+	config_free(&c);
+
+	/* auto: half the memory, 4096 tasks, half the CPUs (at least one). */
+	assert_int_equal(parse(&c, "limit-memory auto\n", err, sizeof(err)), 0);
+	config_limits(&c, &mem, &tasks, &cpu);
+	assert_true(mem > 0);
+	assert_true(mem < (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE));
+	assert_int_equal(tasks, 4096);
+	assert_true(cpu >= 100);
+	config_free(&c);
+
+	assert_int_equal(parse(&c, "\nlimit-memory 5X\n", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ocsb.conf:2: limit-memory '5X'"));
+	config_free(&c);
+	assert_int_equal(parse(&c, "limit-memory 1M\n", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "at least 16M"));
+	config_free(&c);
+	assert_int_equal(parse(&c, "limit-tasks 10\n", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "ocsb.conf:1: limit-tasks: "));
+	config_free(&c);
+	assert_int_equal(parse(&c, "limit-cpu 99999999999\n", err, sizeof(err)), -1);
+	config_free(&c);
+	assert_int_equal(parse(&c, "limit-memory 99999999999T\n", err, sizeof(err)), -1);
+	config_free(&c);
+}
+
+static void limits_round_trip(void **state)
+{
+	struct ocsb_config c;
+	char err[512];
+
+	if (parse(&c, "limit-memory 1G\nlimit-tasks none\nlimit-cpu 50\n", err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	round_trip(&c);
+	config_free(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -500,6 +564,8 @@ int main(void)
 		cmocka_unit_test(render_round_trip),
 		cmocka_unit_test(render_round_trip_shell),
 		cmocka_unit_test(render_documents_every_keyword),
+		cmocka_unit_test(limits),
+		cmocka_unit_test(limits_round_trip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
