@@ -101,7 +101,7 @@ int net_remove(struct prov *p);
 
 /* systemd.c */
 int systemd_render_unit(struct buf *out);
-int systemd_render_slice(struct buf *out);
+int systemd_render_slice(const struct ocsb_config *c, struct buf *out);
 int systemd_ensure(struct prov *p);
 
 /* opencode.c */

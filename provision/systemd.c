@@ -35,6 +35,8 @@ int systemd_render_unit(struct buf *out)
 		"ExecReload=/bin/kill -HUP $MAINPID\n"
 		"# OpenCode is stopped by agentd itself; then whatever is left of the unit.\n"
 		"KillMode=mixed\n"
+		"# agentd keeps the agent's cgroup (limits, freezer) in a subtree of its own.\n"
+		"Delegate=yes\n"
 		"TimeoutStopSec=15\n"
 		"Restart=on-failure\n"
 		"RestartSec=2\n"
@@ -44,15 +46,35 @@ int systemd_render_unit(struct buf *out)
 		OCSB_SBINDIR);
 }
 
-int systemd_render_slice(struct buf *out)
+int systemd_render_slice(const struct ocsb_config *c, struct buf *out)
 {
-	return buf_puts(out,
+	uint64_t mem;
+	unsigned tasks, cpu;
+	int r = 0;
+
+	config_limits(c, &mem, &tasks, &cpu);
+	r |= buf_puts(out,
 		"# Written by ocsb-provision; edits are overwritten.\n"
 		"# A second layer under the nftables netlock: even with the table\n"
 		"# flushed, the agent's sessions reach nothing but loopback.\n"
 		"[Slice]\n"
 		"IPAddressDeny=any\n"
-		"IPAddressAllow=localhost\n");
+		"IPAddressAllow=localhost\n"
+		"# The limits of ocsb.conf (limit-memory, limit-tasks, limit-cpu) for the\n"
+		"# agent's ssh sessions; what ocsb-agentd runs has the same in its own cgroup.\n");
+	if (mem)
+		r |= buf_printf(out, "MemoryMax=%llu\n", (unsigned long long)mem);
+	else
+		r |= buf_puts(out, "MemoryMax=infinity\n");
+	if (tasks)
+		r |= buf_printf(out, "TasksMax=%u\n", tasks);
+	else
+		r |= buf_puts(out, "TasksMax=infinity\n");
+	if (cpu)
+		r |= buf_printf(out, "CPUQuota=%u%%\n", cpu);
+	else
+		r |= buf_puts(out, "CPUQuota=\n");
+	return r ? -1 : 0;
 }
 
 static int write_if_differs(struct prov *p, const char *path, const struct buf *b, int *changed)
@@ -104,7 +126,7 @@ int systemd_ensure(struct prov *p)
 			0 ||
 		path_join(spath, sizeof(spath), p->paths.etc, rel) < 0)
 		return -1;
-	if (systemd_render_unit(&unit) < 0 || systemd_render_slice(&slice) < 0)
+	if (systemd_render_unit(&unit) < 0 || systemd_render_slice(&p->cfg, &slice) < 0)
 		goto out;
 	if (write_if_differs(p, upath, &unit, &changed) < 0)
 		goto out;
