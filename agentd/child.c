@@ -22,6 +22,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 #include "opencode.h"
 #include "spawn.h"
 
@@ -329,8 +330,25 @@ static void probe_begin(struct agentd *d, struct child *c)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
 	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = &c->probe_src};
-	int fd;
+	int fd, own;
 
+	/*
+	 * Only OpenCode's own socket is asked: the agent could listen on the port first
+	 * and answer 200, and status would say "running" over a crash loop.
+	 */
+	own = procs_port_owner_is(c->pid, c->port);
+	if (own <= 0) {
+		if (own == 0 && procs_port_open(c->port)) {
+			if (!strstr(c->last_error, "held by another process"))
+				log_err("%s: 127.0.0.1:%u is held by another process, not OpenCode "
+					"(pid %d): not probed",
+					c->name, c->port, (int)c->pid);
+			snprintf(c->last_error, sizeof(c->last_error),
+				"127.0.0.1:%u is held by another process, not OpenCode (pid %d)",
+				c->port, (int)c->pid);
+		}
+		return;
+	}
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)

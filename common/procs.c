@@ -122,6 +122,61 @@ int procs_pidfile(const char *pidfile, const char *exe)
 	return (int)pid;
 }
 
+/* The inode of the listening TCP socket on port (127.0.0.1 or 0.0.0.0), 0 when none. */
+static unsigned long listen_inode(unsigned port)
+{
+	char line[512];
+	unsigned long ino = 0;
+	FILE *fp = fopen("/proc/net/tcp", "re");
+
+	if (!fp)
+		return 0;
+	while (!ino && fgets(line, sizeof(line), fp)) {
+		unsigned addr, lport, st;
+		unsigned long inode;
+
+		/* "sl local rem st tx:rx tr:when retrnsmt uid timeout inode" */
+		if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &addr,
+			    &lport, &st, &inode) != 4)
+			continue;
+		if (st == 0x0A && lport == port && (addr == 0 || addr == htonl(INADDR_LOOPBACK)))
+			ino = inode;
+	}
+	fclose(fp);
+	return ino;
+}
+
+int procs_port_owner_is(pid_t pid, unsigned port)
+{
+	char dir[64], want[64], link[128], got[64];
+	unsigned long ino = listen_inode(port);
+	struct dirent *e;
+	DIR *d;
+	int hit = 0;
+
+	if (!ino)
+		return 0;
+	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while (!hit && (e = readdir(d)) != NULL) {
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%s/%.16s", dir, e->d_name);
+		n = readlink(link, got, sizeof(got) - 1);
+		if (n <= 0)
+			continue;
+		got[n] = '\0';
+		hit = strcmp(got, want) == 0;
+	}
+	closedir(d);
+	return hit;
+}
+
 int procs_port_open(unsigned port)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};

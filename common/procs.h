@@ -17,6 +17,11 @@ int procs_signal_uid(uid_t uid, int sig, int until_none);
  * program by now gives -ENOENT.
  */
 int procs_pidfile(const char *pidfile, const char *exe);
+/*
+ * 1 when the socket listening on TCP 127.0.0.1:port (or any address) is one of pid's
+ * open files, 0 when another process holds it or nothing listens, -errno on error.
+ */
+int procs_port_owner_is(pid_t pid, unsigned port);
 /* 1 when something accepts TCP on 127.0.0.1:port. */
 int procs_port_open(unsigned port);
 

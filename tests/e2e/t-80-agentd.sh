@@ -228,6 +228,27 @@ check_output "ocsb logs shows OpenCode's output" '^shop: ' as_owner "$OCSB" logs
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 
+# --- the port squatted by the agent: status must not believe the squatter
+cat >"$E2E_SCRATCH/squat.py" <<'PY'
+import http.server
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"fake")
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", 4096), H).serve_forever()
+PY
+chmod 644 "$E2E_SCRATCH/squat.py"
+as_user "$AGENT" setsid python3 "$E2E_SCRATCH/squat.py" </dev/null >/dev/null 2>&1 &
+check "the agent squats OpenCode's port and answers 200 (control)" wait_for 5 bash -c "curl -sf --max-time 1 http://127.0.0.1:4096/global/health | grep -q fake"
+start_agentd
+sleep 8
+check_fails "squatted port: status does not say running" running
+check_output "squatted port: status names the squatter" 'held by another process, not OpenCode' status
+pkill -u "$AGENT" -f squat.py
+check "squatter gone: OpenCode comes up" wait_for 90 running
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+
 # --- removal while the supervisor runs is refused; after it stops, nothing of the agent survives
 start_agentd
 wait_for 60 running || fail "fourth start: OpenCode answers" "$(status 2>&1)"
