@@ -183,6 +183,8 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (init_children(d) < 0)
 		return -1;
+	if (secretd_init(d) < 0)
+		return -1;
 	if (!d->egress.off) {
 		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
 		if (proxy_stop(&d->proxy, 3000) < 0)
@@ -326,4 +328,5 @@ void agentd_free(struct agentd *d)
 		mnl_socket_close(d->nft_sock);
 	config_free(&d->cfg);
 	egress_free(&d->egress);
+	secretd_free(d);
 }
