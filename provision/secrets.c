@@ -11,6 +11,7 @@
 #include "fileops.h"
 #include "log.h"
 #include "provision.h"
+#include "spawn.h"
 #include "../secrets/secrets.h"
 
 /*
@@ -32,8 +33,8 @@ int secrets_render_hook(const char *agent, uid_t uid, const char *run, struct bu
 	/*
 	 * Only for the agent's uid, only a regular file the agent owns in root's directory
 	 * (agentd writes it there with O_NOFOLLOW): another user's shell never reads it.
-	 * Sourced for login shells (/etc/profile) and, through BASH_ENV set by sshd's Match
-	 * block, for `ssh agent@host command`.
+	 * Sourced by login shells (/etc/profile) and, from the agent's ~/.bashrc, by
+	 * `ssh agent@host command`.
 	 */
 	return buf_printf(out,
 		"# Written by ocsb-provision for the agent account %s; edits are overwritten.\n"
@@ -137,13 +138,99 @@ static int hook_ensure(struct prov *p)
 	return r < 0 ? -1 : 0;
 }
 
+/*
+ * `ssh agent@host cmd`: bash sees a network stdin and reads only ~/.bashrc (not
+ * /etc/profile, not BASH_ENV), so the hook is sourced from the top of the agent's own
+ * .bashrc, before Debian's early return for non-interactive shells. Edited by a child
+ * running as the agent: root never opens a file in the agent's home.
+ */
+struct bashrc_job {
+	char line[8400];
+	int apply;
+};
+
+static int child_bashrc(void *arg, int outfd)
+{
+	struct bashrc_job *j = arg;
+	struct buf b = {0};
+	char *old = NULL;
+	size_t oldlen = 0;
+	int r;
+
+	r = fo_read_at(AT_FDCWD, ".bashrc", 1024 * 1024, &old, &oldlen);
+	if (r < 0 && r != -ENOENT) {
+		dprintf(outfd, ".bashrc: %s", strerror(-r));
+		return 1;
+	}
+	if (old && memmem(old, oldlen, j->line, strlen(j->line))) {
+		free(old);
+		return 0;
+	}
+	if (!j->apply) {
+		free(old);
+		return 10;
+	}
+	buf_puts(&b, j->line);
+	if (old)
+		buf_append(&b, old, oldlen);
+	r = fo_write_at(AT_FDCWD, ".bashrc", b.data, b.len, 0600, (uid_t)-1, (gid_t)-1);
+	buf_free(&b);
+	free(old);
+	if (r < 0) {
+		dprintf(outfd, ".bashrc: %s", strerror(-r));
+		return 1;
+	}
+	return 0;
+}
+
+static int bashrc_ensure(struct prov *p, const char *hook)
+{
+	struct spawn_opts o = {.drop = 1,
+		.uid = p->agent.uid,
+		.gid = p->agent.gid,
+		.user = p->agent.name,
+		.cwd = p->agent.home};
+	struct bashrc_job j = {.apply = 0};
+	struct spawn_result res;
+	int r;
+
+	snprintf(j.line, sizeof(j.line),
+		"# added by ocsb-provision: the owner's secrets (ocsb secrets push)\n"
+		"[ -r %s ] && . %s\n",
+		hook, hook);
+	r = spawn_fn(child_bashrc, &j, &o, &res);
+	if (r == 0 && res.status == 10) {
+		spawn_result_free(&res);
+		if (!prov_change(p, "source %s from %s/.bashrc", hook, p->agent.home))
+			return 0;
+		j.apply = 1;
+		r = spawn_fn(child_bashrc, &j, &o, &res);
+		if (r == 0 && res.status == 0)
+			prov_done(p);
+	}
+	if (r == 0) {
+		if (res.status != 0) {
+			log_err("as %s: %s", p->agent.name, res.output ? res.output : "failed");
+			r = -EIO;
+		}
+		spawn_result_free(&res);
+	}
+	return r < 0 ? -1 : 0;
+}
+
 int secrets_ensure(struct prov *p)
 {
+	char hook[4096];
+
 	if (sodium_init() < 0) {
 		log_err("libsodium failed to initialize");
 		return -1;
 	}
-	return key_ensure(p) < 0 || hook_ensure(p) < 0 ? -1 : 0;
+	if (key_ensure(p) < 0 || hook_ensure(p) < 0)
+		return -1;
+	if (!p->agent_exists || hook_path(p, hook, sizeof(hook)) < 0)
+		return 0;
+	return bashrc_ensure(p, hook);
 }
 
 static int remove_file(struct prov *p, const char *path, const char *what)
