@@ -137,11 +137,17 @@ check_output "positive control: the record exists" '^[1-9][0-9]*$' stat -c %s /v
 check_output "the record is root-only" '^600 root$' stat -c '%a %U' /var/lib/ocsb/agentd/secrets.rec
 check_fails "no log line holds a value" grep -rqF -e "$V1" -e "$V2" "$E2E_SCRATCH/agentd.log" /var/log/ocsb
 check_output "positive control: the log tells of the push" 'secrets: 5 secrets from uid' cat "$E2E_SCRATCH/agentd.log"
-argv_has() { for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done | grep -qF -- "$1"; }
+# The pattern comes from a file: on grep's own command line it would find itself.
+argv_has() {
+	printf '%s\n' "$1" >"$E2E_SCRATCH/argv-pattern"
+	for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done |
+		grep -qF -f "$E2E_SCRATCH/argv-pattern"
+}
 bash -c 'sleep 20' "$V1-argv" &
 canary=$!
 check "positive control: the argv scan sees a value on a command line" argv_has "$V1-argv"
 kill "$canary"
+wait "$canary" 2>/dev/null
 check_fails "no process has a value on its command line" argv_has "$V1"
 
 # --- who may push, and what
