@@ -143,9 +143,10 @@ argv_has() {
 	for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' <"$f" 2>/dev/null; echo; done |
 		grep -qF -f "$E2E_SCRATCH/argv-pattern"
 }
-bash -c 'sleep 20' "$V1-argv" &
+# "; :" keeps bash from exec'ing sleep in its place (which would drop the argument).
+bash -c 'sleep 20; :' "$V1-argv" &
 canary=$!
-check "positive control: the argv scan sees a value on a command line" argv_has "$V1-argv"
+check "positive control: the argv scan sees a value on a command line" wait_for 5 argv_has "$V1-argv"
 kill "$canary"
 wait "$canary" 2>/dev/null
 check_fails "no process has a value on its command line" argv_has "$V1"

@@ -248,26 +248,25 @@ static void record_roundtrip_and_tamper(void **state)
 	assert_memory_equal(rec.data, SECRETS_REC_MAGIC, 8);
 	/* No value in the clear. */
 	assert_null(memmem(rec.data, rec.len, "global-b", 8));
-	assert_int_equal(secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err,
-				 sizeof(err)),
-		0);
+	assert_int_equal(
+		secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err, sizeof(err)), 0);
 	assert_int_equal(t->n, 4);
 	secrets_set_free(t);
-	assert_int_equal(secrets_rec_open(key2, (unsigned char *)rec.data, rec.len, &t, err,
-				 sizeof(err)),
+	assert_int_equal(
+		secrets_rec_open(key2, (unsigned char *)rec.data, rec.len, &t, err, sizeof(err)),
 		-1);
 	/* The header is authenticated: changing the time is detected. */
 	rec.data[15] ^= 1;
-	assert_int_equal(secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err,
-				 sizeof(err)),
+	assert_int_equal(
+		secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err, sizeof(err)),
 		-1);
 	rec.data[15] ^= 1;
 	rec.data[rec.len - 1] ^= 1;
-	assert_int_equal(secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err,
-				 sizeof(err)),
+	assert_int_equal(
+		secrets_rec_open(key, (unsigned char *)rec.data, rec.len, &t, err, sizeof(err)),
 		-1);
-	assert_int_equal(secrets_rec_open(key, (unsigned char *)rec.data, rec.len - 1, &t, err,
-				 sizeof(err)),
+	assert_int_equal(
+		secrets_rec_open(key, (unsigned char *)rec.data, rec.len - 1, &t, err, sizeof(err)),
 		-1);
 	buf_free(&rec);
 	secrets_set_free(s);
@@ -292,7 +291,8 @@ static void box_roundtrip_and_wrong_passphrase(void **state)
 	assert_int_equal(p[19], OPS);
 	assert_int_equal((p[25] << 16) | (p[26] << 8) | p[27], MEM);
 	assert_null(memmem(box.data, box.len, "global-b", 8));
-	assert_int_equal(secrets_box_open("correct horse", 13, p, box.len, &t, err, sizeof(err)), 0);
+	assert_int_equal(
+		secrets_box_open("correct horse", 13, p, box.len, &t, err, sizeof(err)), 0);
 	assert_int_equal(t->n, 4);
 	assert_string_equal(t->e[0].value, "it's");
 	secrets_set_free(t);
@@ -312,11 +312,11 @@ static void box_roundtrip_and_wrong_passphrase(void **state)
 	assert_non_null(strstr(err, "unsupported key derivation"));
 	p[12] = 0;
 	/* Truncated. */
-	assert_int_equal(secrets_box_open("correct horse", 13, p, box.len - 1, &t, err,
-				 sizeof(err)),
+	assert_int_equal(
+		secrets_box_open("correct horse", 13, p, box.len - 1, &t, err, sizeof(err)),
 		-EINVAL);
-	assert_int_equal(secrets_box_open("correct horse", 13, p, 10, &t, err, sizeof(err)),
-		-EINVAL);
+	assert_int_equal(
+		secrets_box_open("correct horse", 13, p, 10, &t, err, sizeof(err)), -EINVAL);
 	/* Out-of-range parameters are not written either. */
 	assert_int_equal(secrets_box_seal("x", 1, s, 0, MEM, &box), -EINVAL);
 	buf_free(&box);
@@ -345,8 +345,8 @@ static void keys(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, sk, 32), 32);
 	close(fd);
-	assert_int_equal(secrets_key_load(path, sk2, pk2, err, sizeof(err)),
-		geteuid() == 0 ? 0 : -EPERM);
+	assert_int_equal(
+		secrets_key_load(path, sk2, pk2, err, sizeof(err)), geteuid() == 0 ? 0 : -EPERM);
 	snprintf(path, sizeof(path), "%s/missing.key", unit_dir);
 	assert_int_equal(secrets_key_load(path, sk2, pk2, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "ocsb-provision"));
