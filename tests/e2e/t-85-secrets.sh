@@ -122,7 +122,9 @@ check_output "list shows when it was pushed" '^ANTHROPIC_API_KEY +global +[0-9]{
 ENVF=/run/ocsb/$AGENT/env
 check_output "the env file is the agent's, 0400" "^400 $AGENT\$" stat -c '%a %U' "$ENVF"
 check_output "its directory is root's, not writable by the agent" '^755 root$' stat -c '%a %U' "/run/ocsb/$AGENT"
-check_output "ssh login shell has the secret" "^$V1\$" owner_ssh "$AGENT" "env -u BASH_ENV bash -lc 'echo \"\$ANTHROPIC_API_KEY\"'"
+# sh (dash) as a login shell reads /etc/profile and ~/.profile but not ~/.bashrc: this one
+# proves the root-owned profile.d hook; the next, the agent's .bashrc line.
+check_output "ssh login shell (/etc/profile.d hook) has the secret" "^$V1\$" owner_ssh "$AGENT" "sh -lc 'echo \"\$ANTHROPIC_API_KEY\"'"
 check_output "ssh command (BASH_ENV) has the secret" "^$V1\$" owner_ssh "$AGENT" 'echo "$ANTHROPIC_API_KEY"'
 check_output "ssh: the project's value for the first project" "^$VP\$" owner_ssh "$AGENT" 'echo "$OVERRIDE_ME"'
 check_output "ssh: quotes and \$(...) arrive verbatim" "^it's" owner_ssh "$AGENT" 'printf "%s\n" "$QUOTED_KEY"'
