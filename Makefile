@@ -45,6 +45,10 @@ SYNC_SRC      := $(wildcard sync/*.c)
 SYNC_OBJ      := $(SYNC_SRC:%.c=$(BUILDDIR)/%.o)
 LIBSYNC       := $(BUILDDIR)/libsync.a
 
+SECRETS_SRC   := $(wildcard secrets/*.c)
+SECRETS_OBJ   := $(SECRETS_SRC:%.c=$(BUILDDIR)/%.o)
+LIBSECRETS    := $(BUILDDIR)/libsecrets.a
+
 CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
 LIBCLI        := $(BUILDDIR)/libcli.a
@@ -80,13 +84,13 @@ $(BUILDDIR)/provision/systemd.o: CFLAGS += -DOCSB_SBINDIR='"$(SBINDIR)"'
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSYNC) $(LIBOCSB)
+$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBAGENTD): $(AGENTD_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBOCSB)
+$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBCLI): $(CLI_OBJ)
@@ -95,10 +99,13 @@ $(LIBCLI): $(CLI_OBJ)
 $(LIBSYNC): $(SYNC_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBOCSB)
+$(LIBSECRETS): $(SECRETS_OBJ)
+	$(AR) rcs $@ $^
+
+$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -125,6 +132,7 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/agentd
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/sync
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/secrets
 
 deps:
 	@tools/install-deps.sh
@@ -146,7 +154,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] sync/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

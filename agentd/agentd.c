@@ -184,6 +184,8 @@ int agentd_setup(struct agentd *d)
 	agent_cgroup_setup(d);
 	if (init_children(d) < 0)
 		return -1;
+	if (secretd_init(d) < 0)
+		return -1;
 	if (!d->egress.off) {
 		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
 		if (proxy_stop(&d->proxy, 3000) < 0)
@@ -343,4 +345,5 @@ void agentd_free(struct agentd *d)
 		mnl_socket_close(d->nft_sock);
 	config_free(&d->cfg);
 	egress_free(&d->egress);
+	secretd_free(d);
 }

@@ -20,6 +20,7 @@
 
 #define AGENTD_MAX_PROJECTS 16
 #define AGENTD_MAX_CLIENTS 16
+#define SECRETS_ENV_MAX 64 /* SECRETS_MAX_COUNT of secrets/secrets.h */
 
 /* What epoll hands back: the kind of source and its object. */
 enum src_kind {
@@ -73,6 +74,10 @@ struct child {
 	int probe_sent;
 	struct timespec probe_deadline;
 	struct timespec ready_at;
+	/* secrets (secretd.c) */
+	char **sec_env; /* owned, locked: "NAME=value" for the next exec; NULL otherwise */
+	size_t sec_count;
+	unsigned char sec_digest[32]; /* keyed digest of the secrets it was started with */
 };
 
 struct ctl_client {
@@ -122,6 +127,12 @@ struct agentd {
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
 	struct timespec started;
+
+	/* secrets (secretd.c) */
+	unsigned char *sec_sk; /* owned, locked; NULL: secrets unavailable (sec_error says why) */
+	unsigned char sec_pk[32];
+	unsigned char sec_digest_key[32]; /* random per process */
+	char sec_error[512];
 };
 
 /* main loop and setup: agentd.c */
@@ -153,6 +164,14 @@ int freeze_agent(struct agentd *d);
 int agent_cgroup_setup(struct agentd *d);
 int thaw_agent(struct agentd *d);
 void freeze_tick(struct agentd *d);
+
+/* secrets: secretd.c */
+int secretd_init(struct agentd *d);
+void secretd_free(struct agentd *d);
+/* Before forking OpenCode: c->sec_env for its environment; free right after the fork. */
+int secretd_child_env(struct agentd *d, struct child *c);
+void secretd_child_env_free(struct child *c);
+void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *reply);
 
 /* control socket: ctlsrv.c */
 int ctlsrv_open(struct agentd *d);

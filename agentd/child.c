@@ -107,11 +107,14 @@ int opencode_exec(struct agentd *d, struct child *c)
 {
 	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
 		HSP[64];
-	char *const env[] = {home, user, logname, "SHELL=/bin/bash",
+	char *const base[] = {home, user, logname, "SHELL=/bin/bash",
 		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", hp, hsp, HP, HSP,
 		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
 		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
-		"OPENCODE_DISABLE_MODELS_FETCH=1", NULL};
+		"OPENCODE_DISABLE_MODELS_FETCH=1"};
+	/* The owner's secrets last (their names never collide with the ones above). */
+	char *env[ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1];
+	size_t ne = 0;
 	char *const argv[] = {
 		d->opencode_bin, "serve", "--hostname", "127.0.0.1", "--port", port, NULL};
 	int r;
@@ -125,6 +128,11 @@ int opencode_exec(struct agentd *d, struct child *c)
 	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
+		env[ne++] = base[i];
+	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
+		env[ne++] = c->sec_env[i];
+	env[ne] = NULL;
 	/* Into the agent's cgroup while still root: from there it cannot move out. */
 	if (d->cg.mode != CG_NONE && (r = cg_join_self(&d->cg)) < 0)
 		return r;
@@ -197,10 +205,14 @@ int child_start(struct agentd *d, struct child *c)
 			close(logfd);
 		return -1;
 	}
+	/* Decrypted into locked memory for this fork only; without them OpenCode still runs. */
+	if (c->is_opencode && secretd_child_env(d, c) < 0)
+		log_err("%s: starting without the owner's secrets (see above)", c->name);
 	supervisor_pid = getpid();
 	pid = fork();
 	if (pid < 0) {
 		log_err("%s: fork: %s", c->name, strerror(errno));
+		secretd_child_env_free(c);
 		close(errpipe[0]);
 		close(errpipe[1]);
 		if (logfd >= 0)
@@ -220,6 +232,8 @@ int child_start(struct agentd *d, struct child *c)
 		(void)n;
 		_exit(127);
 	}
+	/* The child has its copy (gone at exec); ours is wiped now. */
+	secretd_child_env_free(c);
 	close(errpipe[1]);
 	if (logfd >= 0)
 		close(logfd);

@@ -308,7 +308,7 @@ static void handle(struct agentd *d, struct ctl_client *cl, const char *payload,
 		do_logs(d, rq.count, &b);
 		break;
 	case CTL_SECRET_PUT:
-		ctl_response_err(&b, "secrets are not supported by this ocsb-agentd yet");
+		secretd_put(d, cl->uid, rq.sealed, &b);
 		break;
 	}
 	ctl_request_free(&rq);

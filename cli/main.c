@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "log.h"
+#include "../secrets/secrets.h"
 #include "../sync/sync.h"
 
 #ifndef OCSB_VERSION
@@ -31,6 +32,9 @@ static void usage(FILE *f)
 		"  sync pull            fetch the agent's branches into refs/remotes/AGENT/* and\n"
 		"                       print a review of risky changes (--json)\n"
 		"  sync status          your branches against the agent's, without fetching\n"
+		"  secrets set NAME     store an API key in your keyring (value from a no-echo\n"
+		"                       prompt or stdin); also list, rm NAME, push (to the\n"
+		"                       agent); --global, --project NAME, --file\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -60,6 +64,8 @@ int main(int argc, char **argv)
 		return cmd_agentd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sync"))
 		return cmd_sync(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "secrets"))
+		return cmd_secrets(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;

@@ -161,31 +161,6 @@ static int check_project(const char *s, size_t n, char *err, size_t errlen)
 	return 0;
 }
 
-/* Secret names become environment variable names for OpenCode. */
-static int check_secret_name(const char *s, size_t n, char *err, size_t errlen)
-{
-	char q[CLIP_MAX + 4];
-
-	if (n == 0)
-		return seterr(err, errlen, "empty secret name");
-	if (n > CTL_MAX_NAME)
-		return seterr(err, errlen, "invalid secret name '%s': %zu characters, at most %d",
-			clip(s, n, q), n, CTL_MAX_NAME);
-	if (is_digit(s[0]))
-		return seterr(err, errlen, "invalid secret name '%s': must not start with a digit",
-			clip(s, n, q));
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)s[i];
-
-		if (!(is_upper(c) || is_digit(c) || c == '_'))
-			return seterr(err, errlen,
-				"invalid secret name '%s': character '%c' not allowed (A-Z, 0-9, "
-				"'_')",
-				clip(s, n, q), c);
-	}
-	return 0;
-}
-
 /* Canonical decimal only ("007", "+7" refused): one count, one spelling. */
 static int parse_count(const char *s, size_t n, unsigned *ret, char *err, size_t errlen)
 {
@@ -316,7 +291,7 @@ int ctl_parse_request(
 			clip(tok[1], toklen[1], q));
 	name = ctl_verb_name(rq.verb);
 
-	max_args = rq.verb == CTL_RESTART || rq.verb == CTL_LOGS || rq.verb == CTL_SECRET_PUT;
+	max_args = rq.verb == CTL_RESTART || rq.verb == CTL_LOGS;
 	if (ntok - 2 > max_args) {
 		if (rq.verb == CTL_RESTART)
 			return seterr(
@@ -326,7 +301,7 @@ int ctl_parse_request(
 				err, errlen, "LOGS takes at most one argument (a line count)");
 		if (rq.verb == CTL_SECRET_PUT)
 			return seterr(err, errlen,
-				"SECRET-PUT takes one argument (a secret name), got %d", ntok - 2);
+				"SECRET-PUT takes no argument (names are inside the sealed set)");
 		return seterr(err, errlen, "%s takes no argument", name);
 	}
 	if (rq.verb == CTL_RESTART && ntok == 3) {
@@ -336,12 +311,6 @@ int ctl_parse_request(
 	} else if (rq.verb == CTL_LOGS && ntok == 3) {
 		if (parse_count(tok[2], toklen[2], &rq.count, err, errlen) < 0)
 			return -1;
-	} else if (rq.verb == CTL_SECRET_PUT) {
-		if (ntok < 3)
-			return seterr(err, errlen, "SECRET-PUT needs a secret name");
-		if (check_secret_name(tok[2], toklen[2], err, errlen) < 0)
-			return -1;
-		memcpy(rq.arg, tok[2], toklen[2]);
 	}
 
 	line = nl + 1;
@@ -385,7 +354,7 @@ int ctl_format_request(const struct ctl_request *rq, struct buf *out)
 		return -EINVAL;
 	buf_reset(out);
 	r = buf_printf(out, "OCSB/%d %s", CTL_VERSION, name);
-	if (!r && (rq->verb == CTL_RESTART || rq->verb == CTL_SECRET_PUT) && rq->arg[0])
+	if (!r && rq->verb == CTL_RESTART && rq->arg[0])
 		r = buf_printf(out, " %s", rq->arg);
 	if (!r && rq->verb == CTL_LOGS && rq->count)
 		r = buf_printf(out, " %u", rq->count);

@@ -13,7 +13,10 @@
  * Frame: 4-byte big-endian length N (1..CTL_MAX_FRAME), then N bytes of payload. The
  * payload is printable ASCII (0x20-0x7e) and '\n' only, and ends with '\n'.
  *
- * Request:  "OCSB/1 VERB [ARG]\n" and, for SECRET-PUT only, "sealed BASE64\n".
+ * Request:  "OCSB/1 VERB [ARG]\n" and, for SECRET-PUT only, "sealed BASE64\n": the whole
+ *           secret set of the owner (names, scopes, values), sealed to agentd's key
+ *           (secrets/secrets.h; names are validated inside, after opening), replacing the
+ *           previous one at once.
  * Response: "OCSB/1 OK\n" or "OCSB/1 ERR message\n", then "key value\n" lines; keys
  *           ([a-z0-9._-]{1,64}) may repeat, values are printable ASCII and may be empty.
  *
@@ -24,9 +27,9 @@
 
 #define CTL_MAX_FRAME 65536
 #define CTL_VERSION 1
-#define CTL_MAX_NAME 64 /* project and secret names, response keys */
+#define CTL_MAX_NAME 64 /* project names, response keys */
 #define CTL_MAX_LOG_LINES 10000
-#define CTL_MAX_SEALED 8192 /* base64 characters of a SECRET-PUT body */
+#define CTL_MAX_SEALED 45056 /* base64 characters of a SECRET-PUT body (32 KiB sealed) */
 #define CTL_MAX_ERROR 1024 /* an ERR message is cut to this many characters */
 
 enum ctl_verb {
@@ -40,7 +43,7 @@ enum ctl_verb {
 
 struct ctl_request {
 	enum ctl_verb verb;
-	char arg[72]; /* RESTART: project or ""; SECRET-PUT: secret name; else "" */
+	char arg[72]; /* RESTART: project or ""; else "" */
 	unsigned count; /* LOGS: 1..CTL_MAX_LOG_LINES, 0 = not given */
 	char *sealed; /* owned; SECRET-PUT only: the base64 text, validated, not decoded */
 };

@@ -291,6 +291,8 @@ static int run_remove(struct prov *p)
 	}
 	if (net_remove(p) < 0)
 		r = -1;
+	if (secrets_remove(p) < 0)
+		r = -1;
 	if (p->purge) {
 		if (account_purge(p) < 0)
 			r = -1;
@@ -366,7 +368,8 @@ int prov_main(struct prov_opts *o)
 		/* The netlock goes in right after the account exists, before any way in. */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
 			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
-			systemd_ensure(p) < 0 || opencode_ensure(p, o->install_opencode) < 0)
+			systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
+			opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}
 	if (r == 1) {

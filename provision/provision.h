@@ -112,6 +112,11 @@ int opencode_install(struct prov *p, const char *version);
 int opencode_preflight(struct prov *p, int installing);
 int opencode_ensure(struct prov *p, int installed_now);
 
+/* secrets.c: agentd's sealing key pair and the agent's profile hook */
+int secrets_render_hook(const char *agent, uid_t uid, const char *run, struct buf *out);
+int secrets_ensure(struct prov *p);
+int secrets_remove(struct prov *p);
+
 /* repos.c */
 int repos_preflight(struct prov *p);
 int repos_ensure(struct prov *p);

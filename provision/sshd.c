@@ -51,6 +51,8 @@ static void proxy_env(const struct ocsb_config *c, struct buf *out)
 		"HTTP_PROXY=http://127.0.0.1:%u HTTPS_PROXY=http://127.0.0.1:%u "
 		"no_proxy=%s NO_PROXY=%s",
 		c->proxy_port, c->proxy_port, c->proxy_port, c->proxy_port, noproxy, noproxy);
+	/* `ssh agent@host cmd` runs a non-login bash: it reads BASH_ENV, not /etc/profile. */
+	buf_printf(out, " BASH_ENV=/etc/profile.d/ocsb-%s.sh", c->agent);
 }
 
 int sshd_render_dropin(const struct ocsb_config *c, const char *keys_dir, struct buf *out)

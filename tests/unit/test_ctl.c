@@ -59,7 +59,7 @@ static void roundtrip(const struct ctl_request *in, const char *want)
 
 static void request_roundtrip_every_verb(void **state)
 {
-	char name64[72], key64[72];
+	char name64[72];
 
 	roundtrip(&(struct ctl_request){.verb = CTL_STATUS}, "OCSB/1 STATUS\n");
 	roundtrip(&(struct ctl_request){.verb = CTL_RESTART}, "OCSB/1 RESTART\n");
@@ -81,19 +81,16 @@ static void request_roundtrip_every_verb(void **state)
 	roundtrip(&(struct ctl_request){.verb = CTL_LOGS, .count = 10000}, "OCSB/1 LOGS 10000\n");
 	roundtrip(&(struct ctl_request){.verb = CTL_WEB}, "OCSB/1 WEB\n");
 	roundtrip(&(struct ctl_request){.verb = CTL_PING}, "OCSB/1 PING\n");
-	roundtrip(&(struct ctl_request){.verb = CTL_SECRET_PUT,
-			  .arg = "OPENAI_API_KEY",
-			  .sealed = "c2VhbGVkIGJveA=="},
-		"OCSB/1 SECRET-PUT OPENAI_API_KEY\nsealed c2VhbGVkIGJveA==\n");
-	roundtrip(&(struct ctl_request){.verb = CTL_SECRET_PUT, .arg = "_X", .sealed = "QUI="},
-		"OCSB/1 SECRET-PUT _X\nsealed QUI=\n");
-	snprintf(key64, sizeof(key64), "%s", rep('K', 64));
+	roundtrip(&(struct ctl_request){.verb = CTL_SECRET_PUT, .sealed = "c2VhbGVkIGJveA=="},
+		"OCSB/1 SECRET-PUT\nsealed c2VhbGVkIGJveA==\n");
+	roundtrip(&(struct ctl_request){.verb = CTL_SECRET_PUT, .sealed = "QUI="},
+		"OCSB/1 SECRET-PUT\nsealed QUI=\n");
 	{
-		struct ctl_request rq = {.verb = CTL_SECRET_PUT, .sealed = (char *)rep('A', 8192)};
+		struct ctl_request rq = {
+			.verb = CTL_SECRET_PUT, .sealed = (char *)rep('A', CTL_MAX_SEALED)};
 		struct buf want = {0};
 
-		memcpy(rq.arg, key64, 65);
-		buf_printf(&want, "OCSB/1 SECRET-PUT %s\nsealed %s\n", key64, rq.sealed);
+		buf_printf(&want, "OCSB/1 SECRET-PUT\nsealed %s\n", rq.sealed);
 		roundtrip(&rq, want.data);
 		buf_free(&want);
 	}
@@ -136,7 +133,6 @@ static void request_format_refuses_invalid(void **state)
 			&(struct ctl_request){.verb = CTL_RESTART, .arg = "a\nOCSB/1 PING"}, &b),
 		-EINVAL);
 	assert_int_equal(ctl_format_request(&(struct ctl_request){.verb = CTL_SECRET_PUT,
-						    .arg = "K",
 						    .sealed = "QUJD\nsealed QUJD"},
 				 &b),
 		-EINVAL);
@@ -144,16 +140,18 @@ static void request_format_refuses_invalid(void **state)
 		ctl_format_request(&(struct ctl_request){.verb = CTL_LOGS, .count = 10001}, &b),
 		-EINVAL);
 	assert_int_equal(
-		ctl_format_request(&(struct ctl_request){.verb = CTL_SECRET_PUT, .arg = "K"}, &b),
-		-EINVAL);
-	assert_int_equal(
-		ctl_format_request(
-			&(struct ctl_request){.verb = CTL_SECRET_PUT, .sealed = "QUJD"}, &b),
-		-EINVAL);
+		ctl_format_request(&(struct ctl_request){.verb = CTL_SECRET_PUT}, &b), -EINVAL);
 	/* An arg without its terminating NUL is not read past the field. */
 	memset(rq.arg, 'a', sizeof(rq.arg));
 	assert_int_equal(ctl_format_request(&rq, &b), -EINVAL);
 	assert_true(b.len == 0);
+	/* The arg is not part of SECRET-PUT: it is left out, not sent. */
+	assert_int_equal(
+		ctl_format_request(
+			&(struct ctl_request){.verb = CTL_SECRET_PUT, .arg = "K", .sealed = "QUJD"},
+			&b),
+		0);
+	assert_string_equal(b.data, "OCSB/1 SECRET-PUT\nsealed QUJD\n");
 	buf_free(&b);
 }
 
@@ -241,8 +239,10 @@ static void request_extra_arguments(void **state)
 	REQ_ERR("OCSB/1 PING 1 2 3 4 5\n", "PING takes no argument");
 	REQ_ERR("OCSB/1 RESTART a b\n", "RESTART takes at most one argument (a project name)");
 	REQ_ERR("OCSB/1 LOGS 5 6\n", "LOGS takes at most one argument (a line count)");
+	REQ_ERR("OCSB/1 SECRET-PUT A\nsealed QUJD\n",
+		"SECRET-PUT takes no argument (names are inside the sealed set)");
 	REQ_ERR("OCSB/1 SECRET-PUT A B\nsealed QUJD\n",
-		"SECRET-PUT takes one argument (a secret name), got 2");
+		"SECRET-PUT takes no argument (names are inside the sealed set)");
 }
 
 static void request_bad_project(void **state)
@@ -284,57 +284,46 @@ static void request_bad_secret_put(void **state)
 {
 	struct buf b = {0};
 
-	REQ_ERR("OCSB/1 SECRET-PUT\n", "SECRET-PUT needs a secret name");
-	REQ_ERR("OCSB/1 SECRET-PUT API_KEY\n", "SECRET-PUT needs a second line 'sealed BASE64'");
-	REQ_ERR("OCSB/1 SECRET-PUT api_key\nsealed QUJD\n",
-		"invalid secret name 'api_key': character 'a' not allowed (A-Z, 0-9, '_')");
-	REQ_ERR("OCSB/1 SECRET-PUT API-KEY\nsealed QUJD\n",
-		"invalid secret name 'API-KEY': character '-' not allowed (A-Z, 0-9, '_')");
-	REQ_ERR("OCSB/1 SECRET-PUT 1KEY\nsealed QUJD\n",
-		"invalid secret name '1KEY': must not start with a digit");
-	buf_printf(&b, "OCSB/1 SECRET-PUT %s\nsealed QUJD\n", rep('K', 65));
-	request_err(b.data, b.len,
-		"invalid secret name 'KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK...'"
-		": 65 characters, at most 64");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nseal QUJD\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
-	REQ_ERR("OCSB/1 SECRET-PUT K\n\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed \n", "empty sealed value");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QUJD\nsealed QUJD\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\n", "SECRET-PUT needs a second line 'sealed BASE64'");
+	REQ_ERR("OCSB/1 SECRET-PUT\nseal QUJD\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
+	REQ_ERR("OCSB/1 SECRET-PUT\n\n", "line 2 of SECRET-PUT must be 'sealed BASE64'");
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed \n", "empty sealed value");
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QUJD\nsealed QUJD\n",
 		"unexpected line 3 (SECRET-PUT takes one body line)");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QUJD\n\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QUJD\n\n",
 		"unexpected line 3 (SECRET-PUT takes one body line)");
 	buf_free(&b);
-	buf_printf(&b, "OCSB/1 SECRET-PUT K\nsealed %s\n", rep('A', 8196));
-	request_err(b.data, b.len, "sealed value too long (8196 characters, at most 8192)");
+	buf_printf(&b, "OCSB/1 SECRET-PUT\nsealed %s\n", rep('A', CTL_MAX_SEALED + 4));
+	request_err(b.data, b.len, "sealed value too long (45060 characters, at most 45056)");
 	buf_free(&b);
 }
 
 static void request_bad_base64(void **state)
 {
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QUJ\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QUJ\n",
 		"invalid base64 in sealed value: length 3 is not a multiple of 4");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QUJDR\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QUJDR\n",
 		"invalid base64 in sealed value: length 5 is not a multiple of 4");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QU!D\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QU!D\n",
 		"invalid base64 in sealed value: character '!' at position 3");
 	/* base64url is not the standard alphabet. */
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QU-_\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QU-_\n",
 		"invalid base64 in sealed value: character '-' at position 3");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QU J\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QU J\n",
 		"invalid base64 in sealed value: character ' ' at position 3");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QQ=A\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QQ=A\n",
 		"invalid base64 in sealed value: character '=' at position 3");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed Q===\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed Q===\n",
 		"invalid base64 in sealed value: character '=' at position 2");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed ====\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed ====\n",
 		"invalid base64 in sealed value: character '=' at position 1");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QQ==QUJD\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QQ==QUJD\n",
 		"invalid base64 in sealed value: character '=' at position 3");
 	/* One sealed box, one spelling: bits after the last byte must be zero (as libsodium). */
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QR==\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QR==\n",
 		"invalid base64 in sealed value: non-zero padding bits");
-	REQ_ERR("OCSB/1 SECRET-PUT K\nsealed QUJ=\n",
+	REQ_ERR("OCSB/1 SECRET-PUT\nsealed QUJ=\n",
 		"invalid base64 in sealed value: non-zero padding bits");
 }
 
@@ -345,7 +334,7 @@ static void request_good_base64(void **state)
 	char payload[128], err[256];
 
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		snprintf(payload, sizeof(payload), "OCSB/1 SECRET-PUT K\nsealed %s\n", good[i]);
+		snprintf(payload, sizeof(payload), "OCSB/1 SECRET-PUT\nsealed %s\n", good[i]);
 		if (ctl_parse_request(payload, strlen(payload), &rq, err, sizeof(err)) < 0)
 			fail_msg("%s refused: %s", good[i], err);
 		assert_string_equal(rq.sealed, good[i]);
@@ -1101,7 +1090,7 @@ static void call_echo_every_verb(void **state)
 		{.verb = CTL_LOGS, .count = 200},
 		{.verb = CTL_WEB},
 		{.verb = CTL_PING},
-		{.verb = CTL_SECRET_PUT, .arg = "API_KEY", .sealed = (char *)rep('A', 8192)},
+		{.verb = CTL_SECRET_PUT, .sealed = (char *)rep('A', CTL_MAX_SEALED)},
 	};
 	pid_t pid = server_start(listen_at(path, 8), SRV_ECHO, (int)ARRAY_SIZE(rqs));
 	char err[512], num[32];

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libsecret/secret.h>
+
+#include "keyring.h"
+
+/*
+ * The owner's keyring through libsecret (Secret Service: GNOME Keyring, KWallet,
+ * KeePassXC). Items of our own schema, one per (scope, name); the scope attribute is "*"
+ * for global (no project name can be "*").
+ */
+static const SecretSchema schema = {
+	"org.ocsb.Secret",
+	SECRET_SCHEMA_NONE,
+	{
+		{"scope", SECRET_SCHEMA_ATTRIBUTE_STRING},
+		{"name", SECRET_SCHEMA_ATTRIBUTE_STRING},
+		{NULL, 0},
+	},
+	0,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+	NULL,
+};
+
+#define GLOBAL_ATTR "*"
+
+static const char *scope_attr(const char *scope)
+{
+	return scope[0] ? scope : GLOBAL_ATTR;
+}
+
+/* GError into one line for the user, with what to do when there is no keyring at all. */
+static int keyring_error(GError *e, const char *what, char *err, size_t errlen)
+{
+	/* No bus (autolaunch fails: G_IO_ERROR or G_SPAWN_ERROR), or a bus without a keyring. */
+	int none = e->domain == G_IO_ERROR || e->domain == G_SPAWN_ERROR ||
+		(e->domain == G_DBUS_ERROR &&
+			(e->code == G_DBUS_ERROR_SERVICE_UNKNOWN ||
+				e->code == G_DBUS_ERROR_NAME_HAS_NO_OWNER ||
+				e->code == G_DBUS_ERROR_SPAWN_FAILED ||
+				e->code == G_DBUS_ERROR_NO_SERVER));
+
+	if (none)
+		snprintf(err, errlen,
+			"no Secret Service keyring is available (%s). On a desktop, unlock "
+			"GNOME Keyring, KWallet or KeePassXC; on a headless or SSH-only machine "
+			"opt in to the passphrase-encrypted file store with --file "
+			"(~/.config/ocsb/secrets.box)",
+			e->message);
+	else
+		snprintf(err, errlen, "keyring: %s: %s", what, e->message);
+	g_error_free(e);
+	return none ? -EHOSTDOWN : -EIO;
+}
+
+int keyring_put(const char *scope, const char *name, const char *value, char *err, size_t errlen)
+{
+	GError *e = NULL;
+	char label[200];
+
+	snprintf(label, sizeof(label), "ocsb secret %s (%s)", name, scope[0] ? scope : "global");
+	if (!secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value, NULL, &e,
+		    "scope", scope_attr(scope), "name", name, NULL))
+		return keyring_error(e, "storing", err, errlen);
+	return 0;
+}
+
+int keyring_del(const char *scope, const char *name, char *err, size_t errlen)
+{
+	GError *e = NULL;
+	gboolean gone;
+
+	gone = secret_password_clear_sync(
+		&schema, NULL, &e, "scope", scope_attr(scope), "name", name, NULL);
+	if (e)
+		return keyring_error(e, "removing", err, errlen);
+	return gone ? 0 : -ENOENT;
+}
+
+int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen)
+{
+	SecretSearchFlags flags = SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK;
+	GError *e = NULL;
+	GList *items;
+	int r = 0;
+
+	if (with_values)
+		flags |= SECRET_SEARCH_LOAD_SECRETS;
+	items = secret_password_search_sync(&schema, flags, NULL, &e, NULL);
+	if (e)
+		return keyring_error(e, "listing", err, errlen);
+	for (GList *l = items; l && r == 0; l = l->next) {
+		SecretRetrievable *it = l->data;
+		GHashTable *attrs = secret_retrievable_get_attributes(it);
+		const char *scope = attrs ? g_hash_table_lookup(attrs, "scope") : NULL;
+		const char *name = attrs ? g_hash_table_lookup(attrs, "name") : NULL;
+		SecretValue *v = NULL;
+		const gchar *data = NULL;
+		gsize len = 0;
+
+		if (!scope || !name) {
+			if (attrs)
+				g_hash_table_unref(attrs);
+			continue;
+		}
+		if (!strcmp(scope, GLOBAL_ATTR))
+			scope = "";
+		if (with_values) {
+			v = secret_retrievable_retrieve_secret_sync(it, NULL, &e);
+			if (!v) {
+				if (e)
+					r = keyring_error(e, "reading", err, errlen);
+				else
+					snprintf(err, errlen, "keyring: %s is locked", name),
+						r = -EIO;
+			} else {
+				data = secret_value_get(v, &len);
+			}
+		}
+		/* Items someone else wrote with our schema but invalid: skipped, with a note. */
+		if (r == 0 && secrets_set_put(s, scope, name, data, len) == -ENOMEM) {
+			snprintf(err, errlen, "%s", secrets_alloc_error());
+			r = -ENOMEM;
+		}
+		if (v)
+			secret_value_unref(v);
+		g_hash_table_unref(attrs);
+	}
+	g_list_free_full(items, g_object_unref);
+	return r;
+}
