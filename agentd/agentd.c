@@ -103,6 +103,8 @@ static int init_children(struct agentd *d)
 	snprintf(px->name, sizeof(px->name), "proxy");
 	px->exec_child = proxy_exec;
 	px->pidfd = px->timerfd = px->probe_fd = -1;
+	if (child_log_open(d, px) < 0)
+		return -1;
 	px->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (px->timerfd < 0 ||
 		agentd_watch(d, px->timerfd, &px->timer_src, SRC_TIMER, px, EPOLLIN) < 0)
@@ -118,6 +120,8 @@ static int init_children(struct agentd *d)
 		c->port = d->cfg.opencode_port + (unsigned)i;
 		c->exec_child = opencode_exec;
 		c->pidfd = c->probe_fd = -1;
+		if (child_log_open(d, c) < 0)
+			return -1;
 		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		if (c->timerfd < 0 ||
 			agentd_watch(d, c->timerfd, &c->timer_src, SRC_TIMER, c, EPOLLIN) < 0)
@@ -327,6 +331,9 @@ int agentd_run(struct agentd *d)
 				break;
 			case SRC_PROBE:
 				child_probe_event(d, s->ptr, evs[i].events);
+				break;
+			case SRC_LOG:
+				child_log_event(d, s->ptr);
 				break;
 			}
 		}

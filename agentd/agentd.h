@@ -30,7 +30,8 @@ enum src_kind {
 	SRC_CTL_CLIENT,
 	SRC_CHILD,
 	SRC_TIMER,
-	SRC_PROBE
+	SRC_PROBE,
+	SRC_LOG
 };
 
 struct src {
@@ -61,6 +62,11 @@ struct child {
 	unsigned crashes_in_row; /* reset after a stable period */
 	struct timespec started;
 	char last_error[512];
+	/* Output: one pipe for all incarnations, copied by agentd into a bounded log. */
+	int log_r, log_w; /* owned */
+	struct src log_src;
+	int log_fd; /* owned: the open log file, -1 until the first output */
+	long long log_size;
 	int (*exec_child)(struct agentd *d, struct child *c); /* runs in the forked child */
 	/* OpenCode */
 	int is_opencode;
@@ -155,6 +161,8 @@ int opencode_password(struct agentd *d, struct child *c);
 long ms_since(const struct timespec *t);
 #define CHILD_LOG_DIR "/var/log/ocsb"
 void child_log_name(const struct child *c, char *out, size_t n);
+int child_log_open(struct agentd *d, struct child *c);
+void child_log_event(struct agentd *d, struct child *c);
 
 /* netlock watch and freezing: netwatch.c */
 int netwatch_open(struct agentd *d);

@@ -163,29 +163,71 @@ void child_log_name(const struct child *c, char *out, size_t n)
 			*s = '-';
 }
 
-static int open_log(struct agentd *d, struct child *c)
+/*
+ * The log file, appended to by agentd only. Bounded: past LOG_MAX it becomes NAME.log.1
+ * (the one older file kept) and a new one starts, so a chatty or hostile child cannot
+ * fill the disk, between restarts either.
+ */
+static int log_file(struct child *c, int rotate)
 {
-	char dir[4096], name[128];
+	char name[128], old[160];
 	struct stat st;
-	int dfd, fd;
+	int dfd;
 
-	snprintf(dir, sizeof(dir), "%s", CHILD_LOG_DIR);
 	child_log_name(c, name, sizeof(name));
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0750, 0, 0);
+	dfd = fo_mkdir_p(AT_FDCWD, CHILD_LOG_DIR, 0750, 0, 0);
 	if (dfd < 0)
 		return -1;
-	/* Bounded: a chatty or hostile child cannot fill the disk across restarts. */
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > LOG_MAX)
-		unlinkat(dfd, name, 0);
-	fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (c->log_fd >= 0) {
+		close(c->log_fd);
+		c->log_fd = -1;
+	}
+	if (rotate || (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_size > LOG_MAX)) {
+		snprintf(old, sizeof(old), "%s.1", name);
+		renameat(dfd, name, dfd, old);
+	}
+	c->log_fd = openat(dfd, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (c->log_fd >= 0 && fstat(c->log_fd, &st) == 0)
+		c->log_size = st.st_size;
 	close(dfd);
+	return c->log_fd;
+}
+
+int child_log_open(struct agentd *d, struct child *c)
+{
+	int p[2];
+
+	c->log_fd = -1;
+	/* The child's end blocks (a full pipe slows it down); ours never does. */
+	if (pipe2(p, O_CLOEXEC) < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+		log_err("%s: pipe: %s", c->name, strerror(errno));
+		return -1;
+	}
+	c->log_r = p[0];
+	c->log_w = p[1];
+	return agentd_watch(d, c->log_r, &c->log_src, SRC_LOG, c, EPOLLIN);
+}
+
+void child_log_event(struct agentd *d, struct child *c)
+{
+	char buf[65536];
+	ssize_t n;
+
 	(void)d;
-	return fd;
+	/* Bounded per wake-up, so one child's flood cannot starve the loop. */
+	for (int round = 0; round < 16 && (n = read(c->log_r, buf, sizeof(buf))) > 0; round++) {
+		if (c->log_fd < 0 || c->log_size + n > LOG_MAX) {
+			if (log_file(c, c->log_fd >= 0) < 0)
+				continue; /* dropped: nowhere to write */
+		}
+		if (write(c->log_fd, buf, (size_t)n) == n)
+			c->log_size += n;
+	}
 }
 
 int child_start(struct agentd *d, struct child *c)
 {
-	int errpipe[2], err = 0, logfd;
+	int errpipe[2], err = 0, logfd = c->log_w;
 	char bin_err[480];
 	pid_t pid;
 	ssize_t n;
@@ -199,12 +241,8 @@ int child_start(struct agentd *d, struct child *c)
 		c->state = CH_STOPPED;
 		return -1;
 	}
-	logfd = open_log(d, c);
-	if (pipe2(errpipe, O_CLOEXEC) < 0) {
-		if (logfd >= 0)
-			close(logfd);
+	if (pipe2(errpipe, O_CLOEXEC) < 0)
 		return -1;
-	}
 	/* Decrypted into locked memory for this fork only; without them OpenCode still runs. */
 	if (c->is_opencode && secretd_child_env(d, c) < 0)
 		log_err("%s: starting without the owner's secrets (see above)", c->name);
@@ -215,8 +253,6 @@ int child_start(struct agentd *d, struct child *c)
 		secretd_child_env_free(c);
 		close(errpipe[0]);
 		close(errpipe[1]);
-		if (logfd >= 0)
-			close(logfd);
 		c->state = CH_BACKOFF;
 		arm(c, BACKOFF_MIN_MS);
 		return -1;
@@ -235,8 +271,6 @@ int child_start(struct agentd *d, struct child *c)
 	/* The child has its copy (gone at exec); ours is wiped now. */
 	secretd_child_env_free(c);
 	close(errpipe[1]);
-	if (logfd >= 0)
-		close(logfd);
 	c->pid = pid;
 	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
