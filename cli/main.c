@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"  sync pull            fetch the agent's branches into refs/remotes/AGENT/* and\n"
 		"                       print a review of risky changes (--json)\n"
 		"  sync status          your branches against the agent's, without fetching\n"
+		"  mirror status [--json]\n"
+		"                       your configs the agent reads: mirrored, skipped,\n"
+		"                       withheld (credentials) and why\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
 		return cmd_agentd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sync"))
 		return cmd_sync(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mirror"))
+		return cmd_mirror(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;

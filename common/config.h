@@ -2,6 +2,7 @@
 #ifndef OCSB_CONFIG_H
 #define OCSB_CONFIG_H
 
+#include "mirror.h"
 #include "util.h"
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
@@ -17,6 +18,7 @@ struct ocsb_config {
 	char opencode_bin[1024]; /* the OpenCode binary ocsb-agentd runs as the agent */
 	int opencode_bin_set; /* given in the file, not the default */
 	unsigned opencode_port; /* first loopback port of the OpenCode servers, one per project */
+	struct mirror_spec mirror; /* owned; the owner's configs the agent reads (mirror.h) */
 };
 
 #define OCSB_DEFAULT_AGENT "ai-dev"

@@ -112,6 +112,10 @@ int opencode_install(struct prov *p, const char *version);
 int opencode_preflight(struct prov *p, int installing);
 int opencode_ensure(struct prov *p, int installed_now);
 
+/* mirror.c: the read-only mirror of the owner's configs */
+int prov_mirror_ensure(struct prov *p);
+int prov_mirror_remove(struct prov *p);
+
 /* repos.c */
 int repos_preflight(struct prov *p);
 int repos_ensure(struct prov *p);
