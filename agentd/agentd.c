@@ -183,6 +183,9 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (init_children(d) < 0)
 		return -1;
+	/* Not fatal: the agent works without the owner's configs; the log says why. */
+	if (mirrorwatch_open(d) < 0)
+		mirrorwatch_close(d);
 	if (!d->egress.off) {
 		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
 		if (proxy_stop(&d->proxy, 3000) < 0)
@@ -238,6 +241,7 @@ static void reload(struct agentd *d)
 		netwatch_enforce(d, "configuration reloaded");
 	if (!d->egress.off && write_proxy_config(d) == 0 && d->proxy_child.pid > 0)
 		kill(d->proxy_child.pid, SIGHUP);
+	mirrorwatch_reload(d);
 	log_notice("configuration reloaded");
 }
 
@@ -309,6 +313,9 @@ int agentd_run(struct agentd *d)
 			case SRC_PROBE:
 				child_probe_event(d, s->ptr, evs[i].events);
 				break;
+			case SRC_MIRROR:
+				mirrorwatch_event(d, s);
+				break;
 			}
 		}
 	}
@@ -319,6 +326,7 @@ int agentd_run(struct agentd *d)
 void agentd_free(struct agentd *d)
 {
 	ctlsrv_close(d);
+	mirrorwatch_close(d);
 	/* The guard goes with its socket; the plain table stays and keeps the agent locked. */
 	if (d->guard_sock)
 		mnl_socket_close(d->guard_sock);

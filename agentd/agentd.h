@@ -28,7 +28,8 @@ enum src_kind {
 	SRC_CTL_CLIENT,
 	SRC_CHILD,
 	SRC_TIMER,
-	SRC_PROBE
+	SRC_PROBE,
+	SRC_MIRROR
 };
 
 struct src {
@@ -115,6 +116,7 @@ struct agentd {
 	char netlock_error[512];
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
+	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */
 	struct timespec started;
 };
 
@@ -146,6 +148,12 @@ int netwatch_enforce(struct agentd *d, const char *why);
 int freeze_agent(struct agentd *d);
 int thaw_agent(struct agentd *d);
 void freeze_tick(struct agentd *d);
+
+/* the mirror of the owner's configs: mirrorwatch.c */
+int mirrorwatch_open(struct agentd *d);
+void mirrorwatch_event(struct agentd *d, struct src *s);
+void mirrorwatch_reload(struct agentd *d);
+void mirrorwatch_close(struct agentd *d);
 
 /* control socket: ctlsrv.c */
 int ctlsrv_open(struct agentd *d);

@@ -1524,6 +1524,9 @@ static int link_one(struct linkjob *j, int out, const char *rel)
 					sizeof(writable_note) - 1, 0600, (uid_t)-1, (gid_t)-1);
 				close(cfd);
 			}
+			/* Our link makes way (a directory cannot be renamed over a link). */
+			if (n >= 0)
+				unlinkat(pfd, name, 0);
 			if (renameat(pfd, tmp, pfd, name) < 0)
 				say(out, "! ~/%s: %s", rel, strerror(errno));
 		}
@@ -1637,25 +1640,24 @@ int mirror_remove(struct mirror *m)
 	return r < 0 || r2 < 0 ? -1 : 0;
 }
 
-int mirror_watch_dirs(const struct mirror *m, struct strv *ret)
+int mirror_watch_dirs(const struct mirror *m, struct strv *ret_ancestors, struct strv *ret_dirs)
 {
 	char path[PATH_MAX * 2];
 
-	/* The home and each root's ancestors: a root that appears later is noticed. */
-	strv_push(ret, m->home);
+	strv_push(ret_ancestors, m->home);
 	for (size_t i = 0; i < m->spec->paths.n; i++) {
 		const char *rel = m->spec->paths.v[i];
 
 		for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
 			snprintf(path, sizeof(path), "%s/%.*s", m->home, (int)(s - rel), rel);
-			if (!strv_contains(ret, path))
-				strv_push(ret, path);
+			if (!strv_contains(ret_ancestors, path))
+				strv_push(ret_ancestors, path);
 		}
 	}
 	for (size_t i = 0; i < m->n; i++)
 		if (m->e[i].kind == 'd') {
 			snprintf(path, sizeof(path), "%s/%s", m->home, m->e[i].path);
-			strv_push(ret, path);
+			strv_push(ret_dirs, path);
 		}
 	return 0;
 }

@@ -117,8 +117,11 @@ int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
 /* Remove the tree and the status file. */
 int mirror_remove(struct mirror *m);
 
-/* Directories to watch for changes (absolute paths); from the last refresh. */
-int mirror_watch_dirs(const struct mirror *m, struct strv *ret);
+/*
+ * Directories to watch for changes (absolute paths): the home and the roots' parents
+ * (where a root may appear), and every directory of the last refresh.
+ */
+int mirror_watch_dirs(const struct mirror *m, struct strv *ret_ancestors, struct strv *ret_dirs);
 
 /* ---- the parts that read the owner's bytes; pure, unit tested (mirror_scan.c) ---- */
 
