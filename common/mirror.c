@@ -53,6 +53,9 @@ static size_t hash_path(const char *s)
 
 	for (; *s; s++)
 		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	/* A multiply never moves differences downwards: fold the high bits into the slot bits. */
+	h ^= h >> 32;
+	h ^= h >> 16;
 	return h;
 }
 
@@ -829,6 +832,7 @@ struct apply {
 	char ppath[PATH_MAX];
 	unsigned tmpseq;
 	unsigned dropped; /* manifest entries gone from the source */
+	int dirty; /* the manifest changed: rewrite the status file */
 	struct mirror_stats *st;
 };
 
@@ -1141,6 +1145,12 @@ static int apply_rec(struct apply *a, const struct rec *r)
 			buf_free(&b);
 		}
 	}
+	/* Anything the manifest does not know yet: the status file must be rewritten. */
+	if (!e || e->kind != r->kind || e->state != r->state || e->mode != r->mode ||
+		e->size != r->size || e->ino != r->ino || e->mtime_ns != r->mtime_ns ||
+		e->ctime_ns != r->ctime_ns || !e->detail != !detail ||
+		(detail && strcmp(e->detail, detail)))
+		a->dirty = 1;
 	if (!e && !(e = me_add(m, path))) {
 		free(detail);
 		return -ENOMEM;
@@ -1339,7 +1349,8 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 		r = apply_deletions(&a);
 	st.entries = (unsigned)m->n;
 	/* Skips and withheld files change nothing in the tree, but the report must say so. */
-	if (r == 0 && !dry && (st.written || st.removed || fresh || a.dropped || m->notices.n)) {
+	if (r == 0 && !dry &&
+		(st.written || st.removed || fresh || a.dropped || a.dirty || m->notices.n)) {
 		struct buf b = {0};
 
 		if (render_status(m, m->by, &b) < 0)

@@ -33,6 +33,8 @@ out=$("$BIN" "$OWNER" benchagent "$ROUNDS" 2>&1) || { fail "bench_mirror_refresh
 full=$(awk '$1 == "full" {print $2}' <<<"$out" | median)
 again=$(awk '$1 == "nochange" {print $2}' <<<"$out" | median)
 writes=$(awk '$1 == "nochange" {s += $3} END {print s + 0}' <<<"$out")
+fullcpu=$(awk '$1 == "full" {print $5}' <<<"$out" | median)
+againcpu=$(awk '$1 == "nochange" {print $5}' <<<"$out" | median)
 dst=$E2E_SCRATCH/ref
 cpa=() rs1=() rs2=()
 for ((i = 0; i < ROUNDS; i++)); do
@@ -48,6 +50,8 @@ c=$(printf '%s\n' "${cpa[@]}" | median)
 echo "# mirror benchmark: $n files, median of $ROUNDS rounds"
 echo "#   full build:          $full ms   (target < 1000 ms)   all: $(awk '$1 == "full" {printf "%s ", $2}' <<<"$out")"
 echo "#   no-change refresh:   $again ms   (target < 50 ms)     all: $(awk '$1 == "nochange" {printf "%s ", $2}' <<<"$out")"
+echo "#   CPU time (user+sys, reader child included): full $fullcpu ms, no-change $againcpu ms"
+echo "#   load average during the run: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "#   writes in no-change refreshes: $writes"
 echo "#   cp -a (root, no owner drop, no scan):  $c ms"
 awk -v f="$full" -v r="$c" 'BEGIN { if (r > 0) printf "#   full / cp -a:        %.2fx\n", f / r }'

@@ -440,6 +440,35 @@ static void engine_refresh_incremental(void **state)
 	assert_int_equal(mirror_load(&f.m), 0);
 	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
 	assert_int_equal(st.written + st.removed, 0);
+	/*
+	 * Other options (a new fingerprint): every file is judged again once, and the
+	 * manifest is saved for the next process even though no file changed.
+	 */
+	strv_free(&f.spec.paths);
+	strv_push(&f.spec.paths, ".config/opencode/agent");
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	strv_push(&f.spec.noscan, ".config/opencode/agent");
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(f.m.n, 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.unchanged, 0);
+	assert_int_equal(st.written + st.removed, 0);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.unchanged, 1); /* review.md, not read again */
+	mirror_spec_free(&f.spec);
+	mirror_spec_defaults(&f.spec);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
 	/* a change, a new file, a deletion */
 	put("owner/.config/opencode/agent/review.md", "---\ndescription: changed\n---\n");
 	put("owner/.config/opencode/agent/new.md", "new\n");
