@@ -127,12 +127,13 @@ test-all: deps
 $(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply
+bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refresh
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/agentd
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/sync
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/secrets
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/mirror
 
 deps:
 	@tools/install-deps.sh

@@ -190,6 +190,9 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (secretd_init(d) < 0)
 		return -1;
+	/* Not fatal: the agent works without the owner's configs; the log says why. */
+	if (mirrorwatch_open(d) < 0)
+		mirrorwatch_close(d);
 	if (!d->egress.off) {
 		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
 		if (proxy_stop(&d->proxy, 3000) < 0)
@@ -251,6 +254,7 @@ static void reload(struct agentd *d)
 		if (cg_set_limits(&d->cg, &d->limits, err, sizeof(err)) < 0)
 			log_err("limits: %s", err);
 	}
+	mirrorwatch_reload(d);
 	log_notice("configuration reloaded");
 }
 
@@ -335,6 +339,9 @@ int agentd_run(struct agentd *d)
 			case SRC_LOG:
 				child_log_event(d, s->ptr);
 				break;
+			case SRC_MIRROR:
+				mirrorwatch_event(d, s);
+				break;
 			}
 		}
 	}
@@ -345,6 +352,7 @@ int agentd_run(struct agentd *d)
 void agentd_free(struct agentd *d)
 {
 	ctlsrv_close(d);
+	mirrorwatch_close(d);
 	/* The guard goes with its socket; the plain table stays and keeps the agent locked. */
 	if (d->guard_sock)
 		mnl_socket_close(d->guard_sock);

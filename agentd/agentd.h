@@ -31,7 +31,8 @@ enum src_kind {
 	SRC_CHILD,
 	SRC_TIMER,
 	SRC_PROBE,
-	SRC_LOG
+	SRC_LOG,
+	SRC_MIRROR
 };
 
 struct src {
@@ -132,6 +133,7 @@ struct agentd {
 	char netlock_error[512];
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
+	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */
 	struct timespec started;
 
 	/* secrets (secretd.c) */
@@ -180,6 +182,11 @@ void secretd_free(struct agentd *d);
 int secretd_child_env(struct agentd *d, struct child *c);
 void secretd_child_env_free(struct child *c);
 void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *reply);
+/* the mirror of the owner's configs: mirrorwatch.c */
+int mirrorwatch_open(struct agentd *d);
+void mirrorwatch_event(struct agentd *d, struct src *s);
+void mirrorwatch_reload(struct agentd *d);
+void mirrorwatch_close(struct agentd *d);
 
 /* control socket: ctlsrv.c */
 int ctlsrv_open(struct agentd *d);

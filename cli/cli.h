@@ -23,6 +23,9 @@ void cli_free(struct cli *c);
 /* agentd_cmd.c: `ocsb status|web|restart|logs`, through the control socket */
 int cmd_agentd(int argc, char **argv);
 
+/* mirror.c: `ocsb mirror status [--json]` */
+int cmd_mirror(int argc, char **argv);
+
 /* egress.c: `ocsb egress render|verify|logs` */
 int cmd_egress(struct cli *c, int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */

@@ -35,6 +35,9 @@ static void usage(FILE *f)
 		"  secrets set NAME     store an API key in your keyring (value from a no-echo\n"
 		"                       prompt or stdin); also list, rm NAME, push (to the\n"
 		"                       agent); --global, --project NAME, --file\n"
+		"  mirror status [--json]\n"
+		"                       your configs the agent reads: mirrored, skipped,\n"
+		"                       withheld (credentials) and why\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -66,6 +69,8 @@ int main(int argc, char **argv)
 		return cmd_sync(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "secrets"))
 		return cmd_secrets(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "mirror"))
+		return cmd_mirror(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;

@@ -21,12 +21,14 @@ void config_defaults(struct ocsb_config *c)
 	c->limit_memory = OCSB_LIMIT_AUTO;
 	c->limit_tasks = OCSB_LIMIT_AUTO;
 	c->limit_cpu = OCSB_LIMIT_AUTO;
+	mirror_spec_defaults(&c->mirror);
 }
 
 void config_free(struct ocsb_config *c)
 {
 	strv_free(&c->projects);
 	strv_free(&c->keys);
+	mirror_spec_free(&c->mirror);
 }
 
 static int set_name(char *dst, size_t n, const char *v, const char *what, char *err, size_t errlen)
@@ -279,6 +281,54 @@ void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *task
 		*cpu = (unsigned)c->limit_cpu;
 }
 
+/* mirror / mirror-writable / mirror-noscan PATH...: relative to the owner's home. */
+static int mirror_paths(
+	struct strv *s, int argc, char **argv, const char *kw, char *err, size_t errlen)
+{
+	for (int i = 0; i < argc; i++) {
+		if (mirror_path_ok(argv[i], err, errlen) < 0)
+			return -1;
+		if (strv_contains(s, argv[i])) {
+			snprintf(err, errlen, "%s '%.200s' listed twice", kw, argv[i]);
+			return -1;
+		}
+		if (strv_push(s, argv[i]) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int kw_mirror(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	/* The first `mirror` line replaces the defaults; `mirror none` mirrors nothing. */
+	if (!c->mirror.set) {
+		strv_free(&c->mirror.paths);
+		c->mirror.set = 1;
+	}
+	if (argc == 1 && !strcmp(argv[0], "none"))
+		return 0;
+	return mirror_paths(&c->mirror.paths, argc, argv, "mirror", err, errlen);
+}
+
+static int kw_mirror_writable(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return mirror_paths(&c->mirror.writable, argc, argv, "mirror-writable", err, errlen);
+}
+
+static int kw_mirror_noscan(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return mirror_paths(&c->mirror.noscan, argc, argv, "mirror-noscan", err, errlen);
+}
+
 static const struct conf_kw config_keywords[] = {
 	{"agent", 1, 1, kw_agent, CONF_ONCE},
 	{"owner", 1, 1, kw_owner, CONF_ONCE},
@@ -293,6 +343,9 @@ static const struct conf_kw config_keywords[] = {
 	{"limit-memory", 1, 1, kw_limit_memory, CONF_ONCE},
 	{"limit-tasks", 1, 1, kw_limit_tasks, CONF_ONCE},
 	{"limit-cpu", 1, 1, kw_limit_cpu, CONF_ONCE},
+	{"mirror", 1, CONF_MAX_ARGS, kw_mirror, 0},
+	{"mirror-writable", 1, CONF_MAX_ARGS, kw_mirror_writable, 0},
+	{"mirror-noscan", 1, CONF_MAX_ARGS, kw_mirror_noscan, 0},
 	{NULL, 0, 0, NULL, 0},
 };
 
@@ -367,6 +420,16 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	}
 	if (opencode_ports_validate(c, err, errlen) < 0)
 		return -1;
+	/* A writable copy of something not mirrored would be a copy of nothing. */
+	for (size_t i = 0; i < c->mirror.writable.n; i++)
+		if (!strv_contains(&c->mirror.paths, c->mirror.writable.v[i])) {
+			snprintf(err, errlen,
+				"mirror-writable '%.200s' is not one of the mirrored paths (add it "
+				"to "
+				"a 'mirror' line)",
+				c->mirror.writable.v[i]);
+			return -1;
+		}
 	if (check_path(c->opencode_bin, "opencode-bin", err, errlen) < 0)
 		return -1;
 	/* Paths may come from the command line too: the same rules as in the file. */
@@ -477,5 +540,28 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 	r |= render_limit(o, "limit-tasks", c->limit_tasks == OCSB_LIMIT_AUTO, 0, c->limit_tasks);
 	r |= buf_puts(o, "# CPU in percent of one CPU ('auto' = half of the CPUs):\n");
 	r |= render_limit(o, "limit-cpu", c->limit_cpu == OCSB_LIMIT_AUTO, 0, c->limit_cpu);
+	r |= buf_puts(o,
+		"\n# The owner's tool configs the agent reads, relative to the owner's home: a\n"
+		"# root-owned read-only copy, linked into the agent's home (docs/mirror.md).\n"
+		"# The first 'mirror' line replaces the defaults; 'mirror none' mirrors nothing.\n"
+		"# .gitconfig is never copied: only user.name, user.email, alias.* and\n"
+		"# core.editor are. mirror-writable gives the agent its own writable copy of a\n"
+		"# mirrored path instead; mirror-noscan turns the secret scan off below a path.\n");
+	if (c->mirror.set) {
+		r |= buf_puts(o, "mirror");
+		for (size_t i = 0; i < c->mirror.paths.n; i++)
+			r |= buf_printf(o, " \"%s\"", c->mirror.paths.v[i]);
+		r |= buf_puts(o, c->mirror.paths.n ? "\n" : " none\n");
+	} else {
+		r |= buf_puts(o, "#mirror .config/opencode .agents .gitconfig\n");
+	}
+	for (size_t i = 0; i < c->mirror.writable.n; i++)
+		r |= buf_printf(o, "mirror-writable \"%s\"\n", c->mirror.writable.v[i]);
+	for (size_t i = 0; i < c->mirror.noscan.n; i++)
+		r |= buf_printf(o, "mirror-noscan \"%s\"\n", c->mirror.noscan.v[i]);
+	if (!c->mirror.writable.n)
+		r |= buf_puts(o, "#mirror-writable .agents\n");
+	if (!c->mirror.noscan.n)
+		r |= buf_puts(o, "#mirror-noscan .config/opencode/agent\n");
 	return r ? -1 : 0;
 }

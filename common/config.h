@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "mirror.h"
 #include "util.h"
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
@@ -23,6 +24,7 @@ struct ocsb_config {
 	uint64_t limit_memory; /* bytes, 0 = none */
 	unsigned long limit_tasks; /* 0 = none */
 	unsigned long limit_cpu; /* percent of one CPU, 0 = none */
+	struct mirror_spec mirror; /* owned; the owner's configs the agent reads (mirror.h) */
 };
 
 #define OCSB_LIMIT_AUTO (~0UL)

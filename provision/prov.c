@@ -289,6 +289,8 @@ static int run_remove(struct prov *p)
 		}
 		prov_change(p, "stopped %d process%s of %s", n, n == 1 ? "" : "es", p->agent.name);
 	}
+	if (prov_mirror_remove(p) < 0)
+		r = -1;
 	if (net_remove(p) < 0)
 		r = -1;
 	if (secrets_remove(p) < 0)
@@ -369,6 +371,7 @@ int prov_main(struct prov_opts *o)
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
 			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
 			systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
+			prov_mirror_ensure(p) < 0 || systemd_ensure(p) < 0 ||
 			opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}

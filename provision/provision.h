@@ -116,6 +116,9 @@ int opencode_ensure(struct prov *p, int installed_now);
 int secrets_render_hook(const char *agent, uid_t uid, const char *run, struct buf *out);
 int secrets_ensure(struct prov *p);
 int secrets_remove(struct prov *p);
+/* mirror.c: the read-only mirror of the owner's configs */
+int prov_mirror_ensure(struct prov *p);
+int prov_mirror_remove(struct prov *p);
 
 /* repos.c */
 int repos_preflight(struct prov *p);

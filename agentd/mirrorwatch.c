@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Keeps the mirror of the owner's configs fresh: inotify on the source directories,
+ * a short debounce, then an incremental refresh (common/mirror.c). The watches are
+ * root's, by path; a watch reads no content, and every byte is still read by a child
+ * with the owner's rights (docs/mirror.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "log.h"
+#include "mirror.h"
+
+#define MW_MAX_WATCHES 8192
+#define MW_DEBOUNCE_MS 100 /* quiet time after the last event */
+#define MW_MAX_DELAY_MS 500 /* a steady stream of events still refreshes this often */
+
+#define MW_EVENTS                                                                           \
+	(IN_CREATE | IN_DELETE | IN_CLOSE_WRITE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | \
+		IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+
+struct mw_watch {
+	int wd;
+	int ancestor; /* the home or a root's parent: only names leading to a root matter */
+	char *path; /* owned; absolute */
+};
+
+struct mirrorwatch {
+	struct mirror m;
+	int ok; /* initialised */
+	int ifd, tfd;
+	struct src isrc, tsrc;
+	struct mw_watch *w; /* owned */
+	size_t nw, capw;
+	int limit_logged;
+	long first_event_ms; /* 0: nothing pending */
+	unsigned refreshes;
+};
+
+static struct mw_watch *find_wd(struct mirrorwatch *mw, int wd)
+{
+	for (size_t i = 0; i < mw->nw; i++)
+		if (mw->w[i].wd == wd)
+			return &mw->w[i];
+	return NULL;
+}
+
+static void add_watch(struct mirrorwatch *mw, const char *path, int ancestor)
+{
+	struct mw_watch *w;
+	int wd;
+
+	if (mw->nw >= MW_MAX_WATCHES) {
+		if (!mw->limit_logged++)
+			log_warn("mirror: more than %d directories to watch: changes below %s and "
+				 "others are picked up only by 'sudo ocsb-provision'",
+				MW_MAX_WATCHES, path);
+		return;
+	}
+	wd = inotify_add_watch(mw->ifd, path, MW_EVENTS);
+	if (wd < 0)
+		return; /* gone meanwhile, or not a directory: the next scan tells */
+	if ((w = find_wd(mw, wd)) != NULL) {
+		w->ancestor &= ancestor;
+		return;
+	}
+	if (mw->nw == mw->capw) {
+		size_t cap = mw->capw ? mw->capw * 2 : 64;
+		struct mw_watch *n = realloc(mw->w, cap * sizeof(*n));
+
+		if (!n)
+			return;
+		mw->w = n;
+		mw->capw = cap;
+	}
+	w = &mw->w[mw->nw];
+	w->wd = wd;
+	w->ancestor = ancestor;
+	w->path = strdup(path);
+	if (!w->path) {
+		inotify_rm_watch(mw->ifd, wd);
+		return;
+	}
+	mw->nw++;
+}
+
+static void drop_watch(struct mirrorwatch *mw, int wd)
+{
+	for (size_t i = 0; i < mw->nw; i++)
+		if (mw->w[i].wd == wd) {
+			free(mw->w[i].path);
+			mw->w[i] = mw->w[--mw->nw];
+			return;
+		}
+}
+
+/* After each scan: watch every directory the manifest knows (new ones included). */
+static void update_watches(struct mirrorwatch *mw)
+{
+	struct strv anc = {0}, dirs = {0};
+
+	mirror_watch_dirs(&mw->m, &anc, &dirs);
+	for (size_t i = 0; i < anc.n; i++)
+		add_watch(mw, anc.v[i], 1);
+	for (size_t i = 0; i < dirs.n; i++)
+		add_watch(mw, dirs.v[i], 0);
+	strv_free(&anc);
+	strv_free(&dirs);
+}
+
+static void refresh(struct agentd *d, struct mirrorwatch *mw, const char *why)
+{
+	struct mirror_stats st;
+
+	if (mirror_refresh(&mw->m, 0, &st) < 0) {
+		log_err("mirror: refresh (%s) failed; the tree keeps its last state", why);
+		return;
+	}
+	mw->refreshes++;
+	if (st.written || st.removed)
+		log_notice("mirror: %s: %u written, %u removed in %ld ms", why, st.written,
+			st.removed, st.ms);
+	else
+		log_debug("mirror: %s: no change (%u entries, %ld ms)", why, st.entries, st.ms);
+	for (size_t i = 0; i < mw->m.notices.n; i++)
+		log_notice("mirror: %s", mw->m.notices.v[i]);
+	update_watches(mw);
+}
+
+int mirrorwatch_open(struct agentd *d)
+{
+	struct mirrorwatch *mw;
+
+	if (!d->cfg.mirror.paths.n)
+		return 0;
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return -1;
+	mw->ifd = mw->tfd = -1;
+	d->mirror = mw;
+	if (mirror_init(&mw->m, &d->paths, &d->owner, &d->agent, &d->cfg.mirror) < 0) {
+		log_err("mirror: path too long");
+		return -1;
+	}
+	mw->m.by = "ocsb-agentd";
+	mw->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	mw->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (mw->ifd < 0 || mw->tfd < 0) {
+		log_err("mirror: inotify/timerfd: %s", strerror(errno));
+		return -1;
+	}
+	if (agentd_watch(d, mw->ifd, &mw->isrc, SRC_MIRROR, mw, EPOLLIN) < 0 ||
+		agentd_watch(d, mw->tfd, &mw->tsrc, SRC_MIRROR, mw, EPOLLIN) < 0)
+		return -1;
+	mw->ok = 1;
+	mirror_load(&mw->m);
+	/* Before OpenCode starts: it reads its configuration once, at start. */
+	refresh(d, mw, "start");
+	return 0;
+}
+
+static void arm(struct mirrorwatch *mw)
+{
+	long now = mono_ms(), due;
+	struct itimerspec its = {0};
+
+	if (!mw->first_event_ms)
+		mw->first_event_ms = now;
+	due = now + MW_DEBOUNCE_MS;
+	if (due > mw->first_event_ms + MW_MAX_DELAY_MS)
+		due = mw->first_event_ms + MW_MAX_DELAY_MS;
+	if (due <= now)
+		due = now + 1;
+	its.it_value.tv_sec = (due - now) / 1000;
+	its.it_value.tv_nsec = ((due - now) % 1000) * 1000000;
+	timerfd_settime(mw->tfd, 0, &its, NULL);
+}
+
+/* Does `name` in an ancestor directory lead to one of the mirrored roots? */
+static int leads_to_root(const struct mirrorwatch *mw, const struct mw_watch *w, const char *name)
+{
+	size_t hl = strlen(mw->m.home);
+	const char *rel = w->path + hl; /* "" for the home, "/.config" ... */
+
+	if (strncmp(w->path, mw->m.home, hl) != 0)
+		return 1;
+	if (*rel == '/')
+		rel++;
+	for (size_t i = 0; i < mw->m.spec->paths.n; i++) {
+		const char *p = mw->m.spec->paths.v[i];
+		size_t rl = strlen(rel), nl = strlen(name);
+
+		if (rl && (strncmp(p, rel, rl) != 0 || p[rl] != '/'))
+			continue;
+		p += rl ? rl + 1 : 0;
+		if (!strncmp(p, name, nl) && (p[nl] == '/' || p[nl] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
+void mirrorwatch_event(struct agentd *d, struct src *s)
+{
+	struct mirrorwatch *mw = s->ptr;
+	char buf[16384] __attribute__((aligned(__alignof__(struct inotify_event))));
+	int relevant = 0;
+
+	if (s == &mw->tsrc) {
+		uint64_t x;
+
+		if (read(mw->tfd, &x, sizeof(x)) < 0) {
+			/* spurious wake-up */
+		}
+		mw->first_event_ms = 0;
+		refresh(d, mw, "source changed");
+		return;
+	}
+	for (;;) {
+		ssize_t n = read(mw->ifd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			struct mw_watch *w = find_wd(mw, ev->wd);
+
+			p += sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				relevant = 1;
+				continue;
+			}
+			if (ev->mask & IN_IGNORED) {
+				drop_watch(mw, ev->wd);
+				continue;
+			}
+			/* The home sees every write of the owner's shell history: filter. */
+			if (w && w->ancestor && ev->len && !leads_to_root(mw, w, ev->name))
+				continue;
+			relevant = 1;
+		}
+	}
+	if (relevant)
+		arm(mw);
+}
+
+void mirrorwatch_reload(struct agentd *d)
+{
+	mirrorwatch_close(d);
+	if (mirrorwatch_open(d) < 0)
+		log_err("mirror: not watching after the reload");
+}
+
+void mirrorwatch_close(struct agentd *d)
+{
+	struct mirrorwatch *mw = d->mirror;
+
+	if (!mw)
+		return;
+	if (mw->ifd >= 0)
+		close(mw->ifd); /* closing removes it from epoll and drops every watch */
+	if (mw->tfd >= 0)
+		close(mw->tfd);
+	for (size_t i = 0; i < mw->nw; i++)
+		free(mw->w[i].path);
+	free(mw->w);
+	mirror_free(&mw->m);
+	free(mw);
+	d->mirror = NULL;
+}

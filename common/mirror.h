@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_MIRROR_H
+#define OCSB_MIRROR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "paths.h"
+#include "util.h"
+
+/*
+ * The read-only mirror of the owner's tool configs (docs/mirror.md).
+ *
+ * A child that has dropped to the owner walks the configured paths of the owner's home
+ * without following links, scans each file for credentials and streams the result to
+ * root over a pipe; root writes it into a root-owned tree it opened itself
+ * (<varlib>/ocsb/mirror/<agent>/tree, files 0444, dirs 0555) and keeps a manifest so a
+ * refresh without changes writes nothing. The agent's home gets symbolic links to the
+ * tree, made by a child running as the agent.
+ */
+
+#define MIRROR_MAX_FILE (1024 * 1024) /* bytes; larger files are skipped */
+#define MIRROR_MAX_TOTAL (64u * 1024 * 1024) /* bytes of content in one tree */
+#define MIRROR_MAX_ENTRIES 50000
+#define MIRROR_MAX_DEPTH 32
+#define MIRROR_GITCONFIG ".gitconfig"
+/* Marker file in a writable copy (mirror-writable). */
+#define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
+
+/* What the configuration asks for (common/config.c). */
+struct mirror_spec {
+	struct strv paths; /* relative to the owner's home */
+	struct strv writable; /* subset of paths: the agent gets its own copy */
+	struct strv noscan; /* paths (or prefixes) not scanned for secrets */
+	int set; /* a `mirror` line was given (else the defaults) */
+};
+
+void mirror_spec_defaults(struct mirror_spec *s);
+void mirror_spec_free(struct mirror_spec *s);
+/* A path acceptable after `mirror`: relative, no "..", no control characters, not secret. */
+int mirror_path_ok(const char *rel, char *err, size_t errlen);
+/* 1 when `path` is `prefix` or lies below it. */
+int mirror_path_under(const char *path, const char *prefix);
+
+enum mirror_state {
+	MS_MIRRORED = 0,
+	MS_REDACTED, /* mirrored with values replaced: detail names the keys */
+	MS_WITHHELD, /* not mirrored: looks like a credential file */
+	MS_SKIPPED, /* not mirrored: type, size, link leaving the tree, error */
+};
+
+struct mirror_entry {
+	char *path; /* owned; relative to the owner's home */
+	char kind; /* 'd' dir, 'f' file, 'l' link, 'g' generated .gitconfig, '-' nothing */
+	unsigned char state; /* enum mirror_state */
+	uint32_t mode;
+	uint64_t size, ino;
+	int64_t mtime_ns, ctime_ns;
+	char *detail; /* owned; reasons, one per line; NULL = none */
+	int seen;
+};
+
+struct mirror_stats {
+	unsigned written, removed, unchanged, skipped, withheld, redacted;
+	unsigned entries;
+	long ms;
+};
+
+struct mirror {
+	char base[PATH_MAX]; /* <varlib>/ocsb/mirror */
+	char dir[PATH_MAX]; /* base/<agent>: root, 0750 root:<agent group> */
+	char tree[PATH_MAX]; /* dir/tree */
+	char status[PATH_MAX]; /* base/<agent>.status: 0640 root:<owner group> */
+	char home[PATH_MAX]; /* the owner's home (source) */
+	char agent_home[PATH_MAX];
+	char owner[64], agent[64];
+	uid_t owner_uid, agent_uid;
+	gid_t owner_gid, agent_gid;
+	const struct mirror_spec *spec; /* borrowed */
+	char fingerprint[80]; /* of the spec: a change forces a full rebuild */
+	int drop; /* 0 in unit tests run as the owner themselves */
+	mode_t dmode; /* 0555; 0755 unprivileged (only root writes into a 0555 directory) */
+
+	struct mirror_entry *e; /* owned */
+	size_t n, cap;
+	size_t *slot; /* owned; open addressing, index+1 into e */
+	size_t nslot;
+	char last_built[32];
+	const char *by; /* borrowed; the program named in the status file */
+	struct strv changes; /* owned; what the last refresh changed (first 50) */
+	struct strv notices; /* owned; new skips, withheld files and redactions */
+};
+
+/* Fill paths and identities; no I/O. owner/agent from user_lookup(). */
+int mirror_init(struct mirror *m, const struct paths *p, const struct user_info *owner,
+	const struct user_info *agent, const struct mirror_spec *spec);
+void mirror_free(struct mirror *m);
+/* Load the manifest of the last build (missing file: empty, 0). */
+int mirror_load(struct mirror *m);
+
+/*
+ * Scan the sources and bring the tree up to date (dry: only count what would change).
+ * Writes the status file when anything changed. 0, or -1 with the reason logged.
+ */
+int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret);
+
+/*
+ * Make the links in the agent's home (or a writable copy for mirror-writable paths),
+ * as a child running as the agent. Each change is described in `changes` (one line each).
+ * dry: only describe. 0 or -1.
+ */
+int mirror_link(struct mirror *m, int dry, struct strv *changes);
+/* Remove links (only those pointing into our tree) as the agent. */
+int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
+/* Remove the tree and the status file. */
+int mirror_remove(struct mirror *m);
+
+/*
+ * Directories to watch for changes (absolute paths): the home and the roots' parents
+ * (where a root may appear), and every directory of the last refresh.
+ */
+int mirror_watch_dirs(const struct mirror *m, struct strv *ret_ancestors, struct strv *ret_dirs);
+
+/* ---- the parts that read the owner's bytes; pure, unit tested (mirror_scan.c) ---- */
+
+/*
+ * Secret scan of one file. JSON/JSONC (by name or content) gets credential values replaced
+ * by "{env:NAME}" (OpenCode reads them from the environment, where `ocsb secrets` puts
+ * them); other files that contain credentials are withheld whole. Returns the state
+ * (MS_MIRRORED, MS_REDACTED with `out` set, MS_WITHHELD); notes get one line per finding,
+ * naming the key, never the value.
+ */
+int mirror_scan(
+	const char *name, const char *data, size_t len, struct buf *out, struct strv *notes);
+/* The .gitconfig subset: user.name, user.email, alias.*, core.editor. Notes: what was dropped. */
+int mirror_gitconfig(const char *data, size_t len, struct buf *out, struct strv *notes);
+/*
+ * 1 when a link at `linkpath` (relative to a tree root, e.g. "agent/x.md") with `target`
+ * resolves, lexically, inside the tree; the target rewritten relative in ret (absolute
+ * targets below `root_abs` are accepted). 0 otherwise.
+ */
+int mirror_link_inside(
+	const char *linkpath, const char *target, const char *root_abs, char *ret, size_t n);
+/* Printable form of a name: control characters and '\\' escaped (\n, \t, \xNN). */
+void mirror_escape(const char *s, struct buf *out);
+
+/* `ocsb mirror status`: print the status file (text or JSON). 0, or -errno. */
+int mirror_status_print(const char *status_path, int json, FILE *f);
+
+#endif

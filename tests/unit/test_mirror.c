@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mirror: secret scan, .gitconfig subset, link containment, config keywords, and the
+ * whole engine run unprivileged (owner = agent = the test's own uid; no drop, no chown).
+ */
+#define _GNU_SOURCE
+#include <sys/stat.h>
+
+#include "unit.h"
+
+#include "config.h"
+#include "fileops.h"
+#include "mirror.h"
+
+#define ANT "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+static int scan(const char *name, const char *text, struct buf *out, struct strv *notes)
+{
+	return mirror_scan(name, text, strlen(text), out, notes);
+}
+
+static int notes_have(const struct strv *n, const char *needle)
+{
+	for (size_t i = 0; i < n->n; i++)
+		if (strstr(n->v[i], needle))
+			return 1;
+	return 0;
+}
+
+/* ---- secret scan ---- */
+
+static void json_provider_key_redacted(void **state)
+{
+	const char *in = "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n"
+			 "  \"provider\": {\"anthropic\": {\"options\": {\"apiKey\": \"" ANT
+			 "\"}}},\n  \"model\": \"anthropic/claude\"\n}\n";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("opencode.json", in, &out, &notes), MS_REDACTED);
+	assert_null(strstr(out.data, "sk-ant-"));
+	assert_non_null(strstr(out.data, "\"apiKey\": \"{env:ANTHROPIC_API_KEY}\""));
+	/* everything else byte for byte */
+	assert_non_null(strstr(out.data, "\"model\": \"anthropic/claude\"\n}\n"));
+	assert_int_equal(notes.n, 1);
+	assert_true(notes_have(&notes, "provider.anthropic.options.apiKey"));
+	assert_true(notes_have(&notes, "ocsb secrets set ANTHROPIC_API_KEY"));
+	assert_false(notes_have(&notes, "AAAA")); /* never the value */
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void json_mcp_environment_redacted(void **state)
+{
+	const char *in =
+		"{\"mcp\": {\"gh\": {\"type\": \"local\", \"command\": [\"gh-mcp\"],"
+		" \"environment\": {\"GITHUB_TOKEN\": \"plainvalue\", \"DEBUG\": \"1\"}}}}";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("opencode.json", in, &out, &notes), MS_REDACTED);
+	assert_null(strstr(out.data, "plainvalue"));
+	assert_non_null(strstr(out.data, "{env:GITHUB_TOKEN}"));
+	assert_non_null(strstr(out.data, "\"command\": [\"gh-mcp\"]"));
+	assert_true(notes_have(&notes, "mcp.gh.environment.GITHUB_TOKEN"));
+	assert_true(notes_have(&notes, "ocsb secrets set GITHUB_TOKEN"));
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void json_clean_untouched(void **state)
+{
+	const char *in = "{\"agent\": {\"x\": {\"maxTokens\": 4000, \"tokenizer\": \"bpe\","
+			 " \"description\": \"uses a token budget\"}},"
+			 " \"provider\": {\"a\": {\"options\": {\"apiKey\": \"{env:A_KEY}\"}}},"
+			 " \"list\": [1, 2.5e3, true, null, \"s\"]}";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("opencode.json", in, &out, &notes), MS_MIRRORED);
+	assert_int_equal(notes.n, 0);
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void jsonc_comments_and_trailing_commas(void **state)
+{
+	const char *in = "// my config\n{\n  /* block */ \"token\": \"abcdef0123456789\", // tok\n"
+			 "  \"arr\": [1, 2,],\n}\n";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("opencode.jsonc", in, &out, &notes), MS_REDACTED);
+	assert_null(strstr(out.data, "abcdef0123456789"));
+	assert_non_null(strstr(out.data, "// my config\n"));
+	assert_non_null(strstr(out.data, "/* block */"));
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void text_with_key_withheld(void **state)
+{
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("agent/a.md", "Use ghp_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 here\n",
+				 &out, &notes),
+		MS_WITHHELD);
+	assert_true(notes_have(&notes, "line 1: a GitHub token"));
+	assert_true(notes_have(&notes, "ocsb secrets set GITHUB_TOKEN"));
+	strv_free(&notes);
+	assert_int_equal(
+		scan("x.env", "\n\nAPI_KEY=abcd1234efgh5678ijkl\n", &out, &notes), MS_WITHHELD);
+	assert_true(notes_have(&notes, "line 3: key API_KEY"));
+	strv_free(&notes);
+	/* prose about tokens, a word ending in "sk-": not credentials */
+	assert_int_equal(scan("command/c.md",
+				 "---\ndescription: count tokens\n---\ntoken: see docs\n"
+				 "a task-abcdefghijklmnopqrstuvwxyz item\n",
+				 &out, &notes),
+		MS_MIRRORED);
+	assert_int_equal(notes.n, 0);
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void broken_json_judged_as_text(void **state)
+{
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	/* unterminated: not parseable, so the whole file is withheld */
+	assert_int_equal(
+		scan("opencode.json", "{\"apiKey\": \"" ANT "\"", &out, &notes), MS_WITHHELD);
+	strv_free(&notes);
+	assert_int_equal(scan("opencode.json", "{\"a\": \"ok\"", &out, &notes), MS_MIRRORED);
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+/* ---- .gitconfig ---- */
+
+static void gitconfig_subset(void **state)
+{
+	const char *in = "[user]\n\tname = Alice Example\n\temail = \"alice@example.com\" # me\n"
+			 "[credential]\n\thelper = store\n"
+			 "[include]\n\tpath = ~/.gitconfig.private\n"
+			 "[url \"git@private.example:\"]\n\tinsteadOf = https://private.example/\n"
+			 "[core]\n\teditor = vim\n\thooksPath = /tmp/hooks\n\tautocrlf = false\n"
+			 "[alias]\n\tco = checkout\n\tlg = \"log --graph\"\n"
+			 "[user \"evil\"]\n\tname = nope\n";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(mirror_gitconfig(in, strlen(in), &out, &notes), 5);
+	assert_non_null(strstr(out.data,
+		"[user]\n\tname = \"Alice Example\"\n"
+		"\temail = \"alice@example.com\"\n"));
+	assert_non_null(strstr(out.data, "\teditor = \"vim\"\n"));
+	assert_non_null(strstr(out.data, "\tco = \"checkout\"\n\tlg = \"log --graph\"\n"));
+	assert_null(strstr(out.data, "store"));
+	assert_null(strstr(out.data, "private"));
+	assert_null(strstr(out.data, "hooks"));
+	assert_null(strstr(out.data, "nope"));
+	assert_true(notes_have(&notes, "credential.helper"));
+	assert_true(notes_have(&notes, "include.path"));
+	assert_true(notes_have(&notes, "url.<sub>.insteadof"));
+	assert_true(notes_have(&notes, "core.hookspath"));
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+static void gitconfig_control_chars_dropped(void **state)
+{
+	const char *in = "[user]\n\tname = \"a\\nb\"\n\temail = x@y\n";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(mirror_gitconfig(in, strlen(in), &out, &notes), 1);
+	assert_null(strstr(out.data, "\tname"));
+	assert_true(notes_have(&notes, "user.name"));
+	buf_free(&out);
+	strv_free(&notes);
+}
+
+/* ---- links, paths, names ---- */
+
+static void link_containment(void **state)
+{
+	char t[256];
+	const char *root = "/home/alice/.config/opencode";
+
+	assert_int_equal(
+		mirror_link_inside("agent/a.md", "../command/c.md", root, t, sizeof(t)), 1);
+	assert_string_equal(t, "../command/c.md");
+	assert_int_equal(mirror_link_inside("a.md", "agent/x.md", root, t, sizeof(t)), 1);
+	assert_string_equal(t, "agent/x.md");
+	assert_int_equal(mirror_link_inside(
+				 "a/b.md", "/home/alice/.config/opencode/c.md", root, t, sizeof(t)),
+		1);
+	assert_string_equal(t, "../c.md");
+	assert_int_equal(
+		mirror_link_inside("a.md", "../../.ssh/id_ed25519", root, t, sizeof(t)), 0);
+	assert_int_equal(mirror_link_inside("a.md", "..", root, t, sizeof(t)), 0);
+	assert_int_equal(mirror_link_inside("a.md", "/etc/shadow", root, t, sizeof(t)), 0);
+	assert_int_equal(
+		mirror_link_inside("a.md", "/home/alice/.config/opencodex/y", root, t, sizeof(t)),
+		0);
+	assert_int_equal(mirror_link_inside("x/a.md", "./../../etc", root, t, sizeof(t)), 0);
+	assert_int_equal(mirror_link_inside("a.md", "", root, t, sizeof(t)), 0);
+}
+
+static void path_rules(void **state)
+{
+	char err[256];
+
+	assert_int_equal(mirror_path_ok(".config/opencode", err, sizeof(err)), 0);
+	assert_int_equal(mirror_path_ok(".gitconfig", err, sizeof(err)), 0);
+	assert_int_equal(mirror_path_ok("/etc", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok("a/../b", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok("a//b", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok("a/", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok(".ssh", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "never mirrored"));
+	assert_int_equal(mirror_path_ok(".ssh/config", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok(".config/ocsb", err, sizeof(err)), -1);
+	assert_int_equal(mirror_path_ok(".config", err, sizeof(err)), -1); /* holds .config/ocsb */
+	assert_int_equal(mirror_path_ok("a\nb", err, sizeof(err)), -1);
+}
+
+static void escape_names(void **state)
+{
+	struct buf b = {0};
+
+	mirror_escape("a\nb\tc\\d\x01", &b);
+	assert_string_equal(b.data, "a\\nb\\tc\\\\d\\x01");
+	buf_free(&b);
+}
+
+static void config_keywords(void **state)
+{
+	struct ocsb_config c;
+	char err[512];
+	const char *good = "mirror .config/opencode .agents\nmirror-writable .agents\n"
+			   "mirror-noscan .config/opencode/agent\n";
+	const char *bad = "agent ai-dev\n\nmirror ../etc\n";
+
+	config_defaults(&c);
+	assert_int_equal(c.mirror.paths.n, 3);
+	assert_int_equal(config_parse_buf(&c, good, strlen(good), "t.conf", err, sizeof(err)), 0);
+	assert_int_equal(c.mirror.paths.n, 2); /* the defaults replaced */
+	assert_int_equal(config_validate(&c, err, sizeof(err)), 0);
+	config_free(&c);
+
+	config_defaults(&c);
+	assert_int_equal(config_parse_buf(&c, bad, strlen(bad), "t.conf", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "t.conf:3:"));
+	config_free(&c);
+
+	config_defaults(&c);
+	assert_int_equal(config_parse_buf(&c, "mirror none\n", 12, "t.conf", err, sizeof(err)), 0);
+	assert_int_equal(c.mirror.paths.n, 0);
+	config_free(&c);
+
+	config_defaults(&c);
+	assert_int_equal(config_parse_buf(&c, "mirror .agents\nmirror-writable .x\n", 34, "t.conf",
+				 err, sizeof(err)),
+		0);
+	assert_int_equal(config_validate(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "not one of the mirrored paths"));
+	config_free(&c);
+}
+
+/* ---- the engine, unprivileged ---- */
+
+struct fixture {
+	struct paths paths;
+	struct user_info owner, agent;
+	struct mirror_spec spec;
+	struct mirror m;
+};
+
+static void put(const char *rel, const char *text)
+{
+	unit_write(unit_path(rel), text, strlen(text), 0644);
+}
+
+static void make_source(void)
+{
+	int fd;
+
+	mkdir(unit_path("owner"), 0700);
+	mkdir(unit_path("owner/.config"), 0700);
+	mkdir(unit_path("owner/.config/opencode"), 0700);
+	mkdir(unit_path("owner/.config/opencode/agent"), 0700);
+	mkdir(unit_path("owner/.ssh"), 0700);
+	mkdir(unit_path("agent"), 0700);
+	mkdir(unit_path("elsewhere"), 0700);
+	put("owner/.ssh/id_ed25519", "PRIVATE KEY\n");
+	put("owner/.config/opencode/opencode.json",
+		"{\"provider\": {\"anthropic\": {\"options\": {\"apiKey\": \"" ANT "\"}}}}\n");
+	put("owner/.config/opencode/agent/review.md", "---\ndescription: reviews\n---\nReview.\n");
+	put("owner/.config/opencode/new\nline.md", "odd name\n");
+	put("owner/.gitconfig", "[user]\n\tname = A\n[credential]\n\thelper = store\n");
+	assert_int_equal(
+		symlink("agent/review.md", unit_path("owner/.config/opencode/in-link")), 0);
+	assert_int_equal(
+		symlink("../../.ssh/id_ed25519", unit_path("owner/.config/opencode/key")), 0);
+	assert_int_equal(symlink("/etc/passwd", unit_path("owner/.config/opencode/abs")), 0);
+	assert_int_equal(mkfifo(unit_path("owner/.config/opencode/fifo"), 0600), 0);
+	fd = open(unit_path("owner/.config/opencode/huge.json"), O_WRONLY | O_CREAT | O_CLOEXEC,
+		0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1LL << 40), 0); /* sparse: 1 TiB */
+	close(fd);
+}
+
+static void fixture_init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	make_source();
+	assert_int_equal(paths_under(&f->paths, unit_path("root")), 0);
+	assert_int_equal(user_lookup_uid(getuid(), &f->owner), 0);
+	f->agent = f->owner;
+	snprintf(f->owner.home, sizeof(f->owner.home), "%s", unit_path("owner"));
+	snprintf(f->agent.home, sizeof(f->agent.home), "%s", unit_path("agent"));
+	snprintf(f->agent.name, sizeof(f->agent.name), "ai-test");
+	mirror_spec_defaults(&f->spec);
+	assert_int_equal(mirror_init(&f->m, &f->paths, &f->owner, &f->agent, &f->spec), 0);
+	assert_int_equal(f->m.drop, 0);
+}
+
+static void fixture_free(struct fixture *f)
+{
+	mirror_free(&f->m);
+	mirror_spec_free(&f->spec);
+}
+
+static const char *tree(const struct fixture *f, const char *rel)
+{
+	static char p[4][PATH_MAX + 256];
+	static unsigned i;
+	char *r = p[i++ % 4];
+
+	snprintf(r, sizeof(p[0]), "%s/%s", f->m.tree, rel);
+	return r;
+}
+
+static mode_t lmode(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return 0;
+	return st.st_mode;
+}
+
+static char *slurp(const char *path)
+{
+	char *d = NULL;
+	size_t n;
+
+	assert_int_equal(fo_read(path, 1 << 20, &d, &n), 0);
+	return d;
+}
+
+static void engine_build(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	char *s;
+	FILE *out;
+	char *report = NULL;
+	size_t rlen = 0;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	/* files 0444, dirs 0555, content as in the source */
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent")), S_IFDIR | f.m.dmode);
+	assert_int_equal(lmode(tree(&f, ".config/opencode")), S_IFDIR | f.m.dmode);
+	assert_int_equal(lmode(tree(&f, ".config")), S_IFDIR | f.m.dmode);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/new\nline.md")), S_IFREG | 0444);
+	/* an inside link is a link; the others, the FIFO and the huge file are absent */
+	assert_true(S_ISLNK(lmode(tree(&f, ".config/opencode/in-link"))));
+	assert_int_equal(lmode(tree(&f, ".config/opencode/key")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/abs")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/fifo")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/huge.json")), 0);
+	assert_int_equal(lmode(tree(&f, ".agents")), 0); /* not in the source */
+	/* the secret withheld, the .gitconfig generated */
+	s = slurp(tree(&f, ".config/opencode/opencode.json"));
+	assert_null(strstr(s, "sk-ant-"));
+	assert_non_null(strstr(s, "{env:ANTHROPIC_API_KEY}"));
+	free(s);
+	s = slurp(tree(&f, ".gitconfig"));
+	assert_non_null(strstr(s, "name = \"A\""));
+	assert_null(strstr(s, "store"));
+	free(s);
+	assert_true(st.written > 5);
+	assert_int_equal(st.redacted, 1);
+	/* the report names every skip with its reason, names escaped */
+	out = open_memstream(&report, &rlen);
+	assert_int_equal(mirror_status_print(f.m.status, 0, out), 0);
+	fclose(out);
+	assert_non_null(strstr(report, "skipped   .config/opencode/fifo\n          a FIFO"));
+	assert_non_null(
+		strstr(report, "skipped   .config/opencode/huge.json\n          larger than"));
+	assert_non_null(strstr(report,
+		"skipped   .config/opencode/key\n          link to ../../.ssh/id_ed25519 leaves"));
+	assert_non_null(strstr(report, "skipped   .config/opencode/abs\n"));
+	assert_non_null(strstr(report, "redacted  .config/opencode/opencode.json\n"));
+	assert_non_null(strstr(report, "ocsb secrets set ANTHROPIC_API_KEY"));
+	assert_non_null(strstr(report, "mirrored  .config/opencode/new\\nline.md\n"));
+	assert_null(strstr(report, "AAAAAAAA"));
+	free(report);
+	fixture_free(&f);
+}
+
+static void engine_refresh_incremental(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	struct stat before, after;
+	char *s;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(stat(f.m.status, &before), 0);
+	/* no change: nothing written, not even the status file */
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.written, 0);
+	assert_int_equal(st.removed, 0);
+	assert_true(st.unchanged >= 4);
+	assert_int_equal(stat(f.m.status, &after), 0);
+	assert_int_equal(before.st_ino, after.st_ino);
+	/* a fresh process (agentd after provision) loads the manifest: still no writes */
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.written + st.removed, 0);
+	/*
+	 * Other options (a new fingerprint): every file is judged again once, and the
+	 * manifest is saved for the next process even though no file changed.
+	 */
+	strv_free(&f.spec.paths);
+	strv_push(&f.spec.paths, ".config/opencode/agent");
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	strv_push(&f.spec.noscan, ".config/opencode/agent");
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(f.m.n, 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.unchanged, 0);
+	assert_int_equal(st.written + st.removed, 0);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.unchanged, 1); /* review.md, not read again */
+	mirror_spec_free(&f.spec);
+	mirror_spec_defaults(&f.spec);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	/* a change, a new file, a deletion */
+	put("owner/.config/opencode/agent/review.md", "---\ndescription: changed\n---\n");
+	put("owner/.config/opencode/agent/new.md", "new\n");
+	assert_int_equal(unlink(unit_path("owner/.config/opencode/new\nline.md")), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.written, 2);
+	assert_int_equal(st.removed, 1);
+	s = slurp(tree(&f, ".config/opencode/agent/review.md"));
+	assert_string_equal(s, "---\ndescription: changed\n---\n");
+	free(s);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/new\nline.md")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/new.md")), S_IFREG | 0444);
+	/* a whole directory goes */
+	unlink(unit_path("owner/.config/opencode/agent/review.md"));
+	unlink(unit_path("owner/.config/opencode/agent/new.md"));
+	assert_int_equal(rmdir(unit_path("owner/.config/opencode/agent")), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent")), 0);
+	/* dry run after a change: counted, not done */
+	put("owner/.config/opencode/x.md", "x\n");
+	assert_int_equal(mirror_refresh(&f.m, 1, &st), 0);
+	assert_int_equal(st.written, 1);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/x.md")), 0);
+	fixture_free(&f);
+}
+
+static void engine_links(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	struct strv ch = {0};
+	char target[PATH_MAX];
+	ssize_t n;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 2); /* .config/opencode and .gitconfig; .agents does not exist */
+	strv_free(&ch);
+	n = readlink(unit_path("agent/.config/opencode"), target, sizeof(target) - 1);
+	assert_true(n > 0);
+	target[n] = '\0';
+	assert_string_equal(target, tree(&f, ".config/opencode"));
+	assert_int_equal(lmode(unit_path("agent/.config")), S_IFDIR | 0700);
+	/* idempotent */
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 0);
+	/* the agent redirects its link: replaced, never followed */
+	assert_int_equal(unlink(unit_path("agent/.config/opencode")), 0);
+	assert_int_equal(symlink(unit_path("elsewhere"), unit_path("agent/.config/opencode")), 0);
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 1);
+	strv_free(&ch);
+	assert_int_equal(lmode(unit_path("elsewhere/agent")), 0);
+	n = readlink(unit_path("agent/.config/opencode"), target, sizeof(target) - 1);
+	assert_true(n > 0);
+	target[n] = '\0';
+	assert_string_equal(target, tree(&f, ".config/opencode"));
+	/* the agent's own real file is left alone */
+	assert_int_equal(unlink(unit_path("agent/.gitconfig")), 0);
+	put("agent/.gitconfig", "mine\n");
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 0);
+	assert_int_equal(lmode(unit_path("agent/.gitconfig")), S_IFREG | 0644);
+	/* unlink removes only our links */
+	assert_int_equal(mirror_unlink(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 1);
+	strv_free(&ch);
+	assert_int_equal(lmode(unit_path("agent/.config/opencode")), 0);
+	assert_int_equal(lmode(unit_path("agent/.gitconfig")), S_IFREG | 0644);
+	fixture_free(&f);
+}
+
+static void engine_writable_copy(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	struct strv ch = {0};
+	char *s;
+
+	fixture_init(&f);
+	strv_push(&f.spec.writable, ".config/opencode");
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	strv_free(&ch);
+	assert_int_equal(lmode(unit_path("agent/.config/opencode")), S_IFDIR | 0700);
+	assert_int_equal(
+		lmode(unit_path("agent/.config/opencode/agent/review.md")), S_IFREG | 0600);
+	s = slurp(unit_path("agent/.config/opencode/" MIRROR_WRITABLE_MARK));
+	assert_non_null(strstr(s, "writable copy"));
+	free(s);
+	/* the copy carries the redacted file, not the secret */
+	s = slurp(unit_path("agent/.config/opencode/opencode.json"));
+	assert_null(strstr(s, "sk-ant-"));
+	free(s);
+	/* the agent's edits survive the next run */
+	put("agent/.config/opencode/agent/review.md", "edited\n");
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 0);
+	s = slurp(unit_path("agent/.config/opencode/agent/review.md"));
+	assert_string_equal(s, "edited\n");
+	free(s);
+	fixture_free(&f);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(json_provider_key_redacted),
+		cmocka_unit_test(json_mcp_environment_redacted),
+		cmocka_unit_test(json_clean_untouched),
+		cmocka_unit_test(jsonc_comments_and_trailing_commas),
+		cmocka_unit_test(text_with_key_withheld),
+		cmocka_unit_test(broken_json_judged_as_text),
+		cmocka_unit_test(gitconfig_subset),
+		cmocka_unit_test(gitconfig_control_chars_dropped),
+		cmocka_unit_test(link_containment),
+		cmocka_unit_test(path_rules),
+		cmocka_unit_test(escape_names),
+		cmocka_unit_test(config_keywords),
+		T(engine_build),
+		T(engine_refresh_incremental),
+		T(engine_links),
+		T(engine_writable_copy),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
