@@ -89,8 +89,8 @@ int sync_keygen(const char *dir, const char *name, const char *comment, char **r
 		r = -EIO;
 		goto out;
 	}
-	if (asprintf(&data, "%s %s %s\n", ssh_key_type_to_char(ssh_key_type(key)), pub64,
-		    comment) < 0) {
+	if (asprintf(&data, "%s %s %s\n", ssh_key_type_to_char(ssh_key_type(key)), pub64, comment) <
+		0) {
 		data = NULL;
 		r = -ENOMEM;
 		goto out;
@@ -147,8 +147,9 @@ int sync_host_pin(struct sync_conn *c, const char *accept, char *ret_fp, size_t 
 		goto out;
 	}
 	if (ssh_connect(s) != SSH_OK) {
-		snprintf(c->err, sizeof(c->err), "cannot connect to %s port %u: %s (is sshd running there?)",
-			c->host, c->port, ssh_get_error(s));
+		snprintf(c->err, sizeof(c->err),
+			"cannot connect to %s port %u: %s (is sshd running there?)", c->host,
+			c->port, ssh_get_error(s));
 		goto out;
 	}
 	if (ssh_get_server_publickey(s, &srv) != SSH_OK ||
@@ -176,8 +177,8 @@ int sync_host_pin(struct sync_conn *c, const char *accept, char *ret_fp, size_t 
 		goto out;
 	}
 	if (k != SSH_KNOWN_HOSTS_NOT_FOUND && k != SSH_KNOWN_HOSTS_UNKNOWN) {
-		snprintf(c->err, sizeof(c->err), "checking the host key of %s against %s: %s", where,
-			c->known_hosts, ssh_get_error(s));
+		snprintf(c->err, sizeof(c->err), "checking the host key of %s against %s: %s",
+			where, c->known_hosts, ssh_get_error(s));
 		goto out;
 	}
 	if (!accept) {

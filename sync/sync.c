@@ -290,8 +290,7 @@ static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 			bad = sync_parse_secs(v, &port) < 0 || port > 65535;
 			o->port = bad ? 0 : (unsigned)port;
 			i++;
-		}
-		else if (!strcmp(a, "--max-bytes") && v)
+		} else if (!strcmp(a, "--max-bytes") && v)
 			bad = sync_parse_size(v, &o->max_bytes), i++;
 		else if (!strcmp(a, "--max-objects") && v)
 			bad = sync_parse_size(v, &o->max_objects), i++;
@@ -1265,9 +1264,8 @@ static int sync_do_pull(struct sync_ctx *x)
 			       "merge, build or open the branch in an editor\n",
 				nfl, nfl == 1 ? "" : "s");
 			for (size_t i = 0; i < nfl; i++)
-				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag),
-					x->ns, fl[i].branch, fl[i].path,
-					sync_flag_text(fl[i].flag));
+				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag), x->ns,
+					fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag));
 		}
 	}
 	ret = 0;
@@ -1419,13 +1417,15 @@ static int sync_do_init(struct sync_opts *o)
 	}
 	if (r == 2) {
 		/* No trust on first use: the owner compares with what the other machine says. */
-		log_err("%s is not pinned yet; it shows the %s host key\n  %s\nnothing was written. "
-			"On %s, run 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub': if it prints the "
+		log_err("%s is not pinned yet; it shows the %s host key\n  %s\nnothing was "
+			"written. "
+			"On %s, run 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub': if it prints "
+			"the "
 			"same fingerprint, run this again with --accept-host-key %s",
 			where, type, fp, c.host,
-			!strcmp(type, "ssh-ed25519") ? "ed25519"
-			: !strncmp(type, "ecdsa", 5) ? "ecdsa"
-						      : "rsa",
+			!strcmp(type, "ssh-ed25519")	     ? "ed25519"
+				: !strncmp(type, "ecdsa", 5) ? "ecdsa"
+							     : "rsa",
 			fp);
 		return -1;
 	}

@@ -121,7 +121,8 @@ int sync_clean_tmp_packs(
 			continue;
 		/* Written since this run started: someone else's live download. */
 		if (st.st_mtim.tv_sec > before->tv_sec ||
-			(st.st_mtim.tv_sec == before->tv_sec && st.st_mtim.tv_nsec >= before->tv_nsec))
+			(st.st_mtim.tv_sec == before->tv_sec &&
+				st.st_mtim.tv_nsec >= before->tv_nsec))
 			continue;
 		t[n].dev = st.st_dev;
 		t[n].ino = st.st_ino;
@@ -137,8 +138,8 @@ int sync_clean_tmp_packs(
 		if (t[i].busy)
 			continue;
 		/* The same file we looked at (not replaced meanwhile), then gone. */
-		if (fstatat(dfd, t[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			!S_ISREG(st.st_mode) || st.st_ino != t[i].ino || st.st_dev != t[i].dev)
+		if (fstatat(dfd, t[i].name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+			st.st_ino != t[i].ino || st.st_dev != t[i].dev)
 			continue;
 		if (unlinkat(dfd, t[i].name, 0) == 0)
 			(*ret_removed)++;

@@ -234,9 +234,8 @@ static int sync_known_host(struct sync_sub *s)
 			where, c->known_hosts, fix);
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
 	case SSH_KNOWN_HOSTS_UNKNOWN:
-		return sync_fail(c,
-			"no pinned host key for %s in %s: refusing to connect (%s)", where,
-			c->known_hosts, fix);
+		return sync_fail(c, "no pinned host key for %s in %s: refusing to connect (%s)",
+			where, c->known_hosts, fix);
 	case SSH_KNOWN_HOSTS_ERROR:
 	default:
 		return sync_fail(c, "checking the host key of %s against %s: %s", where,
@@ -270,8 +269,8 @@ static int sync_auth(struct sync_sub *s)
 	r = ssh_userauth_publickey(s->session, NULL, key);
 	ssh_key_free(key);
 	if (r != SSH_AUTH_SUCCESS)
-		return sync_fail(c,
-			"%s@%s refused the sync key %s: %s (%s)", c->user, c->host, c->key_path,
+		return sync_fail(c, "%s@%s refused the sync key %s: %s (%s)", c->user, c->host,
+			c->key_path,
 			r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "not authorized",
 			c->key_fix ? c->key_fix : "run 'sudo ocsb-provision' to authorize it");
 	return 0;

@@ -159,7 +159,8 @@ static void authorized_keys(void **state)
 
 	assert_int_equal(strv_push(&owner, "ssh-ed25519 AAAAone alice@a"), 0);
 	assert_int_equal(strv_push(&owner, "ssh-ed25519 AAAAtwo alice@b"), 0);
-	assert_int_equal(keys_render_authorized(&owner, "ssh-ed25519 AAAAsync sync", NULL, &out), 0);
+	assert_int_equal(
+		keys_render_authorized(&owner, "ssh-ed25519 AAAAsync sync", NULL, &out), 0);
 	assert_has_line(out.data, "restrict,pty ssh-ed25519 AAAAone alice@a");
 	assert_has_line(out.data, "restrict,pty ssh-ed25519 AAAAtwo alice@b");
 	assert_has_line(out.data,
