@@ -29,6 +29,7 @@ void config_free(struct ocsb_config *c)
 	strv_free(&c->projects);
 	strv_free(&c->keys);
 	mirror_spec_free(&c->mirror);
+	strv_free(&c->sync_keys);
 }
 
 static int set_name(char *dst, size_t n, const char *v, const char *what, char *err, size_t errlen)
@@ -117,6 +118,13 @@ static int kw_key(
 {
 	struct ocsb_config *c = ctx;
 	return push_path(&c->keys, argv[0], "key", err, errlen);
+}
+
+static int kw_sync_key(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+	return push_path(&c->sync_keys, argv[0], "sync-key", err, errlen);
 }
 
 static int kw_shell(
@@ -334,6 +342,7 @@ static const struct conf_kw config_keywords[] = {
 	{"owner", 1, 1, kw_owner, CONF_ONCE},
 	{"project", 1, 1, kw_project, 0},
 	{"key", 1, 1, kw_key, 0},
+	{"sync-key", 1, 1, kw_sync_key, 0},
 	{"shell", 1, 1, kw_shell, CONF_ONCE},
 	{"ssh-port", 1, 1, kw_ssh_port, CONF_ONCE},
 	{"proxy-port", 1, 1, kw_proxy_port, CONF_ONCE},
@@ -436,6 +445,9 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->keys.n; i++)
 		if (check_path(c->keys.v[i], "key", err, errlen) < 0)
 			return -1;
+	for (size_t i = 0; i < c->sync_keys.n; i++)
+		if (check_path(c->sync_keys.v[i], "sync-key", err, errlen) < 0)
+			return -1;
 	/* Each project becomes ~agent/<basename>: two with one name would share a clone. */
 	for (size_t i = 0; i < c->projects.n; i++) {
 		const char *bi = path_base(c->projects.v[i]);
@@ -501,6 +513,13 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		r |= buf_printf(o, "key \"%s\"\n", c->keys.v[i]);
 	if (!c->keys.n)
 		r |= buf_puts(o, "#key /root/alice-laptop.pub\n");
+	r |= buf_puts(o,
+		"\n# Public keys allowed to run git only (ocsb sync --host from another\n"
+		"# machine: the key 'ocsb sync init --host' printed there); repeatable.\n");
+	for (size_t i = 0; i < c->sync_keys.n; i++)
+		r |= buf_printf(o, "sync-key \"%s\"\n", c->sync_keys.v[i]);
+	if (!c->sync_keys.n)
+		r |= buf_puts(o, "#sync-key /root/alice-laptop-sync.pub\n");
 	r |= buf_printf(o, "\n# The agent's login shell.\n%sshell %s\n",
 		strcmp(c->shell, OCSB_DEFAULT_SHELL) ? "" : "#", c->shell);
 	r |= buf_printf(o,

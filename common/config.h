@@ -13,6 +13,7 @@ struct ocsb_config {
 	char owner[64]; /* empty: the user who ran sudo */
 	struct strv projects; /* absolute paths of the owner's repositories */
 	struct strv keys; /* extra public key files for the owner */
+	struct strv sync_keys; /* public key files authorized for git only (remote owners) */
 	char shell[256];
 	unsigned ssh_port;
 	unsigned proxy_port;

@@ -70,8 +70,11 @@ int keys_parse_pubkey(const char *line, struct buf *ret, char *err, size_t errle
 	return 0;
 }
 
-int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, struct buf *out)
+int keys_render_authorized(const struct strv *owner_keys, const char *sync_key,
+	const struct strv *extra_sync_keys, struct buf *out)
 {
+	static const char git_only[] =
+		"restrict,command=\"/usr/bin/git-shell -c \\\"$SSH_ORIGINAL_COMMAND\\\"\" ";
 	int r = 0;
 
 	r |= buf_puts(out,
@@ -84,10 +87,13 @@ int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, 
 	if (sync_key) {
 		/* git-shell runs only git-upload-pack/receive-pack/upload-archive on one path. */
 		r |= buf_puts(out, "# The sync key (ocsb sync): git only.\n");
-		r |= buf_printf(out,
-			"restrict,command=\"/usr/bin/git-shell -c \\\"$SSH_ORIGINAL_COMMAND\\\"\" "
-			"%s\n",
-			sync_key);
+		r |= buf_printf(out, "%s%s\n", git_only, sync_key);
+	}
+	if (extra_sync_keys && extra_sync_keys->n) {
+		/* Keys of owners on other machines (ocsb sync --host): the same git-only line. */
+		r |= buf_puts(out, "# Sync keys from other machines (sync-key): git only.\n");
+		for (size_t i = 0; i < extra_sync_keys->n; i++)
+			r |= buf_printf(out, "%s%s\n", git_only, extra_sync_keys->v[i]);
 	}
 	return r ? -ENOMEM : 0;
 }
@@ -407,19 +413,19 @@ static int collect_owner_keys(struct prov *p, struct strv *keys)
 	return r < 0 ? -1 : 0;
 }
 
-/* Key files named by the administrator (--key, 'key'): read and checked before any change. */
-int keys_preflight(struct prov *p)
+/* Read public key files into normalized lines (ret); 0 or -1 (logged). */
+static int keys_read_files(const struct strv *files, const char *what, struct strv *ret)
 {
 	char err[256];
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < p->cfg.keys.n; i++) {
+	for (size_t i = 0; r == 0 && i < files->n; i++) {
 		char *data = NULL, *save = NULL;
 		unsigned lineno = 0;
 
-		r = fo_read(p->cfg.keys.v[i], PUBKEY_MAX, &data, NULL);
+		r = fo_read(files->v[i], PUBKEY_MAX, &data, NULL);
 		if (r < 0) {
-			log_err("key file %s: %s", p->cfg.keys.v[i],
+			log_err("%s file %s: %s", what, files->v[i],
 				r == -ELOOP ? "is a symbolic link (give the real file)"
 					    : strerror(-r));
 			return -1;
@@ -432,10 +438,10 @@ int keys_preflight(struct prov *p)
 			if (!line[0] || line[0] == '#')
 				continue;
 			if (keys_parse_pubkey(line, &norm, err, sizeof(err)) < 0) {
-				log_err("%s:%u: %s", p->cfg.keys.v[i], lineno, err);
+				log_err("%s:%u: %s", files->v[i], lineno, err);
 				r = -EINVAL;
-			} else if (!strv_contains(&p->extra_keys, norm.data)) {
-				r = strv_push(&p->extra_keys, norm.data);
+			} else if (!strv_contains(ret, norm.data)) {
+				r = strv_push(ret, norm.data);
 			}
 			buf_free(&norm);
 			if (r < 0)
@@ -444,6 +450,23 @@ int keys_preflight(struct prov *p)
 		free(data);
 	}
 	return r < 0 ? -1 : 0;
+}
+
+/* Key files named by the administrator (--key, 'key', --sync-key, 'sync-key'): read and
+ * checked before any change. */
+int keys_preflight(struct prov *p)
+{
+	if (keys_read_files(&p->cfg.keys, "key", &p->extra_keys) < 0 ||
+		keys_read_files(&p->cfg.sync_keys, "sync-key", &p->extra_sync_keys) < 0)
+		return -1;
+	/* A key in both lists would get the shell line first (sshd uses the first match). */
+	for (size_t i = 0; i < p->extra_sync_keys.n; i++)
+		if (strv_contains(&p->extra_keys, p->extra_sync_keys.v[i])) {
+			log_err("a sync-key is also a login key (key/--key): it would get a shell; "
+				"use a separate key for ocsb sync");
+			return -1;
+		}
+	return 0;
 }
 
 static int ensure_sync_key(struct prov *p, struct buf *ret_pub)
@@ -487,7 +510,7 @@ static int ensure_authorized(struct prov *p, const struct strv *owner_keys, cons
 	if (path_join(dir, sizeof(dir), p->paths.etc, "ocsb/keys") < 0 ||
 		path_join(path, sizeof(path), dir, p->cfg.agent) < 0)
 		return -1;
-	if (keys_render_authorized(owner_keys, sync, &b) < 0)
+	if (keys_render_authorized(owner_keys, sync, &p->extra_sync_keys, &b) < 0)
 		return -1;
 	r = fo_same(path, b.data, b.len, 0644, 0, 0);
 	if (r == 1 ||

@@ -27,6 +27,8 @@ static void usage(FILE *f)
 		"  --project PATH    a git repository of the owner to give the agent an empty\n"
 		"                    clone of; repeatable (replaces the file's list)\n"
 		"  --key FILE        extra public key file allowed to log in; repeatable\n"
+		"  --sync-key FILE   public key allowed to run git only (ocsb sync --host from\n"
+		"                    another machine); repeatable\n"
 		"  --config FILE     read FILE instead of /etc/ocsb/ocsb.conf\n"
 		"  --adopt           take over an existing account not created by ocsb-provision\n"
 		"  --install-opencode[=VERSION]\n"
@@ -75,6 +77,7 @@ int main(int argc, char **argv)
 		OPT_OWNER,
 		OPT_PROJECT,
 		OPT_KEY,
+		OPT_SYNC_KEY,
 		OPT_CONFIG,
 		OPT_ADOPT,
 		OPT_DRY,
@@ -89,6 +92,7 @@ int main(int argc, char **argv)
 		{"owner", required_argument, NULL, OPT_OWNER},
 		{"project", required_argument, NULL, OPT_PROJECT},
 		{"key", required_argument, NULL, OPT_KEY},
+		{"sync-key", required_argument, NULL, OPT_SYNC_KEY},
 		{"config", required_argument, NULL, OPT_CONFIG},
 		{"adopt", no_argument, NULL, OPT_ADOPT},
 		{"dry-run", no_argument, NULL, OPT_DRY},
@@ -120,6 +124,10 @@ int main(int argc, char **argv)
 		case OPT_KEY:
 			if (push_abs(&o.keys, optarg) < 0)
 				fatal("--key %s: cannot make it absolute", optarg);
+			break;
+		case OPT_SYNC_KEY:
+			if (push_abs(&o.sync_keys, optarg) < 0)
+				fatal("--sync-key %s: cannot make it absolute", optarg);
 			break;
 		case OPT_CONFIG:
 			o.config_path = optarg;
@@ -183,5 +191,6 @@ int main(int argc, char **argv)
 	r = prov_main(&o);
 	strv_free(&o.projects);
 	strv_free(&o.keys);
+	strv_free(&o.sync_keys);
 	return r;
 }

@@ -159,6 +159,13 @@ static int resolve_config(struct prov *p, struct prov_opts *o)
 				strv_push(&p->cfg.keys, o->keys.v[i]) < 0)
 				return -ENOMEM;
 	}
+	if (o->sync_keys.n) {
+		strv_free(&p->cfg.sync_keys);
+		for (size_t i = 0; i < o->sync_keys.n; i++)
+			if (strv_contains(&p->cfg.sync_keys, o->sync_keys.v[i]) == 0 &&
+				strv_push(&p->cfg.sync_keys, o->sync_keys.v[i]) < 0)
+				return -ENOMEM;
+	}
 	if (!p->cfg.owner[0]) {
 		const char *su = getenv("SUDO_USER");
 		if (su && *su && strcmp(su, "root") != 0 && valid_user_name(su))
@@ -346,7 +353,7 @@ int prov_main(struct prov_opts *o)
 	 * setup it comes first in a full run.
 	 */
 	install_only = o->install_opencode && !o->agent && !o->owner && !o->projects.n &&
-		!o->keys.n && !o->config_path && !o->adopt;
+		!o->keys.n && !o->sync_keys.n && !o->config_path && !o->adopt;
 	/* Everything that can be wrong with the input is found before the first change. */
 	if (!install_only &&
 		(resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
@@ -401,6 +408,7 @@ out:
 		close(lock);
 	config_free(&p->cfg);
 	strv_free(&p->extra_keys);
+	strv_free(&p->extra_sync_keys);
 	if (p->egress_loaded)
 		egress_free(&p->egress);
 	free(p);

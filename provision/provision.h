@@ -23,6 +23,7 @@ struct prov_opts {
 	const char *owner;
 	struct strv projects; /* owned; replaces the file's list when non-empty */
 	struct strv keys;
+	struct strv sync_keys; /* owned; replaces the file's sync-key list when non-empty */
 	enum prov_mode mode;
 	int purge;
 	int adopt;
@@ -43,6 +44,7 @@ struct prov {
 	struct user_info owner;
 	int have_owner;
 	struct strv extra_keys; /* owned; normalized lines of the 'key' files */
+	struct strv extra_sync_keys; /* owned; normalized lines of the 'sync-key' files */
 	struct user_info agent;
 	int agent_exists;
 	int agent_created; /* useradd ran in this process */
@@ -79,7 +81,8 @@ int state_remove(struct prov *p);
 
 /* keys.c */
 int keys_parse_pubkey(const char *line, struct buf *ret_normalized, char *err, size_t errlen);
-int keys_render_authorized(const struct strv *owner_keys, const char *sync_key, struct buf *out);
+int keys_render_authorized(const struct strv *owner_keys, const char *sync_key,
+	const struct strv *extra_sync_keys, struct buf *out);
 int keys_render_known_hosts(const struct strv *host_keys, unsigned port, struct buf *out);
 int keys_preflight(struct prov *p);
 int keys_ensure(struct prov *p);

@@ -130,6 +130,7 @@ static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
 struct seed_job {
 	const char *project;
 	const char *agent;
+	const char *home; /* the owner's */
 	unsigned ssh_port;
 };
 
@@ -139,6 +140,12 @@ static int child_seed(void *arg, int outfd)
 	struct seed_job *j = arg;
 
 	dup2(outfd, 2);
+	/*
+	 * libgit2 reads $HOME/.gitconfig: root's HOME (0700, sudo keeps it) would make it
+	 * fail with EACCES, and a readable one would be root's settings, not the owner's.
+	 */
+	if (setenv("HOME", j->home, 1) < 0 || unsetenv("XDG_CONFIG_HOME") < 0)
+		return 1;
 	return sync_push_as_current_user(j->project, j->agent, j->ssh_port) < 0;
 }
 
@@ -194,8 +201,10 @@ static int owner_has_commits(struct prov *p, const char *project)
 
 static int seed(struct prov *p, const char *project, const char *name)
 {
-	struct seed_job j = {
-		.project = project, .agent = p->cfg.agent, .ssh_port = p->cfg.ssh_port};
+	struct seed_job j = {.project = project,
+		.agent = p->cfg.agent,
+		.home = p->owner.home,
+		.ssh_port = p->cfg.ssh_port};
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->owner.uid,
 		.gid = p->owner.gid,

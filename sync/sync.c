@@ -29,6 +29,8 @@
 struct sync_opts {
 	int agent_auth, json, force, all;
 	const char *to;
+	const char *host, *agent, *accept_fp; /* --host, --agent, --accept-host-key */
+	unsigned port;
 	uint64_t max_bytes, max_objects;
 	int timeout_s, connect_timeout_s, io_timeout_s;
 	struct strv branches;
@@ -44,6 +46,9 @@ struct sync_ctx {
 	git_remote *remote; /* owned */
 	const char *project; /* borrowed from cfg */
 	char remote_path[PATH_MAX], key[PATH_MAX], pin[PATH_MAX], url[PATH_MAX + 128];
+	char project_buf[PATH_MAX]; /* --host: the work tree */
+	char ns[128]; /* refs/remotes/<ns>/: the agent, or AGENT@HOST */
+	char pin_fix[600], key_fix[600];
 	struct strv refused; /* push: "ref: reason" */
 	int tty;
 	int progress_shown;
@@ -245,7 +250,9 @@ static void sync_usage(FILE *f)
 		"Usage: ocsb sync push [--to NAME] [--force] [--all] [BRANCH...]\n"
 		"       ocsb sync pull [--json] [--max-bytes N[KMG]] [--max-objects N]\n"
 		"       ocsb sync status\n"
+		"       ocsb sync init --host HOST [--accept-host-key SHA256:FP]\n"
 		"Common: [--agent-auth] [--timeout SECS] [--connect-timeout SECS]\n"
+		"        [--host HOST [--port N] [--agent NAME]]   (an agent on another machine)\n"
 		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n");
 }
 
@@ -271,7 +278,19 @@ static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 			o->all = 1;
 		else if (!strcmp(a, "--to") && v)
 			o->to = v, i++;
-		else if (!strcmp(a, "--max-bytes") && v)
+		else if (!strcmp(a, "--host") && v)
+			bad = !sync_host_name_ok(v), o->host = v, i++;
+		else if (!strcmp(a, "--agent") && v)
+			bad = !valid_user_name(v), o->agent = v, i++;
+		else if (!strcmp(a, "--accept-host-key") && v)
+			o->accept_fp = v, i++;
+		else if (!strcmp(a, "--port") && v) {
+			int port;
+
+			bad = sync_parse_secs(v, &port) < 0 || port > 65535;
+			o->port = bad ? 0 : (unsigned)port;
+			i++;
+		} else if (!strcmp(a, "--max-bytes") && v)
 			bad = sync_parse_size(v, &o->max_bytes), i++;
 		else if (!strcmp(a, "--max-objects") && v)
 			bad = sync_parse_size(v, &o->max_objects), i++;
@@ -306,6 +325,55 @@ static void sync_ctx_free(struct sync_ctx *x)
 }
 
 /*
+ * --host: the agent's clone is ~AGENT/<project name> there (relative to the agent's home,
+ * where sshd starts git-shell), the owner's remote key and pin file are their own (never
+ * rewritten by ocsb-provision), and the remote-tracking refs are refs/remotes/AGENT@HOST/
+ * so that they never mix with a local agent of the same name.
+ */
+static int sync_remote_paths(struct sync_ctx *x)
+{
+	const char *host = x->o->host;
+	char full[SYNC_REF_MAX + 40], port[32] = "", agent[64] = "";
+	int valid = 0;
+
+	if (snprintf(x->remote_path, sizeof(x->remote_path), "%s", path_base(x->project)) >=
+			(int)sizeof(x->remote_path) ||
+		snprintf(x->key, sizeof(x->key), "%s/.config/ocsb/remote_sync_ed25519",
+			x->me.home) >= (int)sizeof(x->key) ||
+		snprintf(x->pin, sizeof(x->pin), "%s/.config/ocsb/remote_known_hosts",
+			x->me.home) >= (int)sizeof(x->pin) ||
+		snprintf(x->ns, sizeof(x->ns), "%s@%s", x->cfg.agent, host) >= (int)sizeof(x->ns)) {
+		log_err("path too long");
+		return -1;
+	}
+	/* An IPv6 literal's ':' cannot be in a ref name. */
+	for (char *p = x->ns; *p; p++)
+		if (*p == ':')
+			*p = '_';
+	snprintf(full, sizeof(full), "refs/remotes/%s/x", x->ns);
+	if (git_reference_name_is_valid(&valid, full) < 0 || !valid) {
+		log_err("--host %s: cannot name remote-tracking refs after it", host);
+		return -1;
+	}
+	if (x->o->port)
+		snprintf(port, sizeof(port), " --port %u", x->o->port);
+	if (strcmp(x->cfg.agent, "ai-dev") != 0)
+		snprintf(agent, sizeof(agent), " --agent %s", x->cfg.agent);
+	snprintf(x->pin_fix, sizeof(x->pin_fix),
+		"check the host key's fingerprint on %s (ssh-keygen -lf "
+		"/etc/ssh/ssh_host_ed25519_key.pub there) and pin it with 'ocsb sync init --host "
+		"%s%s --accept-host-key SHA256:...'",
+		host, host, port);
+	snprintf(x->key_fix, sizeof(x->key_fix),
+		"'ocsb sync init --host %s%s%s' creates it and prints it; on %s the administrator "
+		"authorizes it with 'sudo ocsb-provision --sync-key FILE'",
+		host, port, agent, host);
+	x->conn.pin_fix = x->pin_fix;
+	x->conn.key_fix = x->key_fix;
+	return 0;
+}
+
+/*
  * Load ocsb.conf, open the repository (project_path, or the one around the current
  * directory), check it is a configured project, and prepare the connection.
  */
@@ -324,7 +392,11 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 	sync_conn_init(&x->conn);
 	paths_default(&p);
 	config_defaults(&x->cfg);
-	if (agent_override) {
+	if (o->host) {
+		/* Another machine: its ocsb.conf is there, not here; nothing local is read. */
+		snprintf(x->cfg.agent, sizeof(x->cfg.agent), "%s", o->agent ? o->agent : "ai-dev");
+		x->cfg.ssh_port = o->port ? o->port : 22;
+	} else if (agent_override) {
 		/* Seeding from ocsb-provision: the caller already holds the validated config. */
 		snprintf(x->cfg.agent, sizeof(x->cfg.agent), "%s", agent_override);
 		x->cfg.ssh_port = port_override;
@@ -347,11 +419,11 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 		log_err("cannot look up uid %u", (unsigned)getuid());
 		return -1;
 	}
-	if (!strcmp(x->me.name, x->cfg.agent)) {
+	if (!o->host && !strcmp(x->me.name, x->cfg.agent)) {
 		log_err("ocsb sync runs as the owner, not as the agent %s", x->cfg.agent);
 		return -1;
 	}
-	if (user_lookup(x->cfg.agent, &x->agent) < 0) {
+	if (!o->host && user_lookup(x->cfg.agent, &x->agent) < 0) {
 		log_err("agent account %s does not exist: run 'sudo ocsb-provision'", x->cfg.agent);
 		return -1;
 	}
@@ -374,7 +446,11 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 		top[strlen(top) - 1] = '\0';
 	if (!realpath(top, real))
 		snprintf(real, sizeof(real), "%s", top);
-	for (size_t i = 0; i < x->cfg.projects.n; i++) {
+	if (o->host) {
+		snprintf(x->project_buf, sizeof(x->project_buf), "%s", real);
+		x->project = x->project_buf;
+	}
+	for (size_t i = 0; !o->host && i < x->cfg.projects.n; i++) {
 		char pr[PATH_MAX];
 
 		if (realpath(x->cfg.projects.v[i], pr) && !strcmp(pr, real)) {
@@ -388,8 +464,11 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 			real, x->cfg.agent, real);
 		return -1;
 	}
-	if (snprintf(x->remote_path, sizeof(x->remote_path), "%s/%s", x->agent.home,
-		    path_base(x->project)) >= (int)sizeof(x->remote_path) ||
+	if (o->host) {
+		if (sync_remote_paths(x) < 0)
+			return -1;
+	} else if (snprintf(x->remote_path, sizeof(x->remote_path), "%s/%s", x->agent.home,
+			   path_base(x->project)) >= (int)sizeof(x->remote_path) ||
 		snprintf(x->key, sizeof(x->key), "%s/.config/ocsb/%s_sync_ed25519", x->me.home,
 			x->cfg.agent) >= (int)sizeof(x->key) ||
 		snprintf(x->pin, sizeof(x->pin), "%s/.config/ocsb/known_hosts", x->me.home) >=
@@ -398,8 +477,13 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 		return -1;
 	}
 	/* Informational only: the subtransport uses remote_path, never a parsed URL. */
-	snprintf(x->url, sizeof(x->url), "ssh://%s@localhost:%u%s", x->cfg.agent, x->cfg.ssh_port,
-		x->remote_path);
+	snprintf(x->url, sizeof(x->url), "ssh://%s@%s:%u/%s", x->cfg.agent,
+		o->host ? o->host : "localhost", x->cfg.ssh_port,
+		x->remote_path[0] == '/' ? x->remote_path + 1 : x->remote_path);
+	if (!x->ns[0])
+		snprintf(x->ns, sizeof(x->ns), "%s", x->cfg.agent);
+	if (o->host)
+		x->conn.host = o->host;
 	x->conn.port = x->cfg.ssh_port;
 	x->conn.user = x->cfg.agent;
 	x->conn.key_path = x->key;
@@ -504,7 +588,7 @@ static int sync_do_push(struct sync_ctx *x)
 		log_err("push to %s refused: the agent's branch has commits yours does not (run "
 			"'ocsb sync pull' and merge %s/BRANCH first, push with --force to "
 			"overwrite it, or use --to NEWNAME)",
-			x->cfg.agent, x->cfg.agent);
+			x->cfg.agent, x->ns);
 		goto out;
 	}
 	if (r < 0) {
@@ -680,7 +764,7 @@ static void sync_print_branch_text(
 {
 	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1];
 
-	printf("%s/%s: %s", x->cfg.agent, b->name, b->state);
+	printf("%s/%s: %s", x->ns, b->name, b->state);
 	if (!strcmp(b->state, "new"))
 		printf(" (%s)", sync_short(&b->tip, t));
 	else if (!strcmp(b->state, "up to date"))
@@ -703,7 +787,7 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1], base[GIT_OID_HEXSZ + 1], ref[512];
 
 	git_oid_tostr(t, sizeof(t), &b->tip);
-	snprintf(ref, sizeof(ref), "refs/remotes/%s/%s", x->cfg.agent, b->name);
+	snprintf(ref, sizeof(ref), "refs/remotes/%s/%s", x->ns, b->name);
 	printf("%s{\"name\":", first ? "" : ",");
 	sync_json_str(stdout, b->name);
 	printf(",\"ref\":");
@@ -942,8 +1026,32 @@ static int sync_do_pull(struct sync_ctx *x)
 	git_fetch_options fo;
 	git_reference_iterator *it = NULL;
 	git_reference *ref;
-	char prefix[128];
-	int ret = -1;
+	char prefix[SYNC_REF_MAX + 20], objects[PATH_MAX];
+	const char *common = git_repository_commondir(x->repo);
+	struct timespec start;
+	unsigned removed = 0;
+	int ret = -1, lockfd = -1, r;
+
+	/* One pull at a time: the clean-up below must not remove a live download. */
+	clock_gettime(CLOCK_REALTIME, &start);
+	r = sync_repo_lock(common, &lockfd);
+	if (r == -EBUSY) {
+		log_err("another ocsb sync pull is running in %s (it holds %socsb-sync.lock): wait "
+			"for it to finish",
+			x->project, common);
+		goto out;
+	}
+	if (r < 0) {
+		log_err("%socsb-sync.lock: %s", common, strerror(-r));
+		goto out;
+	}
+	snprintf(objects, sizeof(objects), "%sobjects", common);
+	r = sync_clean_tmp_packs(objects, &start, &removed);
+	if (r < 0)
+		log_warn("%s/pack: cannot remove temporary packs: %s", objects, strerror(-r));
+	if (removed)
+		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
+			removed == 1 ? "" : "s");
 
 	sync_callbacks(x, &cb);
 	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
@@ -986,7 +1094,7 @@ static int sync_do_pull(struct sync_ctx *x)
 		}
 		snprintf(br[nb].name, sizeof(br[nb].name), "%s", n + 11);
 		git_oid_cpy(&br[nb].tip, &heads[i]->oid);
-		snprintf(spec, sizeof(spec), "+%s:refs/remotes/%s/%s", n, x->cfg.agent, n + 11);
+		snprintf(spec, sizeof(spec), "+%s:refs/remotes/%s/%s", n, x->ns, n + 11);
 		strv_push(&specs, spec);
 		nb++;
 	}
@@ -1016,11 +1124,11 @@ static int sync_do_pull(struct sync_ctx *x)
 
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 80], local[SYNC_REF_MAX + 20], msg[128];
+		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20], msg[128];
 		git_reference *old = NULL, *nref = NULL;
 		git_oid lid;
 
-		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->cfg.agent, b->name);
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
 		snprintf(local, sizeof(local), "refs/heads/%s", b->name);
 		if (git_reference_lookup(&old, x->repo, track) == 0 && git_reference_target(old)) {
 			git_oid_cpy(&b->old, git_reference_target(old));
@@ -1073,7 +1181,7 @@ static int sync_do_pull(struct sync_ctx *x)
 	}
 
 	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
-	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->cfg.agent);
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
 	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
 		size_t plen = strlen(prefix) - 1;
 
@@ -1141,7 +1249,7 @@ static int sync_do_pull(struct sync_ctx *x)
 		for (size_t i = 0; i < deleted.n; i++) {
 			char *tab = strchr(deleted.v[i], '\t');
 			*tab = '\0';
-			printf("%s/%s: deleted (the agent removed it; was %.7s)\n", x->cfg.agent,
+			printf("%s/%s: deleted (the agent removed it; was %.7s)\n", x->ns,
 				deleted.v[i], tab + 1);
 		}
 		for (size_t i = 0; i < skipped.n; i++) {
@@ -1156,9 +1264,8 @@ static int sync_do_pull(struct sync_ctx *x)
 			       "merge, build or open the branch in an editor\n",
 				nfl, nfl == 1 ? "" : "s");
 			for (size_t i = 0; i < nfl; i++)
-				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag),
-					x->cfg.agent, fl[i].branch, fl[i].path,
-					sync_flag_text(fl[i].flag));
+				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag), x->ns,
+					fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag));
 		}
 	}
 	ret = 0;
@@ -1172,6 +1279,8 @@ out:
 	strv_free(&specs);
 	strv_free(&skipped);
 	strv_free(&deleted);
+	if (lockfd >= 0)
+		close(lockfd);
 	return ret;
 }
 
@@ -1218,7 +1327,7 @@ static int sync_do_status(struct sync_ctx *x)
 		}
 		strv_push(&seen, n + 11);
 		snprintf(local, sizeof(local), "refs/heads/%s", n + 11);
-		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->cfg.agent, n + 11);
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, n + 11);
 		have_local = git_reference_name_to_id(&lid, x->repo, local) == 0;
 		if (have_local)
 			sync_short(&lid, l);
@@ -1266,6 +1375,84 @@ out:
 	return ret;
 }
 
+/* --- init: pin a remote agent's host and create the owner's remote sync key */
+
+static int sync_do_init(struct sync_opts *o)
+{
+	struct sync_conn c;
+	struct user_info me;
+	char key[PATH_MAX], pin[PATH_MAX], dir[PATH_MAX], where[300], fp[128], type[64];
+	char host[64] = "localhost", comment[160], *pub = NULL;
+	int r;
+
+	if (!o->host) {
+		log_err("sync init needs --host HOST (the machine where the agent is provisioned; "
+			"a local agent is set up by 'sudo ocsb-provision')");
+		return -1;
+	}
+	if (user_lookup_uid(getuid(), &me) < 0) {
+		log_err("cannot look up uid %u", (unsigned)getuid());
+		return -1;
+	}
+	if (snprintf(dir, sizeof(dir), "%s/.config/ocsb", me.home) >= (int)sizeof(dir) ||
+		snprintf(key, sizeof(key), "%s/remote_sync_ed25519", dir) >= (int)sizeof(key) ||
+		snprintf(pin, sizeof(pin), "%s/remote_known_hosts", dir) >= (int)sizeof(pin)) {
+		log_err("path too long");
+		return -1;
+	}
+	sync_conn_init(&c);
+	c.host = o->host;
+	c.port = o->port ? o->port : 22;
+	c.user = o->agent ? o->agent : "ai-dev";
+	c.known_hosts = pin;
+	c.connect_timeout_s = o->connect_timeout_s;
+	if (c.port == 22)
+		snprintf(where, sizeof(where), "%s", c.host);
+	else
+		snprintf(where, sizeof(where), "[%s]:%u", c.host, c.port);
+	r = sync_host_pin(&c, o->accept_fp, fp, sizeof(fp), type, sizeof(type));
+	if (r < 0) {
+		log_err("%s", c.err);
+		return -1;
+	}
+	if (r == 2) {
+		/* No trust on first use: the owner compares with what the other machine says. */
+		log_err("%s is not pinned yet; it shows the %s host key\n  %s\nnothing was "
+			"written. "
+			"On %s, run 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub': if it prints "
+			"the "
+			"same fingerprint, run this again with --accept-host-key %s",
+			where, type, fp, c.host,
+			!strcmp(type, "ssh-ed25519")	     ? "ed25519"
+				: !strncmp(type, "ecdsa", 5) ? "ecdsa"
+							     : "rsa",
+			fp);
+		return -1;
+	}
+	printf("%s %s (%s %s) in %s\n", r == 0 ? "pinned" : "already pinned:", where, type, fp,
+		pin);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(comment, sizeof(comment), "ocsb-sync-%s@%s", me.name, host);
+	for (char *p = comment; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	r = sync_keygen(dir, "remote_sync_ed25519", comment, &pub);
+	if (r < 0) {
+		log_err("%s: %s (remove it and its .pub to create a new one)", key, strerror(-r));
+		return -1;
+	}
+	printf("sync key: %s.pub\n%s", key, pub);
+	if (pub[0] && pub[strlen(pub) - 1] != '\n')
+		putchar('\n');
+	printf("On %s, the administrator authorizes it for git only (copy the line above into "
+	       "a file there):\n  sudo ocsb-provision --sync-key FILE\n"
+	       "then, in the project: ocsb sync pull|push|status --host %s%s%s%s%s\n",
+		c.host, c.host, o->port ? " --port " : "", o->port ? strchr(where, ']') + 2 : "",
+		o->agent ? " --agent " : "", o->agent ? o->agent : "");
+	free(pub);
+	return 0;
+}
+
 /* --- entry points */
 
 static void sync_lib_init(void)
@@ -1303,7 +1490,8 @@ int cmd_sync(int argc, char **argv)
 		sync_usage(sub ? stdout : stderr);
 		return sub ? 0 : 2;
 	}
-	if (strcmp(sub, "push") && strcmp(sub, "pull") && strcmp(sub, "status")) {
+	if (strcmp(sub, "push") && strcmp(sub, "pull") && strcmp(sub, "status") &&
+		strcmp(sub, "init")) {
 		log_err("sync: unknown subcommand '%s'", sub);
 		sync_usage(stderr);
 		return 2;
@@ -1318,7 +1506,23 @@ int cmd_sync(int argc, char **argv)
 		strv_free(&o.branches);
 		return 2;
 	}
+	if ((o.port || o.agent || o.accept_fp) && !o.host) {
+		log_err("--port, --agent and --accept-host-key go with --host HOST");
+		strv_free(&o.branches);
+		return 2;
+	}
+	if (o.accept_fp && strcmp(sub, "init")) {
+		log_err("--accept-host-key is for 'ocsb sync init --host HOST'");
+		strv_free(&o.branches);
+		return 2;
+	}
 	sync_lib_init();
+	if (!strcmp(sub, "init")) {
+		r = sync_do_init(&o);
+		strv_free(&o.branches);
+		git_libgit2_shutdown();
+		return r < 0 ? 1 : 0;
+	}
 	r = sync_open(&x, &o, NULL, NULL, 0);
 	if (r == 0) {
 		if (!strcmp(sub, "push"))

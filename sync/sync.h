@@ -32,6 +32,8 @@ struct sync_conn {
 	const char *user; /* the agent */
 	const char *key_path; /* private key; unused with agent_auth */
 	const char *known_hosts; /* the pin file, the only one consulted */
+	const char *pin_fix; /* what to run to (re)write the pin; NULL: ocsb-provision */
+	const char *key_fix; /* what to run when the key is missing or refused; NULL: same */
 	const char *remote_path; /* repository path on the agent side */
 	int agent_auth;
 	int connect_timeout_s;
@@ -52,6 +54,35 @@ void sync_conn_init(struct sync_conn *c);
 int sync_transport_cb(git_transport **out, git_remote *owner, void *payload);
 /* Quote s for a POSIX shell: 'a'\''b'. -1 if it does not fit. */
 int sync_shell_quote(const char *s, char *out, size_t n);
+
+/* --- remote.c: agents on other machines (--host) */
+/* 1 if h is a host name or address literal ocsb passes to libssh and the pin file. */
+int sync_host_name_ok(const char *h);
+/* 1 if the fingerprint the owner typed ("SHA256:..." or the base64 alone) is fp. */
+int sync_fp_equal(const char *given, const char *fp);
+/*
+ * The owner's key dir/name (+ .pub), created (ed25519, 0600) if missing; *ret_pub gets
+ * the public line (caller frees). 0 or a negative errno.
+ */
+int sync_keygen(const char *dir, const char *name, const char *comment, char **ret_pub);
+/*
+ * Pin c->host:c->port in c->known_hosts when its host key's SHA-256 fingerprint is
+ * `accept`. 0 pinned now, 1 already pinned (same key), 2 not pinned and accept is NULL
+ * (ret_fp/ret_type say what the host showed), -1 refused or failed (c->err).
+ */
+int sync_host_pin(struct sync_conn *c, const char *accept, char *ret_fp, size_t fplen,
+	char *ret_type, size_t typelen);
+
+/* --- tmp.c: one pull at a time per repository, stale temporary packs removed */
+/* Take <gitdir>/ocsb-sync.lock (flock); *ret_fd holds it. 0, -EBUSY, or negative errno. */
+int sync_repo_lock(const char *gitdir, int *ret_fd);
+/*
+ * Remove pack_git2_* temporary files (libgit2's interrupted downloads) from
+ * <objects>/pack: regular files only, modified before `before`, and open in no process
+ * we can see. *ret_removed counts them. 0 or a negative errno.
+ */
+int sync_clean_tmp_packs(
+	const char *objects_dir, const struct timespec *before, unsigned *ret_removed);
 
 /* --- check.c: pure functions on what the agent sends */
 #define SYNC_REF_MAX 255

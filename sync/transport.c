@@ -213,6 +213,7 @@ static int sync_known_host(struct sync_sub *s)
 	struct sync_conn *c = s->c;
 	enum ssh_known_hosts_e k = ssh_session_is_known_server(s->session);
 	char where[300];
+	const char *fix = c->pin_fix ? c->pin_fix : "run 'sudo ocsb-provision' again to re-pin";
 
 	if (c->port == 22)
 		snprintf(where, sizeof(where), "%s", c->host);
@@ -224,20 +225,17 @@ static int sync_known_host(struct sync_sub *s)
 	case SSH_KNOWN_HOSTS_CHANGED:
 		return sync_fail(c,
 			"host key of %s does not match the pin in %s: refusing to connect (if the "
-			"host key was changed on purpose, run 'sudo ocsb-provision' again to "
-			"re-pin)",
-			where, c->known_hosts);
+			"host key was changed on purpose, %s)",
+			where, c->known_hosts, fix);
 	case SSH_KNOWN_HOSTS_OTHER:
 		return sync_fail(c,
 			"host key of %s is of another type than the pin in %s: refusing to "
-			"connect (run 'sudo ocsb-provision' again to re-pin)",
-			where, c->known_hosts);
+			"connect (%s)",
+			where, c->known_hosts, fix);
 	case SSH_KNOWN_HOSTS_NOT_FOUND:
 	case SSH_KNOWN_HOSTS_UNKNOWN:
-		return sync_fail(c,
-			"no pinned host key for %s in %s: refusing to connect (run 'sudo "
-			"ocsb-provision' to write the pin)",
-			where, c->known_hosts);
+		return sync_fail(c, "no pinned host key for %s in %s: refusing to connect (%s)",
+			where, c->known_hosts, fix);
 	case SSH_KNOWN_HOSTS_ERROR:
 	default:
 		return sync_fail(c, "checking the host key of %s against %s: %s", where,
@@ -265,16 +263,16 @@ static int sync_auth(struct sync_sub *s)
 	if (ssh_pki_import_privkey_file(c->key_path, NULL, NULL, NULL, &key) != SSH_OK)
 		return sync_fail(c,
 			"cannot read the sync key %s (missing, unreadable or passphrase-protected; "
-			"run 'sudo ocsb-provision' to create it, or use --agent-auth)",
-			c->key_path);
+			"%s, or use --agent-auth)",
+			c->key_path,
+			c->key_fix ? c->key_fix : "run 'sudo ocsb-provision' to create it");
 	r = ssh_userauth_publickey(s->session, NULL, key);
 	ssh_key_free(key);
 	if (r != SSH_AUTH_SUCCESS)
-		return sync_fail(c,
-			"%s@%s refused the sync key %s: %s (run 'sudo ocsb-provision' "
-			"to authorize it)",
-			c->user, c->host, c->key_path,
-			r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "not authorized");
+		return sync_fail(c, "%s@%s refused the sync key %s: %s (%s)", c->user, c->host,
+			c->key_path,
+			r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "not authorized",
+			c->key_fix ? c->key_fix : "run 'sudo ocsb-provision' to authorize it");
 	return 0;
 }
 

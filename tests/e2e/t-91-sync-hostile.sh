@@ -401,6 +401,42 @@ check_output "positive control: the re-run completes" 'ai-dev/stopped: new' ocsb
 check_output "and the interrupted branch's blob is complete" '^25165824$' \
 	ogit cat-file -s refs/remotes/ai-dev/stopped:s.bin
 fsck_clean "after the re-run the owner's repository passes git fsck"
+check_output "the re-run removed the temporary packs the interrupted pulls left" '^$' owner_tmp
+
+# Only stale pack_git2_* regular files go: one still open in a live process (another
+# libgit2 program's download) and a symlink of that name stay; the rest of the store too.
+PACKDIR=$PROJECT/.git/objects/pack
+as_owner sh -c "head -c 4096 /dev/urandom > '$PACKDIR/pack_git2_live' &&
+	head -c 4096 /dev/urandom > '$PACKDIR/pack_git2_stale' &&
+	head -c 10 /dev/urandom > '$OWNER_HOME/outside' &&
+	ln -s '$OWNER_HOME/outside' '$PACKDIR/pack_git2_link' &&
+	touch -h -d '-1 hour' '$PACKDIR/pack_git2_live' '$PACKDIR/pack_git2_stale'"
+bg_owner sh -c "exec 3<'$PACKDIR/pack_git2_live'; exec sleep 60"
+holder=$BG_PID
+sleep 0.2
+check_output "a pull with leftovers present works" 'REVIEW GATE' ocsb_owner sync pull
+check_fails "the stale temporary pack is removed" test -e "$PACKDIR/pack_git2_stale"
+check "positive control: the one a live process holds open is kept" \
+	test -f "$PACKDIR/pack_git2_live"
+check "a symlink named pack_git2_* is left alone" test -L "$PACKDIR/pack_git2_link"
+check "and its target untouched" test -s "$OWNER_HOME/outside"
+kill "$holder"
+wait "$holder" 2>/dev/null
+check_output "once nothing holds it, the next pull removes it too" 'REVIEW GATE' \
+	ocsb_owner sync pull
+check_fails "gone" test -e "$PACKDIR/pack_git2_live"
+rm -f "$PACKDIR/pack_git2_link"
+fsck_clean "after the clean-up the owner's repository passes git fsck"
+
+# One pull at a time per repository: a second one waits for nothing and says why.
+bg_owner env -C "$PROJECT" flock "$PROJECT/.git/ocsb-sync.lock" sleep 30
+locker=$BG_PID
+sleep 0.3
+check_fails_output "a pull while another holds the repository's lock is refused, saying why" \
+	'another ocsb sync pull is running' ocsb_owner sync pull
+kill_tree "$locker"
+check_output "positive control: the lock released, the pull works" 'REVIEW GATE' \
+	ocsb_owner sync pull
 
 # --- 8. the host key changed under the pin -----------------------------------------------
 mkdir -p "$E2E_SCRATCH/hostkeys"

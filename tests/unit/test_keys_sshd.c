@@ -159,7 +159,8 @@ static void authorized_keys(void **state)
 
 	assert_int_equal(strv_push(&owner, "ssh-ed25519 AAAAone alice@a"), 0);
 	assert_int_equal(strv_push(&owner, "ssh-ed25519 AAAAtwo alice@b"), 0);
-	assert_int_equal(keys_render_authorized(&owner, "ssh-ed25519 AAAAsync sync", &out), 0);
+	assert_int_equal(
+		keys_render_authorized(&owner, "ssh-ed25519 AAAAsync sync", NULL, &out), 0);
 	assert_has_line(out.data, "restrict,pty ssh-ed25519 AAAAone alice@a");
 	assert_has_line(out.data, "restrict,pty ssh-ed25519 AAAAtwo alice@b");
 	assert_has_line(out.data,
@@ -168,14 +169,29 @@ static void authorized_keys(void **state)
 	assert_int_equal(count_entries(out.data), 3);
 	buf_free(&out);
 
+	/* Sync keys of remote owners: git-only lines, never a shell (no pty, forced command). */
+	{
+		struct strv extra = {0};
+
+		assert_int_equal(strv_push(&extra, "ssh-ed25519 AAAAremote bob@laptop"), 0);
+		assert_int_equal(keys_render_authorized(&owner, NULL, &extra, &out), 0);
+		assert_has_line(out.data,
+			"restrict,command=\"/usr/bin/git-shell -c "
+			"\\\"$SSH_ORIGINAL_COMMAND\\\"\" ssh-ed25519 AAAAremote bob@laptop");
+		assert_null(strstr(out.data, "restrict,pty ssh-ed25519 AAAAremote"));
+		assert_int_equal(count_entries(out.data), 3);
+		buf_free(&out);
+		strv_free(&extra);
+	}
+
 	/* No sync key yet: no git-shell line. */
-	assert_int_equal(keys_render_authorized(&owner, NULL, &out), 0);
+	assert_int_equal(keys_render_authorized(&owner, NULL, NULL, &out), 0);
 	assert_null(strstr(out.data, "git-shell"));
 	assert_int_equal(count_entries(out.data), 2);
 	buf_free(&out);
 	strv_free(&owner);
 
-	assert_int_equal(keys_render_authorized(&owner, NULL, &out), 0);
+	assert_int_equal(keys_render_authorized(&owner, NULL, NULL, &out), 0);
 	assert_int_equal(count_entries(out.data), 0);
 	buf_free(&out);
 }
