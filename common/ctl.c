@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "util.h"
 
 static const struct {
 	enum ctl_verb verb;
@@ -33,20 +34,6 @@ const char *ctl_verb_name(enum ctl_verb verb)
 		if (verbs[i].verb == verb)
 			return verbs[i].name;
 	return NULL;
-}
-
-/* Always -1, so that `return seterr(...)` reads as the failure it is. */
-static int __attribute__((format(printf, 3, 4)))
-seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
 }
 
 /*

@@ -55,24 +55,24 @@ int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx)
 	return n;
 }
 
+struct sig_ctx {
+	int sig, n;
+};
+
+static void signal_one(pid_t pid, void *ctx)
+{
+	struct sig_ctx *c = ctx;
+
+	if (c->sig == 0 || kill(pid, c->sig) == 0)
+		c->n++;
+}
+
 static int scan(uid_t uid, int sig)
 {
-	struct dirent *e;
-	DIR *d = opendir("/proc");
-	int n = 0;
+	struct sig_ctx c = {sig, 0};
+	int r = procs_foreach_uid(uid, signal_one, &c);
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d)) != NULL) {
-		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
-
-		if (pid <= 1 || pid == getpid() || !proc_has_uid(pid, uid))
-			continue;
-		if (sig == 0 || kill(pid, sig) == 0)
-			n++;
-	}
-	closedir(d);
-	return n;
+	return r < 0 ? r : c.n;
 }
 
 int procs_signal_uid(uid_t uid, int sig, int until_none)

@@ -52,4 +52,7 @@ struct user_info {
 int user_lookup(const char *name, struct user_info *ret);
 int user_lookup_uid(uid_t uid, struct user_info *ret);
 
+/* Formats into err (when given) and returns -1: `return seterr(err, n, "...", ...)`. */
+int seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -10,23 +10,10 @@
 #include <unistd.h>
 
 #include "secrets.h"
+#include "util.h"
 
 #define PUB_PREFIX "ocsb-secrets-pk-v1 "
 #define REC_KDF_CONTEXT "ocsb secrets at-rest key v1"
-
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 static void put_be32(unsigned char *p, uint32_t v)
 {

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "secrets.h"
+#include "util.h"
 
 #define SET_MAGIC "OCSBSET1"
 
@@ -48,20 +49,6 @@ void secrets_free(void *p)
 const char *secrets_alloc_error(void)
 {
 	return alloc_error[0] ? alloc_error : "out of memory";
-}
-
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
 }
 
 /*
