@@ -1474,6 +1474,62 @@ static const char writable_note[] =
 	"the owner's later changes are not applied. Delete this folder and run\n"
 	"'sudo ocsb-provision' for a fresh copy.\n";
 
+/*
+ * ~/.gitconfig is the agent's own file (git writes it for `git config --global`, and
+ * would follow a link into the read-only tree and fail): it includes the mirrored subset.
+ */
+static void gitconfig_render(const struct mirror *m, struct buf *b)
+{
+	buf_printf(b,
+		"# Written by ocsb-provision for %s. The owner's name, email, aliases and editor\n"
+		"# come from the read-only mirror below; settings of your own (git config\n"
+		"# --global) are added after it and win.\n"
+		"[include]\n\tpath = %s/%s\n",
+		m->agent, m->tree, MIRROR_GITCONFIG);
+}
+
+static int link_gitconfig(struct linkjob *j, int out, int pfd, int have, const struct stat *st,
+	const char *cur, ssize_t n)
+{
+	struct buf want = {0}, inc = {0};
+	char *data = NULL;
+	size_t len = 0;
+	int ours = 0;
+
+	gitconfig_render(j->m, &want);
+	buf_printf(&inc, "path = %s/%s", j->m->tree, MIRROR_GITCONFIG);
+	if (have && S_ISREG(st->st_mode) &&
+		fo_read_at(pfd, MIRROR_GITCONFIG, 1024 * 1024, &data, &len) == 0) {
+		ours = len == want.len && !memcmp(data, want.data, len);
+		if (!ours && !memmem(data, len, inc.data, inc.len) && !j->remove)
+			say(out,
+				"! ~/.gitconfig is the agent's own and does not include the "
+				"mirror: add "
+				"'[include] %s' to it",
+				inc.data);
+	}
+	if (j->remove) {
+		if (ours || (n >= 0 && mirror_path_under(cur, j->m->tree))) {
+			say(out, "remove ~/.gitconfig (the include of the mirror)");
+			if (!j->dry)
+				unlinkat(pfd, MIRROR_GITCONFIG, 0);
+		}
+	} else if (!have || (n >= 0 && mirror_path_under(cur, j->m->tree))) {
+		/* Missing, or a link of an earlier version into the tree: the agent's file. */
+		say(out, "write ~/.gitconfig (includes the owner's git identity from the mirror)");
+		if (!j->dry &&
+			fo_write_at(pfd, MIRROR_GITCONFIG, want.data, want.len, 0600, (uid_t)-1,
+				(gid_t)-1) < 0)
+			say(out, "! ~/.gitconfig: %s", strerror(errno));
+	} else if (n >= 0) {
+		say(out, "! ~/.gitconfig is a link of the agent's: left alone");
+	}
+	free(data);
+	buf_free(&want);
+	buf_free(&inc);
+	return 0;
+}
+
 static int link_one(struct linkjob *j, int out, const char *rel)
 {
 	struct mirror *m = j->m;
@@ -1500,6 +1556,11 @@ static int link_one(struct linkjob *j, int out, const char *rel)
 	n = have && S_ISLNK(st.st_mode) ? readlinkat(pfd, name, cur, sizeof(cur) - 1) : -1;
 	if (n >= 0)
 		cur[n] = '\0';
+	if (!strcmp(rel, MIRROR_GITCONFIG) && !is_writable(m, rel)) {
+		link_gitconfig(j, out, pfd, have, &st, cur, n);
+		close(pfd);
+		return 0;
+	}
 	if (j->remove) {
 		/* Only our own links; a writable copy is the agent's data and stays. */
 		if (n >= 0 && mirror_path_under(cur, m->tree)) {

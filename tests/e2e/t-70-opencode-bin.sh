@@ -39,7 +39,9 @@ check_output "--check: no drift with the installed binary" '^ocsb-provision: 0 d
 # --- a copy in a directory the owner controls
 as_owner mkdir -p "$OWNER_HOME/bin"
 cp "$OC_BIN" "$OWNER_HOME/bin/opencode"
-check "positive control: the copy runs" as_owner env HOME="$OWNER_HOME" "$OWNER_HOME/bin/opencode" --version
+# A HOME of its own: even --version creates ~/.config/opencode, which the mirror would pick up.
+as_owner mkdir -p "$OWNER_HOME/.cache/t70-home"
+check "positive control: the copy runs" as_owner env HOME="$OWNER_HOME/.cache/t70-home" "$OWNER_HOME/bin/opencode" --version
 set_bin "$OWNER_HOME/bin/opencode"
 snapshot_state copy
 check_fails_output "a copy in the owner's home is refused, naming the directory" \

@@ -121,13 +121,19 @@ check_output "the mirrored opencode.json reads the key from the environment" '"a
 check_fails "the key is nowhere in the status file" grep -q "$ANT_KEY" /var/lib/ocsb/mirror/$AGENT.status
 
 # ---- .gitconfig subset
-check_output "the agent's git identity comes from the owner's" '^Alice Owner$' agent git config --global user.name
-check_output "aliases and the editor are kept" '^checkout$' agent git config --global alias.co
-check_fails "no credential helper" agent git config --global credential.helper
-check_fails "no include" agent git config --global include.path
-check_fails "no url.insteadOf" agent git config --global --get-regexp '^url\.'
-check_fails "no hooksPath" agent git config --global core.hooksPath
+# (git config without --global: --global alone does not follow includes)
+check_output "the agent's git identity comes from the owner's" '^Alice Owner$' agent git config user.name
+check_output "aliases and the editor are kept" '^checkout$' agent git config alias.co
+check_fails "no credential helper" agent git config credential.helper
+check_fails "no include of the owner's" agent sh -c 'git config --get-all include.path | grep -q private'
+check_fails "the generated file includes nothing" grep -qi include "$TREE/.gitconfig"
+check_fails "no url.insteadOf" agent git config --get-regexp '^url\.'
+check_fails "no hooksPath" agent git config core.hooksPath
 check_output "positive control: the owner still has all of it" '^store$' as_owner git config --global credential.helper
+check_output "~/.gitconfig is the agent's own file, including the subset" "^600 $AGENT\$" stat -c '%a %U' "$AHOME/.gitconfig"
+check "the agent can still set its own git settings" agent git config --global user.name "Agent Self"
+check_output "and they win over the owner's" '^Agent Self$' agent git config user.name
+check_output "the owner's email still comes through the include" '^alice@example.test$' agent git config user.email
 
 # ---- ocsb mirror status
 check_output "status: the FIFO and why" 'a FIFO: not mirrored' as_owner "$OCSB" mirror status

@@ -500,7 +500,7 @@ static void engine_links(void **state)
 	struct fixture f;
 	struct mirror_stats st;
 	struct strv ch = {0};
-	char target[PATH_MAX];
+	char target[PATH_MAX], *s;
 	ssize_t n;
 
 	fixture_init(&f);
@@ -527,6 +527,12 @@ static void engine_links(void **state)
 	assert_true(n > 0);
 	target[n] = '\0';
 	assert_string_equal(target, tree(&f, ".config/opencode"));
+	/* ~/.gitconfig is the agent's own file, including the mirrored subset */
+	s = slurp(unit_path("agent/.gitconfig"));
+	assert_non_null(strstr(s, "[include]\n\tpath = "));
+	assert_non_null(strstr(s, tree(&f, ".gitconfig")));
+	free(s);
+	assert_int_equal(lmode(unit_path("agent/.gitconfig")), S_IFREG | 0600);
 	/* the agent's own real file is left alone */
 	assert_int_equal(unlink(unit_path("agent/.gitconfig")), 0);
 	put("agent/.gitconfig", "mine\n");
