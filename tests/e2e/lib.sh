@@ -162,6 +162,16 @@ state_unchanged() {
 }
 
 # wait_port HOST PORT SECS: 0 once a TCP connect succeeds, 1 after SECS seconds.
+# wait_for SECS cmd...: run cmd every 0.2 s until it succeeds (0) or SECS pass (1).
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -ge $end ] && return 1
+		sleep 0.2
+	done
+}
+
 wait_port() {
 	local host=$1 port=$2 i
 	for ((i = 0; i < $3 * 10; i++)); do

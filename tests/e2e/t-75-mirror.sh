@@ -13,14 +13,6 @@ SRC=$OWNER_HOME/.config/opencode
 AHOME=/home/$AGENT
 ANT_KEY=sk-ant-api03-E2Ee2eE2Ee2eE2Ee2eE2Ee2eE2Ee2eE2Ee2e
 
-wait_for() { # wait_for SECS cmd...: poll (bounded) until cmd succeeds
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 # ms_until MAXMS cmd...: print the milliseconds until cmd succeeds (polling every 20 ms); 1 if never
 ms_until() {
 	local max=$1 t0 now

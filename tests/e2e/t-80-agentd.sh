@@ -27,14 +27,6 @@ status() { as_owner "$OCSB" status; }
 field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
 	status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'
 }
-wait_for() { # wait_for SECS cmd...: poll (bounded) until cmd succeeds
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 oc_pid() { field pid 2; } # pid 1 is the proxy's
 running() { [ "$(field state 2)" = running ]; }
 

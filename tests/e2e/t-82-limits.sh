@@ -20,14 +20,6 @@ OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRAT
 AGENTD=$!
 status() { as_owner "$OCSB" status; }
 field() { status 2>/dev/null | awk -v k="$1" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }'; }
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 running() { status 2>/dev/null | grep -q '^ *state *running'; }
 check "agentd answers" wait_for 10 test -S /run/ocsb/agentd.sock
 check "OpenCode runs under the limits" wait_for 90 running

@@ -31,14 +31,6 @@ chmod 755 /etc/fakeoc /etc/fakeoc/opencode
 echo 'opencode-bin /etc/fakeoc/opencode' >>/etc/ocsb/ocsb.conf
 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 LOG=/var/log/ocsb/opencode-shop.log
 flooded() { grep -q FLOOD-DONE "$LOG"; }
 wait_for 60 flooded && pass "the stand-in's 30 MiB of output arrive through agentd" || fail "the stand-in's 30 MiB of output arrive through agentd" "$(tail -n 15 "$E2E_SCRATCH/agentd.log")"

@@ -88,14 +88,6 @@ start_agentd() {
 	AGENTD=$!
 }
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -ge $end ] && return 1
-		sleep 0.2
-	done
-}
 oc_pid() { field pid 2; }
 running() { [ "$(field state 2)" = running ]; }
 env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
