@@ -17,6 +17,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 
 int agentd_watch(
 	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events)
@@ -265,6 +266,20 @@ static void shutdown_children(struct agentd *d)
 	for (size_t i = 0; i < d->n_oc; i++)
 		child_stop(d, &d->oc[i], 3000);
 	child_stop(d, &d->proxy_child, 3000);
+	/*
+	 * The agent stops with its supervisor: whatever it detached (setsid, nohup, a
+	 * double fork, its ssh sessions' leftovers) would otherwise run unwatched, with no
+	 * netlock watchdog. Until cgroups hold the agent, its uid is the handle.
+	 */
+	{
+		int n = procs_signal_uid(d->agent.uid, SIGKILL, 1);
+
+		if (n > 0)
+			log_notice("stopped %d leftover process%s of %s", n, n == 1 ? "" : "es",
+				d->agent.name);
+		else if (n < 0)
+			log_err("cannot stop the processes of %s: %s", d->agent.name, strerror(-n));
+	}
 }
 
 int agentd_run(struct agentd *d)

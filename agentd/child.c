@@ -111,8 +111,8 @@ int opencode_exec(struct agentd *d, struct child *c)
 		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
 		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
 		"OPENCODE_DISABLE_MODELS_FETCH=1", NULL};
-	char *const argv[] = {
-		d->opencode_bin, "serve", "--hostname", "127.0.0.1", "--port", port, NULL};
+	char *const argv[] = {d->sb.test_wrap, d->opencode_bin, "serve", "--hostname", "127.0.0.1",
+		"--port", port, NULL};
 	int r;
 
 	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
@@ -124,7 +124,14 @@ int opencode_exec(struct agentd *d, struct child *c)
 	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	/* Still root: the private mount namespace (sandbox.c); fail closed if it cannot be. */
+	r = child_sandbox_mounts(d);
+	if (r < 0)
+		return r;
 	r = spawn_drop_privileges(d->agent.uid, d->agent.gid, d->agent.name);
+	if (r < 0)
+		return r;
+	r = child_sandbox_limits();
 	if (r < 0)
 		return r;
 	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
@@ -136,7 +143,7 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* As the agent: the clone is the agent's; root does not walk into it. */
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
 		return -errno;
-	execve(argv[0], argv, env);
+	execve(argv[d->sb.test_wrap[0] ? 0 : 1], argv + (d->sb.test_wrap[0] ? 0 : 1), env);
 	return -errno;
 }
 
@@ -186,6 +193,16 @@ int child_start(struct agentd *d, struct child *c)
 		log_err("%s: %s", c->name, bin_err);
 		c->state = CH_STOPPED;
 		return -1;
+	}
+	if (c->is_opencode) {
+		if (priv_sandbox_prepare(d) < 0) {
+			snprintf(c->last_error, sizeof(c->last_error),
+				"cannot prepare the sandbox (see the log)");
+			c->state = CH_BACKOFF;
+			arm(c, BACKOFF_MAX_MS);
+			return -1;
+		}
+		priv_sandbox_test_wrap(d);
 	}
 	logfd = open_log(d, c);
 	if (pipe2(errpipe, O_CLOEXEC) < 0) {

@@ -31,6 +31,9 @@ static void usage(FILE *f)
 		"  sync pull            fetch the agent's branches into refs/remotes/AGENT/* and\n"
 		"                       print a review of risky changes (--json)\n"
 		"  sync status          your branches against the agent's, without fetching\n"
+		"  doctor [--fix] [--json]  is the sandbox intact: one line per check, OK / WARN "
+		"/\n"
+		"                       FAIL with its fix; exit 1 on FAIL (more checks as root)\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -60,7 +63,7 @@ int main(int argc, char **argv)
 		return cmd_agentd(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sync"))
 		return cmd_sync(argc - 1, argv + 1);
-	if (strcmp(argv[1], "egress") != 0) {
+	if (strcmp(argv[1], "egress") != 0 && strcmp(argv[1], "doctor") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;
 	}
@@ -69,7 +72,8 @@ int main(int argc, char **argv)
 		cli_free(&c);
 		return 2;
 	}
-	r = cmd_egress(&c, argc - 2, argv + 2);
+	r = strcmp(argv[1], "doctor") ? cmd_egress(&c, argc - 2, argv + 2)
+				      : cmd_doctor(&c, argc - 1, argv + 1);
 	cli_free(&c);
 	return r;
 }
