@@ -212,6 +212,32 @@ check_output "git: the pull's review flags the hostile content" 'gitattributes|s
 # --- positive controls (root / the owner), while everything still runs
 ESC_DIR=$ESC bash "$ESC/battery.sh" control >"$ESC/control.out"
 
+# --- ocsb doctor against the same machine: the lax file, then --fix, then a lost netlock
+DOC=$OCSB_BUILD/ocsb
+check_fails_output "doctor (owner): FAIL for the 0644 secret, exit 1" \
+	"^FAIL owner-file +$OWNER_HOME/.aws/credentials is readable by every account" as_owner "$DOC" doctor
+check_output "doctor (owner): the fix is printed" "fix: chmod go-rwx '$OWNER_HOME/.aws/credentials'" \
+	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
+check_output "doctor (owner): the home's mode is reported" "^WARN owner-home +$OWNER_HOME is 0755" \
+	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
+check_output "doctor (owner): ssh sessions' missing namespace said plainly" '^WARN ssh-sessions .*NO private namespace' \
+	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
+_capture "$DOC" doctor
+root_doc=$_out
+for re in '^OK +netlock +table inet ocsb live' '^OK +sshd +for ai-dev' '^OK +persistence +/etc/cron.deny lists ai-dev' \
+	'^OK +persistence +/etc/at.deny lists ai-dev' '^OK +probe-files +ai-dev cannot open' \
+	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +listening' '^OK +agent-groups'; do
+	check_output "doctor (root): /$re/" "$re" printf '%s\n' "$root_doc"
+done
+check_output "doctor --json is valid JSON with the same checks" '^ok [1-9]' bash -c \
+	"$DOC doctor --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(\"ok\", len(d[\"checks\"]))'"
+check_output "doctor --fix (root) fixes the file" "^OK +owner-file +$OWNER_HOME/.aws/credentials was readable by every account \(0644\): fixed" \
+	bash -c "$DOC doctor --fix; true"
+check_output "after --fix: mode 0600" '^600$' stat -c %a "$OWNER_HOME/.aws/credentials"
+check_output "after --fix: doctor (owner) finds no readable secret" '^OK +owner-files' \
+	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
+check_output "positive control: root still reads the fixed file" "$MARK" cat "$OWNER_HOME/.aws/credentials"
+
 # --- stop the agent; judge what had to outlive something
 if [ -n "$AGENTD" ]; then
 	kill -TERM "$AGENTD"
@@ -224,6 +250,21 @@ for place in "${PLACES[@]}"; do
 	ESC_DIR=$ESC bash "$ESC/battery.sh" judge "$place" $ids >"$ESC/$place.judged"
 done
 pgrep -u "$AGENT" >/dev/null && pkill -KILL -u "$AGENT"
+
+# --- doctor without the netlock (agentd stopped, table deleted)
+nft delete table inet ocsb 2>/dev/null
+check_fails_output "doctor (root): FAIL when the netlock is gone, exit 1" '^FAIL netlock ' "$DOC" doctor
+check_output "doctor (root): and when agentd is not running" '^FAIL agentd ' bash -c "$DOC doctor; true"
+check_output "a provisioning run restores the table" '^ocsb-provision: [1-9]' provision
+check_output "doctor (root): netlock OK again" '^OK +netlock' bash -c "$DOC doctor; true"
+# --- removal takes the agent out of cron.deny / at.deny and drops its limits file
+grep -qx "$AGENT" /etc/cron.deny && grep -qx "$AGENT" /etc/at.deny && pass "cron.deny and at.deny list the agent" ||
+	fail "cron.deny and at.deny list the agent" "$(cat /etc/cron.deny /etc/at.deny 2>&1)"
+check "pam_limits file for the agent" grep -q "^$AGENT hard nproc" "/etc/security/limits.d/ocsb-$AGENT.conf"
+check_output "--remove" '^ocsb-provision: [1-9]' prov --remove
+check_fails "--remove: cron.deny no longer lists the agent" grep -qx "$AGENT" /etc/cron.deny
+check_fails "--remove: at.deny no longer lists the agent" grep -qx "$AGENT" /etc/at.deny
+check_fails "--remove: limits file gone" test -e "/etc/security/limits.d/ocsb-$AGENT.conf"
 
 # --- the report: one line per probe and place, the control first
 declare -A CONTROL EXPECT CAT DESC

@@ -78,7 +78,7 @@ PROBES=(
 	"x-loopback|proxy|blocked|proxy to the owner's listener on 127.0.0.1"
 	"x-localhost|proxy|blocked|proxy to http://localhost:PORT/"
 	"x-v6-lo|proxy|blocked|proxy to the owner's listener on [::1]"
-	"x-lan|proxy|blocked|proxy to the LAN address 198.18.0.1"
+	"x-lan|proxy|open|KNOWN ESCAPE: proxy to a service on the host's own non-private address (198.18.0.1:80)"
 	"x-metadata|proxy|blocked|proxy to the cloud metadata address"
 	"x-blocked|proxy|blocked|proxy to a host blocked by the rules"
 	"x-connect-22|proxy|blocked|CONNECT to port 22 through the proxy"
