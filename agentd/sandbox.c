@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <sodium.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +28,7 @@
 
 #include "agentd.h"
 #include "fileops.h"
+#include "identity.h"
 #include "log.h"
 
 #ifndef SYS_landlock_create_ruleset
@@ -47,85 +47,22 @@ struct sb_landlock_attr {
 
 #define SB_NPROC 4096 /* threads count too: OpenCode, its tools and language servers */
 
-static const char *const dmi_fields[] = {"product_uuid", "product_serial", "board_serial",
-	"chassis_serial", "product_name", "sys_vendor", "board_vendor", "board_name", "bios_vendor",
-	"bios_version", "product_version", "chassis_vendor"};
-
-static void hex_id(char *out, size_t n, int dashes)
-{
-	unsigned char raw[16];
-	char hex[33];
-
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
-	if (dashes)
-		snprintf(out, n, "%.8s-%.4s-4%.3s-a%.3s-%.12s\n", hex, hex + 8, hex + 13, hex + 17,
-			hex + 20);
-	else
-		snprintf(out, n, "%s\n", hex);
-}
-
-/* dfd/name holds a value already (kept: stable across restarts), or gets `value`. */
-static int keep_or_write(int dfd, const char *name, const char *value)
-{
-	struct stat st;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-		st.st_uid == 0 && st.st_size > 0)
-		return 0;
-	return fo_write_at(dfd, name, value, strlen(value), 0444, 0, 0);
-}
-
 int priv_sandbox_prepare(struct agentd *d)
 {
 	struct sandbox *sb = &d->sb;
-	char dir[4096], v[64];
-	int dfd = -1, ddfd = -1, r = -1;
+	char dir[4096];
+	int r = identity_ensure(d->paths.varlib, d->agent.name, dir, sizeof(dir));
 
-	if (snprintf(dir, sizeof(dir), "%s/ocsb/identity/%s", d->paths.varlib, d->agent.name) >=
-		(int)sizeof(dir))
+	if (r < 0) {
+		log_err("%s: cannot write the agent's identity files: %s", dir, strerror(-r));
 		return -1;
-	/* Root-owned, 0755 so the bind mounts can be read by the agent; never its tree. */
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
-		return -1;
-	}
-	hex_id(v, sizeof(v), 0);
-	if (keep_or_write(dfd, "machine-id", v) < 0)
-		goto out;
-	hex_id(v, sizeof(v), 1);
-	if (keep_or_write(dfd, "boot_id", v) < 0)
-		goto out;
-	/* A neutral command line: the real one names disks, UUIDs and hypervisor details. */
-	if (keep_or_write(dfd, "cmdline", "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet\n") < 0)
-		goto out;
-	ddfd = fo_mkdir_p(dfd, "dmi", 0755, 0, 0);
-	if (ddfd < 0)
-		goto out;
-	for (size_t i = 0; i < sizeof(dmi_fields) / sizeof(dmi_fields[0]); i++) {
-		if (!strcmp(dmi_fields[i], "product_uuid"))
-			hex_id(v, sizeof(v), 1);
-		else if (strstr(dmi_fields[i], "serial"))
-			snprintf(v, sizeof(v), "0\n");
-		else
-			snprintf(v, sizeof(v), "ocsb\n");
-		if (keep_or_write(ddfd, dmi_fields[i], v) < 0)
-			goto out;
 	}
 	snprintf(sb->machine_id, sizeof(sb->machine_id), "%s/machine-id", dir);
 	snprintf(sb->boot_id, sizeof(sb->boot_id), "%s/boot_id", dir);
 	snprintf(sb->cmdline, sizeof(sb->cmdline), "%s/cmdline", dir);
 	snprintf(sb->dmi, sizeof(sb->dmi), "%s/dmi", dir);
 	sb->ready = 1;
-	r = 0;
-out:
-	if (r < 0)
-		log_err("%s: cannot write the agent's identity files: %s", dir, strerror(errno));
-	if (ddfd >= 0)
-		close(ddfd);
-	close(dfd);
-	return r;
+	return 0;
 }
 
 /*

@@ -383,6 +383,7 @@ static void check_agentd(struct doctor *dr)
 			nl.ports_lo = dr->c->cfg.ports_lo;
 			nl.ports_hi = dr->c->cfg.ports_hi;
 			nl.dns_allow = dr->c->egress.dns_allow;
+			nl.proxy_uid = netlock_proxy_uid();
 			if (netlock_verify(&nl, err, sizeof(err)) == 0)
 				add(dr, DR_OK, "netlock", NULL,
 					"table inet %s live and equal to the configuration",
@@ -572,7 +573,19 @@ static void check_sessions(struct doctor *dr)
 {
 	char *mounts = NULL;
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U);
-	int hidepid = 0;
+	int hidepid = 0, session_ns = 0;
+	char pam[4096], conf[4096], *text = NULL;
+	struct stat st;
+
+	/* Provisioning's pam_namespace entry for the agent, and its line in sshd's stack. */
+	if (path_join(pam, sizeof(pam), dr->c->paths.etc, "pam.d/sshd") == 0 &&
+		fo_read(pam, 1 << 20, &text, NULL) == 0 && strstr(text, "pam_namespace.so") &&
+		strstr(text, "# ocsb-provision") &&
+		snprintf(conf, sizeof(conf), "%s/security/namespace.d/ocsb-%s.conf",
+			dr->c->paths.etc, dr->c->cfg.agent) < (int)sizeof(conf) &&
+		stat(conf, &st) == 0)
+		session_ns = 1;
+	free(text);
 
 	if (fo_read("/proc/self/mountinfo", 1 << 20, &mounts, NULL) == 0) {
 		for (char *s = mounts; s && *s;) {
@@ -593,11 +606,20 @@ static void check_sessions(struct doctor *dr)
 		"machine-id, boot_id, kernel command line and DMI ids; Landlock scope for abstract "
 		"sockets and signals: %s",
 		abi >= 6 ? "yes" : "no (kernel too old)");
-	add(dr, DR_WARN, "ssh-sessions",
-		"work through OpenCode (ocsb web), or keep secrets out of /tmp and argv",
-		"ssh sessions of %s get NO private namespace: they share /tmp and /dev/shm with "
-		"everyone, see the real machine-id, boot_id and kernel command line, and can "
-		"connect to other users' abstract Unix sockets",
+	if (session_ns)
+		add(dr, DR_OK, "ssh-sessions", NULL,
+			"ssh sessions of %s get a private /tmp, /var/tmp and /dev/shm, their own "
+			"/proc (hidepid) and the fake identity (pam_namespace, %s)",
+			dr->c->cfg.agent, pam);
+	else
+		add(dr, DR_WARN, "ssh-sessions", "sudo ocsb-provision (needs pam_namespace.so)",
+			"ssh sessions of %s get NO private namespace: they share /tmp and /dev/shm "
+			"with everyone, see every process and the real machine-id, boot_id and "
+			"kernel command line",
+			dr->c->cfg.agent);
+	add(dr, DR_WARN, "abstract-sockets", "keep no secrets behind abstract Unix sockets",
+		"ssh sessions of %s can connect to other users' abstract Unix sockets (no "
+		"Landlock scope outside OpenCode; X11, some D-Bus and IDE helpers listen there)",
 		dr->c->cfg.agent);
 	if (hidepid)
 		add(dr, DR_OK, "proc", NULL,

@@ -220,7 +220,7 @@ check_output "doctor (owner): the fix is printed" "fix: chmod go-rwx '$OWNER_HOM
 	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
 check_output "doctor (owner): the home's mode is reported" "^WARN owner-home +$OWNER_HOME is 0755" \
 	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
-check_output "doctor (owner): ssh sessions' missing namespace said plainly" '^WARN ssh-sessions .*NO private namespace' \
+check_output "doctor (owner): ssh sessions' private namespace reported" '^OK +ssh-sessions .*private /tmp' \
 	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
 _capture "$DOC" doctor
 root_doc=$_out
@@ -260,11 +260,15 @@ check_output "doctor (root): netlock OK again" '^OK +netlock' bash -c "$DOC doct
 # --- removal takes the agent out of cron.deny / at.deny and drops its limits file
 grep -qx "$AGENT" /etc/cron.deny && grep -qx "$AGENT" /etc/at.deny && pass "cron.deny and at.deny list the agent" ||
 	fail "cron.deny and at.deny list the agent" "$(cat /etc/cron.deny /etc/at.deny 2>&1)"
+check "pam_namespace line in /etc/pam.d/sshd" grep -q "pam_namespace.so mount_private # ocsb-provision" /etc/pam.d/sshd
 check "pam_limits file for the agent" grep -q "^$AGENT hard nproc" "/etc/security/limits.d/ocsb-$AGENT.conf"
 check_output "--remove" '^ocsb-provision: [1-9]' prov --remove
 check_fails "--remove: cron.deny no longer lists the agent" grep -qx "$AGENT" /etc/cron.deny
 check_fails "--remove: at.deny no longer lists the agent" grep -qx "$AGENT" /etc/at.deny
 check_fails "--remove: limits file gone" test -e "/etc/security/limits.d/ocsb-$AGENT.conf"
+check_fails "--remove: pam_namespace entry gone" test -e "/etc/security/namespace.d/ocsb-$AGENT.conf"
+check_fails "--remove: no ocsb line left in /etc/pam.d/sshd" grep -q ocsb-provision /etc/pam.d/sshd
+check "positive control: the owner still logs in after --remove" owner_ssh "$OWNER" true
 
 # --- the report: one line per probe and place, the control first
 declare -A CONTROL EXPECT CAT DESC
