@@ -621,7 +621,11 @@ static void check_sessions(struct doctor *dr)
 		"ssh sessions of %s can connect to other users' abstract Unix sockets (no "
 		"Landlock scope outside OpenCode; X11, some D-Bus and IDE helpers listen there)",
 		dr->c->cfg.agent);
-	if (hidepid)
+	if (session_ns && !hidepid)
+		add(dr, DR_OK, "proc", NULL,
+			"OpenCode and the agent's ssh sessions mount their own /proc with hidepid "
+			"(the machine's /proc is unchanged)");
+	else if (hidepid)
 		add(dr, DR_OK, "proc", NULL,
 			"/proc is mounted with hidepid: other users' processes "
 			"are hidden from the agent's ssh sessions");

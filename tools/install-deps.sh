@@ -11,7 +11,8 @@ PKGS="build-essential pkg-config
 libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libcmocka-dev
 openssh-server openssh-client git passwd nftables
 iproute2 util-linux procps coreutils clang-format
-squid curl python3"
+squid curl python3
+at cron dbus libpam-modules"
 
 # OpenCode: the version and the prefix are written once, in common/opencode.h.
 hdr() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$here/common/opencode.h"; }

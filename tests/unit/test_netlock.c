@@ -1124,6 +1124,7 @@ int main(void)
 
 	(void)render_proxy_only;
 	(void)render_full;
+	(void)render_proxy_uid;
 	(void)render_egress_off;
 	(void)render_invalid;
 	(void)unprivileged_errors;
