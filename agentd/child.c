@@ -111,8 +111,10 @@ int opencode_exec(struct agentd *d, struct child *c)
 		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
 		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
 		"OPENCODE_DISABLE_MODELS_FETCH=1", NULL};
+	/* argv[0] is the test hook's wrapper (sandbox.c); without it OpenCode's argv starts at 1. */
 	char *const argv[] = {d->sb.test_wrap, d->opencode_bin, "serve", "--hostname", "127.0.0.1",
 		"--port", port, NULL};
+	char *const *av = d->sb.test_wrap[0] ? argv : argv + 1;
 	int r;
 
 	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
@@ -143,7 +145,7 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* As the agent: the clone is the agent's; root does not walk into it. */
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
 		return -errno;
-	execve(argv[d->sb.test_wrap[0] ? 0 : 1], argv + (d->sb.test_wrap[0] ? 0 : 1), env);
+	execve(av[0], av, env);
 	return -errno;
 }
 

@@ -50,6 +50,7 @@ struct dr_check {
 struct doctor {
 	struct cli *c;
 	int fix, json, root;
+	int usepam; /* from sshd -T as root: 1, 0, or -1 unknown */
 	struct dr_check *v; /* owned */
 	size_t n, cap;
 };
@@ -352,6 +353,7 @@ static void check_sshd(struct doctor *dr)
 		return;
 	}
 	wrong = doctor_sshd_verdict(out, dr->c->cfg.agent, bad, sizeof(bad));
+	dr->usepam = strstr(out, "\nusepam yes\n") ? 1 : strstr(out, "\nusepam no\n") ? 0 : -1;
 	free(out);
 	if (wrong)
 		add(dr, DR_FAIL, "sshd", "sudo ocsb-provision", "for %s: %s", dr->c->cfg.agent,
@@ -606,7 +608,12 @@ static void check_sessions(struct doctor *dr)
 		"machine-id, boot_id, kernel command line and DMI ids; Landlock scope for abstract "
 		"sockets and signals: %s",
 		abi >= 6 ? "yes" : "no (kernel too old)");
-	if (session_ns)
+	if (session_ns && dr->usepam == 0)
+		add(dr, DR_WARN, "ssh-sessions", "UsePAM yes in sshd_config",
+			"the pam_namespace entry for %s is inert: sshd runs with UsePAM no, so its "
+			"ssh sessions get NO private namespace",
+			dr->c->cfg.agent);
+	else if (session_ns)
 		add(dr, DR_OK, "ssh-sessions", NULL,
 			"ssh sessions of %s get a private /tmp, /var/tmp and /dev/shm, their own "
 			"/proc (hidepid) and the fake identity (pam_namespace, %s)",
@@ -769,7 +776,7 @@ static int report(struct doctor *dr)
 
 int cmd_doctor(struct cli *c, int argc, char **argv)
 {
-	struct doctor dr = {.c = c, .root = geteuid() == 0};
+	struct doctor dr = {.c = c, .root = geteuid() == 0, .usepam = -1};
 	int r;
 
 	for (int i = 1; i < argc; i++) {
