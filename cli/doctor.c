@@ -552,6 +552,21 @@ static void check_groups(struct doctor *dr)
 static void check_persistence(struct doctor *dr)
 {
 	static const char *const files[] = {"cron.deny", "at.deny"};
+	char linger[4096], fix[300];
+	struct stat st;
+
+	/* systemd's lingering keeps a user manager (and its services) running after logout. */
+	if (snprintf(linger, sizeof(linger), "%s/systemd/linger/%s", dr->c->paths.varlib,
+		    dr->c->cfg.agent) < (int)sizeof(linger)) {
+		snprintf(fix, sizeof(fix), "sudo loginctl disable-linger %s", dr->c->cfg.agent);
+		if (lstat(linger, &st) == 0)
+			add(dr, DR_FAIL, "persistence", fix,
+				"%s lingers: its user services outlive every session and agentd",
+				dr->c->cfg.agent);
+		else
+			add(dr, DR_OK, "persistence", NULL, "%s does not linger (%s absent)",
+				dr->c->cfg.agent, linger);
+	}
 
 	for (size_t i = 0; i < 2; i++) {
 		char path[4096], *data = NULL;
