@@ -224,6 +224,7 @@ check_output "doctor (owner): ssh sessions' private namespace reported" '^OK +ss
 	bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner $DOC doctor; true"
 _capture "$DOC" doctor
 root_doc=$_out
+printf '%s\n' "$root_doc" | sed 's/^/# doctor: /'
 for re in '^OK +netlock +table inet ocsb live' '^OK +sshd +for ai-dev' '^OK +persistence +/etc/cron.deny lists ai-dev' \
 	'^OK +persistence +/etc/at.deny lists ai-dev' '^OK +probe-files +ai-dev cannot open' \
 	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +listening' '^OK +agent-groups'; do
