@@ -17,6 +17,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "procs.h"
 
 int agentd_watch(
 	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events)
@@ -67,6 +68,7 @@ static int load_config(struct agentd *d)
 	d->nl.ports_lo = d->cfg.ports_lo;
 	d->nl.ports_hi = d->cfg.ports_hi;
 	d->nl.dns_allow = d->egress.dns_allow;
+	d->nl.proxy_uid = netlock_proxy_uid();
 	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);
 	return proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port);
 }
@@ -291,6 +293,21 @@ static void shutdown_children(struct agentd *d)
 				d->cg.what);
 		if (cg_remove(&d->cg) < 0)
 			log_err("the agent's cgroup could not be emptied and removed");
+	}
+	/*
+	 * The agent stops with its supervisor: whatever it detached (setsid, nohup, a
+	 * double fork, its ssh sessions' leftovers) would otherwise run unwatched, with no
+	 * netlock watchdog. The cgroup held what agentd started; ssh sessions are outside it
+	 * (without systemd), so the uid is the handle for the rest.
+	 */
+	{
+		int n = procs_signal_uid(d->agent.uid, SIGKILL, 1);
+
+		if (n > 0)
+			log_notice("stopped %d leftover process%s of %s", n, n == 1 ? "" : "es",
+				d->agent.name);
+		else if (n < 0)
+			log_err("cannot stop the processes of %s: %s", d->agent.name, strerror(-n));
 	}
 }
 

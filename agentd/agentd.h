@@ -94,6 +94,13 @@ struct ctl_client {
 	void *reader; /* owned: struct ctl_reader */
 };
 
+/* OpenCode's private mount namespace and limits: sandbox.c */
+struct sandbox {
+	int ready;
+	char machine_id[4200], boot_id[4200], cmdline[4200], dmi[4200]; /* fake values */
+	char test_wrap[4096]; /* test hook: exec'd in OpenCode's place (OCSB_TEST_HOOKS=1) */
+};
+
 struct agentd {
 	struct paths paths;
 	char config_path[4096];
@@ -103,6 +110,7 @@ struct agentd {
 	struct netlock_spec nl;
 	struct proxy proxy;
 	char opencode_bin[4096];
+	struct sandbox sb;
 
 	int epfd;
 	int sigfd;
@@ -165,6 +173,12 @@ long ms_since(const struct timespec *t);
 void child_log_name(const struct child *c, char *out, size_t n);
 int child_log_open(struct agentd *d, struct child *c);
 void child_log_event(struct agentd *d, struct child *c);
+
+/* sandbox.c */
+int priv_sandbox_prepare(struct agentd *d);
+void priv_sandbox_test_wrap(struct agentd *d);
+int child_sandbox_mounts(struct agentd *d);
+int child_sandbox_limits(void);
 
 /* netlock watch and freezing: netwatch.c */
 int netwatch_open(struct agentd *d);

@@ -115,8 +115,10 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* The owner's secrets last (their names never collide with the ones above). */
 	char *env[ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1];
 	size_t ne = 0;
-	char *const argv[] = {
-		d->opencode_bin, "serve", "--hostname", "127.0.0.1", "--port", port, NULL};
+	/* argv[0] is the test hook's wrapper (sandbox.c); without it OpenCode's argv starts at 1. */
+	char *const argv_w[] = {d->sb.test_wrap, d->opencode_bin, "serve", "--hostname",
+		"127.0.0.1", "--port", port, NULL};
+	char *const *av = d->sb.test_wrap[0] ? argv_w : argv_w + 1;
 	int r;
 
 	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
@@ -136,7 +138,14 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* Into the agent's cgroup while still root: from there it cannot move out. */
 	if (d->cg.mode != CG_NONE && (r = cg_join_self(&d->cg)) < 0)
 		return r;
+	/* Still root: the private mount namespace (sandbox.c); fail closed if it cannot be. */
+	r = child_sandbox_mounts(d);
+	if (r < 0)
+		return r;
 	r = spawn_drop_privileges(d->agent.uid, d->agent.gid, d->agent.name);
+	if (r < 0)
+		return r;
+	r = child_sandbox_limits();
 	if (r < 0)
 		return r;
 	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
@@ -148,7 +157,7 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* As the agent: the clone is the agent's; root does not walk into it. */
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
 		return -errno;
-	execve(argv[0], argv, env);
+	execve(av[0], av, env);
 	return -errno;
 }
 
@@ -240,6 +249,16 @@ int child_start(struct agentd *d, struct child *c)
 		log_err("%s: %s", c->name, bin_err);
 		c->state = CH_STOPPED;
 		return -1;
+	}
+	if (c->is_opencode) {
+		if (priv_sandbox_prepare(d) < 0) {
+			snprintf(c->last_error, sizeof(c->last_error),
+				"cannot prepare the sandbox (see the log)");
+			c->state = CH_BACKOFF;
+			arm(c, BACKOFF_MAX_MS);
+			return -1;
+		}
+		priv_sandbox_test_wrap(d);
 	}
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
 		return -1;

@@ -31,4 +31,13 @@ int cmd_egress(struct cli *c, int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */
 int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
 
+/* doctor.c: `ocsb doctor [--fix] [--json]`; exit 1 when a check FAILs */
+int cmd_doctor(struct cli *c, int argc, char **argv);
+const char *doctor_status_name(int st);
+int doctor_sshd_verdict(const char *sshd_t, const char *agent, char *bad, size_t n);
+int doctor_listed(const char *text, const char *user);
+int doctor_sensitive(const char *rel);
+struct buf;
+void doctor_json_str(struct buf *b, const char *s);
+
 #endif

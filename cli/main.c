@@ -38,6 +38,9 @@ static void usage(FILE *f)
 		"  mirror status [--json]\n"
 		"                       your configs the agent reads: mirrored, skipped,\n"
 		"                       withheld (credentials) and why\n"
+		"  doctor [--fix] [--json]  is the sandbox intact: one line per check, OK / WARN "
+		"/\n"
+		"                       FAIL with its fix; exit 1 on FAIL (more checks as root)\n"
 		"  --help               this text\n"
 		"  --version            the version\n"
 		"\n"
@@ -71,7 +74,7 @@ int main(int argc, char **argv)
 		return cmd_secrets(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mirror"))
 		return cmd_mirror(argc - 1, argv + 1);
-	if (strcmp(argv[1], "egress") != 0) {
+	if (strcmp(argv[1], "egress") != 0 && strcmp(argv[1], "doctor") != 0) {
 		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
 		return 2;
 	}
@@ -80,7 +83,8 @@ int main(int argc, char **argv)
 		cli_free(&c);
 		return 2;
 	}
-	r = cmd_egress(&c, argc - 2, argv + 2);
+	r = strcmp(argv[1], "doctor") ? cmd_egress(&c, argc - 2, argv + 2)
+				      : cmd_doctor(&c, argc - 1, argv + 1);
 	cli_free(&c);
 	return r;
 }

@@ -47,7 +47,7 @@ static uint32_t netlock_flags;
 
 #define NETLOCK_CHAIN_OUTPUT "output"
 #define NETLOCK_CHAIN_AGENT "agent"
-#define NETLOCK_MAX_RULES 12
+#define NETLOCK_MAX_RULES 14
 #define NETLOCK_MAX_MATCH 3
 #define NETLOCK_TIMEOUT_MS 2000
 #define NETLOCK_RCVBUF 65536
@@ -108,6 +108,18 @@ static int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, s
 
 	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID, .a = s->uid));
 	/*
+	 * The proxy connects on the agent's behalf: without this, a service on one of the
+	 * host's own public or benchmark addresses (not in squid's private lists) answers
+	 * the agent through the proxy. Its replies to the agent (loopback) still go out.
+	 */
+	if (s->proxy_uid && s->proxy_uid != (uid_t)-1 && s->proxy_uid != s->uid) {
+		r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_ACCEPT, M(NM_SKUID, .a = s->proxy_uid),
+			M(NM_CT_REPLY));
+		r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_REJECT_TCP_RESET,
+			M(NM_SKUID, .a = s->proxy_uid), M(NM_FIB_LOCAL),
+			M(NM_L4PROTO, .a = IPPROTO_TCP));
+	}
+	/*
 	 * Replies of servers the agent runs (sockets it accepted from the owner's
 	 * connections) must get out. Reply direction only: conntrack entries outlive
 	 * sockets, so an original-direction "established" would let the agent bind the
@@ -139,6 +151,13 @@ static int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, s
 	r[n++] = RULE0(NETLOCK_CHAIN_AGENT, NV_REJECT_ADMIN);
 	*ret_n = n;
 	return 0;
+}
+
+uid_t netlock_proxy_uid(void)
+{
+	struct user_info u;
+
+	return user_lookup("proxy", &u) == 0 ? u.uid : 0;
 }
 
 /* ---- nft text ---- */

@@ -15,7 +15,9 @@
  *
  *   table inet ocsb {
  *     chain output { type filter hook output priority 0; policy accept;
- *       meta skuid <uid> jump agent }
+ *       meta skuid <uid> jump agent
+ *       meta skuid <proxy_uid> ct direction reply accept                     (proxy_uid != 0)
+ *       meta skuid <proxy_uid> fib daddr type local meta l4proto tcp reject with tcp reset }
  *     chain agent {
  *       ct direction reply ct state established,related accept
  *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
@@ -40,7 +42,11 @@ struct netlock_spec {
 	unsigned proxy_port; /* TCP port of the proxy on 127.0.0.1; 0 = no egress at all */
 	unsigned ports_lo, ports_hi; /* agent's TCP port range on local addresses; 0/0 = none */
 	int dns_allow; /* 1: udp/tcp 53 to non-local addresses allowed */
+	uid_t proxy_uid; /* the proxy's own user: no new TCP to local addresses; 0 = no rule */
 };
+
+/* The uid of the proxy's user ("proxy", see proxy.h), or 0 when there is none. */
+uid_t netlock_proxy_uid(void);
 
 /*
  * The table as nft(8) text: `nft -f` of it installs exactly what netlock_apply

@@ -34,6 +34,7 @@ static void netlock_spec_of(struct prov *p, struct netlock_spec *s)
 	s->ports_lo = p->cfg.ports_lo;
 	s->ports_hi = p->cfg.ports_hi;
 	s->dns_allow = p->egress.dns_allow;
+	s->proxy_uid = netlock_proxy_uid();
 }
 
 int net_preflight(struct prov *p)

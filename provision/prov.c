@@ -288,6 +288,8 @@ static int run_remove(struct prov *p)
 		r = -1;
 	if (keys_remove(p) < 0)
 		r = -1;
+	if (harden_remove(p) < 0)
+		r = -1;
 	/* No process of the agent may outlive its netlock: stop them before the table goes. */
 	if (p->agent_exists && (n = procs_signal_uid(p->agent.uid, SIGKILL, 1)) != 0) {
 		if (n < 0) {
@@ -378,7 +380,7 @@ int prov_main(struct prov_opts *o)
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
 			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
 			systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
-			prov_mirror_ensure(p) < 0 || systemd_ensure(p) < 0 ||
+			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 ||
 			opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}

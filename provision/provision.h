@@ -70,6 +70,17 @@ void prov_done(struct prov *p);
 /* Run an absolute-path program as root with a clean environment; logs failures. */
 int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
 
+/* harden.c: cron/at denial and pam_limits for the agent */
+int harden_ensure(struct prov *p);
+int harden_remove(struct prov *p);
+/* Add (or remove) the line `user` in a deny file's text; 1 when out differs from in. */
+int harden_deny_edit(const char *in, const char *user, int add, struct buf *out);
+int harden_render_limits(const char *user, struct buf *out);
+/* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */
+int harden_pam_edit(const char *in, int add, struct buf *out);
+int harden_render_namespace(const char *user, struct buf *out);
+int harden_render_init(const char *identity_dir, struct buf *out);
+
 /* account.c */
 int account_preflight(struct prov *p);
 int account_ensure(struct prov *p);

@@ -51,6 +51,7 @@ static const struct netlock_spec spec_dns = {.uid = 4242, .proxy_port = 8080, .d
 static const struct netlock_spec spec_off = {.uid = 1000};
 static const struct netlock_spec spec_all = {
 	.uid = 65534, .proxy_port = 65535, .ports_lo = 1, .ports_hi = 65535, .dns_allow = 1};
+static const struct netlock_spec spec_squid = {.uid = 1000, .proxy_port = 3128, .proxy_uid = 13};
 static const struct netlock_spec spec_one_port = {
 	.uid = 1000, .proxy_port = 3128, .ports_lo = 8000, .ports_hi = 8000};
 
@@ -116,6 +117,33 @@ static void render_full(void **state)
 	assert_has_line(b.data, "type filter hook output priority 0; policy accept;");
 	assert_has_line(b.data, "chain agent {");
 	buf_free(&b);
+}
+
+/* The proxy's own new TCP connections to local addresses are refused, its replies pass. */
+static void render_proxy_uid(void **state)
+{
+	char *r = rules_of(&spec_squid);
+
+	assert_string_equal(r,
+		"meta skuid 1000 jump agent\n"
+		"meta skuid 13 ct direction reply accept\n"
+		"meta skuid 13 fib daddr type local meta l4proto tcp reject with tcp reset\n"
+		"ct direction reply ct state established,related accept\n"
+		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
+		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
+		"fib daddr type local reject with icmpx admin-prohibited\n"
+		"meta l4proto tcp reject with tcp reset\n"
+		"reject with icmpx admin-prohibited\n");
+	free(r);
+	/* The agent's own uid as the proxy's would open nothing, so it adds no rule. */
+	{
+		struct netlock_spec same = spec_proxy;
+
+		same.proxy_uid = same.uid;
+		r = rules_of(&same);
+		assert_null(strstr(r, "ct direction reply accept\n"));
+		free(r);
+	}
 }
 
 static void render_egress_off(void **state)
@@ -316,6 +344,7 @@ static void oracle_nft_encoding(void **state)
 	oracle_one(&spec_off, 6);
 	oracle_one(&spec_all, 10);
 	oracle_one(&spec_one_port, 8);
+	oracle_one(&spec_squid, 9);
 }
 
 /* ---- live, in a private user+net namespace ---- */
@@ -1095,6 +1124,7 @@ int main(void)
 
 	(void)render_proxy_only;
 	(void)render_full;
+	(void)render_proxy_uid;
 	(void)render_egress_off;
 	(void)render_invalid;
 	(void)unprivileged_errors;
@@ -1109,6 +1139,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(render_proxy_only),
 		cmocka_unit_test(render_full),
+		cmocka_unit_test(render_proxy_uid),
 		cmocka_unit_test(render_egress_off),
 		cmocka_unit_test(render_invalid),
 		cmocka_unit_test(unprivileged_errors),

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the uid alone leaves open, closed for OpenCode (docs/escape.md):
+ *  - a private mount namespace, set up by the forked child while it is still root:
+ *    private /tmp and /dev/shm (no sockets or files of other users there), /proc mounted
+ *    again with hidepid=invisible (other users' command lines and processes vanish),
+ *    and the host's identifiers (machine-id, boot_id, kernel command line, DMI, disk ids)
+ *    replaced by stable per-agent fake values;
+ *  - a Landlock scope (abstract Unix sockets, signals): abstract sockets have no file
+ *    permissions at all, any uid in the network namespace could connect to them;
+ *  - resource limits that need no cgroup: no core files, a bounded process count.
+ * The priv_ side writes the fake values once, root-owned, before the fork; the child_
+ * side only makes system calls (async-signal-safe).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "fileops.h"
+#include "identity.h"
+#include "log.h"
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_restrict_self 446
+#endif
+/* From linux/landlock.h (ABI 6); Debian 12's headers predate the `scoped` field. */
+struct sb_landlock_attr {
+	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+#define SB_LANDLOCK_VERSION (1U << 0)
+#define SB_SCOPE_ABSTRACT_UNIX (1ULL << 0)
+#define SB_SCOPE_SIGNAL (1ULL << 1)
+
+#define SB_NPROC 4096 /* threads count too: OpenCode, its tools and language servers */
+
+int priv_sandbox_prepare(struct agentd *d)
+{
+	struct sandbox *sb = &d->sb;
+	char dir[4096];
+	int r = identity_ensure(d->paths.varlib, d->agent.name, dir, sizeof(dir));
+
+	if (r < 0) {
+		log_err("%s: cannot write the agent's identity files: %s", dir, strerror(-r));
+		return -1;
+	}
+	snprintf(sb->machine_id, sizeof(sb->machine_id), "%s/machine-id", dir);
+	snprintf(sb->boot_id, sizeof(sb->boot_id), "%s/boot_id", dir);
+	snprintf(sb->cmdline, sizeof(sb->cmdline), "%s/cmdline", dir);
+	snprintf(sb->dmi, sizeof(sb->dmi), "%s/dmi", dir);
+	sb->ready = 1;
+	return 0;
+}
+
+/*
+ * Test hook (OCSB_TEST_HOOKS=1 only): a root-owned, not group/world-writable executable at
+ * <run>/ocsb/test-wrap-opencode is exec'd in OpenCode's place with OpenCode's argv after
+ * it, in exactly OpenCode's conditions. The escape battery runs there, then execs OpenCode.
+ */
+void priv_sandbox_test_wrap(struct agentd *d)
+{
+	char path[4096];
+	struct stat st;
+
+	d->sb.test_wrap[0] = '\0';
+	if (!d->fault_apply ||
+		path_join(path, sizeof(path), d->paths.run, "ocsb/test-wrap-opencode") < 0 ||
+		lstat(path, &st) < 0)
+		return;
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
+		log_warn("%s: ignored (not a root-owned, unshared regular file)", path);
+		return;
+	}
+	snprintf(d->sb.test_wrap, sizeof(d->sb.test_wrap), "%s", path);
+}
+
+/* ---- between fork and exec: system calls only ---- */
+
+static int child_bind(const char *src, const char *dst)
+{
+	struct stat st;
+
+	if (stat(dst, &st) < 0)
+		return errno == ENOENT ? 0 : -errno; /* nothing to hide */
+	if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+		return -errno;
+	/* Read-only on top of root-owned 0444 files: the mask itself cannot be changed. */
+	if (mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) <
+		0)
+		return -errno;
+	return 0;
+}
+
+static int child_tmpfs(const char *dst, const char *opts)
+{
+	struct stat st;
+
+	if (stat(dst, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (mount("ocsb-tmp", dst, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return -errno;
+	return 0;
+}
+
+/* As root, before the privilege drop. */
+int child_sandbox_mounts(struct agentd *d)
+{
+	const struct sandbox *sb = &d->sb;
+	int r;
+
+	if (!sb->ready)
+		return -EINVAL;
+	if (unshare(CLONE_NEWNS) < 0)
+		return -errno;
+	/* Nothing we mount here may propagate back to the host, nor the host's to us. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if ((r = child_tmpfs("/tmp", "mode=1777")) < 0 ||
+		(r = child_tmpfs("/var/tmp", "mode=1777")) < 0 ||
+		(r = child_tmpfs("/dev/shm", "mode=1777")) < 0)
+		return r;
+	/* Our own /proc instance: other users' processes (and their argv) are invisible. */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") <
+		0)
+		return -errno;
+	if ((r = child_bind(sb->machine_id, "/etc/machine-id")) < 0 ||
+		(r = child_bind(sb->machine_id, "/var/lib/dbus/machine-id")) < 0 ||
+		(r = child_bind(sb->boot_id, "/proc/sys/kernel/random/boot_id")) < 0 ||
+		(r = child_bind(sb->cmdline, "/proc/cmdline")) < 0 ||
+		(r = child_bind(sb->dmi, "/sys/devices/virtual/dmi/id")) < 0)
+		return r;
+	/* Disk serials and filesystem UUIDs as symlink names. */
+	if ((r = child_tmpfs("/dev/disk", "mode=0755")) < 0)
+		return r;
+	return 0;
+}
+
+/* As the agent, after the drop (no_new_privs is set). */
+int child_sandbox_limits(void)
+{
+	struct sb_landlock_attr attr = {.scoped = SB_SCOPE_ABSTRACT_UNIX | SB_SCOPE_SIGNAL};
+	struct rlimit core = {0, 0}, nproc = {SB_NPROC, SB_NPROC};
+	long abi;
+	int fd;
+
+	if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_NPROC, &nproc) < 0)
+		return -errno;
+	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, SB_LANDLOCK_VERSION);
+	if (abi < 6)
+		return 0; /* kernel before 6.12: no scoping; ocsb doctor says so */
+	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (fd < 0)
+		return -errno;
+	if (syscall(SYS_landlock_restrict_self, fd, 0) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}

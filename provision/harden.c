@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the uid alone leaves open at the account level (docs/escape.md):
+ *  - cron and at would run the agent's jobs after ocsb-agentd stopped it, outside any
+ *    supervision: the agent is listed in /etc/cron.deny and /etc/at.deny;
+ *  - its ssh sessions get no core files and a bounded number of processes through
+ *    pam_limits (/etc/security/limits.d/ocsb-<agent>.conf); OpenCode gets the same
+ *    limits from ocsb-agentd itself;
+ *  - its ssh sessions get what ocsb-agentd gives OpenCode: a private /tmp, /var/tmp and
+ *    /dev/shm, a /proc with hidepid and the fake identity, through pam_namespace (an entry
+ *    for the agent only, an init script, and one marked line in /etc/pam.d/sshd).
+ * Every file is rewritten atomically; --remove takes out only the agent's own lines.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileops.h"
+#include "identity.h"
+#include "log.h"
+#include "provision.h"
+
+#define HARDEN_NPROC 4096
+
+static const char *const deny_files[] = {"cron.deny", "at.deny"};
+
+#define PAM_MARK "# ocsb-provision: private /tmp, /proc and identity for agent sessions"
+#define PAM_LINE "session    required     pam_namespace.so mount_private " PAM_MARK
+
+int harden_pam_edit(const char *in, int add, struct buf *out)
+{
+	const char *after = NULL;
+	int have = 0, changed = 0;
+
+	for (const char *s = in ? in : ""; *s;) {
+		size_t n = strcspn(s, "\n");
+		int mine =
+			n >= strlen(PAM_MARK) && strstr(s, PAM_MARK) && strstr(s, PAM_MARK) < s + n;
+
+		if (mine && (!add || have)) {
+			changed = 1;
+		} else {
+			if (buf_append(out, s, n) < 0 || buf_puts(out, "\n") < 0)
+				return -1;
+			/* After pam_limits (Debian's sshd), before the stack's end. */
+			if (add && !mine && !after && n > 7 && !strncmp(s, "session", 7) &&
+				strstr(s, "pam_limits.so") && strstr(s, "pam_limits.so") < s + n)
+				after = out->data + out->len;
+		}
+		have |= mine;
+		s += n + (s[n] == '\n');
+	}
+	if (add && !have) {
+		size_t at = after ? (size_t)(after - out->data) : out->len;
+		struct buf t = {0};
+
+		if (buf_append(&t, out->data, at) < 0 || buf_puts(&t, PAM_LINE "\n") < 0 ||
+			buf_append(&t, out->data + at, out->len - at) < 0) {
+			buf_free(&t);
+			return -1;
+		}
+		buf_free(out);
+		*out = t;
+		changed = 1;
+	}
+	return changed;
+}
+
+int harden_render_namespace(const char *user, struct buf *out)
+{
+	return buf_printf(out,
+		"# Written by ocsb-provision; edits are overwritten.\n"
+		"# pam_namespace, for %s only (~): its ssh sessions get fresh tmpfs instances.\n"
+		"/tmp /tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:iscript=ocsb-%s.init ~%s\n"
+		"/var/tmp /var/tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n"
+		"/dev/shm /dev/shm/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n",
+		user, user, user, user, user);
+}
+
+int harden_render_init(const char *identity_dir, struct buf *out)
+{
+	return buf_printf(out,
+		"#!/bin/sh\n"
+		"# Written by ocsb-provision; edits are overwritten.\n"
+		"# pam_namespace runs this as root in the new mount namespace of each ssh session\n"
+		"# of the agent, once /tmp has its private tmpfs: the masks ocsb-agentd gives\n"
+		"# OpenCode. Any failure refuses the session (fail closed).\n"
+		"set -e\n"
+		"[ \"$1\" = /tmp ] || exit 0\n"
+		"id='%s'\n"
+		"/bin/mount -t proc -o nosuid,nodev,noexec,hidepid=invisible proc /proc\n"
+		"for f in /etc/machine-id /var/lib/dbus/machine-id; do\n"
+		"\t[ ! -e \"$f\" ] || /bin/mount --bind -o ro \"$id/machine-id\" \"$f\"\n"
+		"done\n"
+		"/bin/mount --bind -o ro \"$id/boot_id\" /proc/sys/kernel/random/boot_id\n"
+		"/bin/mount --bind -o ro \"$id/cmdline\" /proc/cmdline\n"
+		"[ ! -d /sys/devices/virtual/dmi/id ] || "
+		"/bin/mount --bind -o ro \"$id/dmi\" /sys/devices/virtual/dmi/id\n"
+		"[ ! -d /dev/disk ] || /bin/mount -t tmpfs -o mode=0755,nosuid,nodev ocsb-disk "
+		"/dev/disk\n",
+		identity_dir);
+}
+
+int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
+{
+	size_t ul = strlen(user);
+	int found = 0, changed = 0;
+
+	for (const char *s = in ? in : ""; *s;) {
+		size_t n = strcspn(s, "\n");
+		int mine = n == ul && !strncmp(s, user, ul);
+
+		/* Removing: every line naming the user goes; adding: a duplicate is kept once. */
+		if (mine && (!add || found))
+			changed = 1;
+		else if (buf_append(out, s, n) < 0 || buf_puts(out, "\n") < 0)
+			return -1;
+		found |= mine;
+		s += n + (s[n] == '\n');
+	}
+	if (add && !found) {
+		if (buf_printf(out, "%s\n", user) < 0)
+			return -1;
+		changed = 1;
+	}
+	return changed;
+}
+
+int harden_render_limits(const char *user, struct buf *out)
+{
+	return buf_printf(out,
+		"# Written by ocsb-provision for the agent's ssh sessions; edits are overwritten.\n"
+		"%s hard core 0\n"
+		"%s hard nproc %d\n",
+		user, user, HARDEN_NPROC);
+}
+
+static int deny_update(struct prov *p, const char *name, int add)
+{
+	char path[4096], *data = NULL;
+	struct buf out = {0};
+	struct stat st;
+	mode_t mode = 0644;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int r;
+
+	if (path_join(path, sizeof(path), p->paths.etc, name) < 0)
+		return -1;
+	r = fo_read(path, 1 << 20, &data, NULL);
+	if (r < 0 && r != -ENOENT) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	/* Keep the file's owner and mode (Debian: at.deny is root:daemon 0640). */
+	if (r == 0 && lstat(path, &st) == 0) {
+		mode = st.st_mode & 07777;
+		uid = st.st_uid;
+		gid = st.st_gid;
+	}
+	r = harden_deny_edit(data, p->cfg.agent, add, &out);
+	if (r > 0 &&
+		prov_change(p, "%s %s %s %s", add ? "add" : "remove", p->cfg.agent,
+			add ? "to" : "from", path)) {
+		r = fo_write(path, out.data ? out.data : "", out.len, mode, uid, gid);
+		if (r < 0)
+			log_err("%s: %s", path, strerror(-r));
+		else
+			prov_done(p);
+	}
+	free(data);
+	buf_free(&out);
+	return r < 0 ? -1 : 0;
+}
+
+/* <etc>/<dir>/ocsb-<agent><suffix> */
+static int etc_path(struct prov *p, char *out, size_t n, const char *dir, const char *suffix)
+{
+	char rel[256];
+
+	if (snprintf(rel, sizeof(rel), "%s/ocsb-%s%s", dir, p->cfg.agent, suffix) >=
+		(int)sizeof(rel))
+		return -1;
+	return path_join(out, n, p->paths.etc, rel);
+}
+
+/* path holds exactly b (mode, root-owned), or is rewritten atomically. */
+static int ensure_file(struct prov *p, const char *path, const struct buf *b, mode_t mode)
+{
+	char dir[4096];
+	int dfd, r;
+
+	if (fo_same(path, b->data, b->len, mode, 0, 0) == 1 || !prov_change(p, "write %s", path))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return -1;
+	}
+	r = fo_write_at(dfd, strrchr(path, '/') + 1, b->data, b->len, mode, 0, 0);
+	close(dfd);
+	if (r < 0) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	prov_done(p);
+	return 0;
+}
+
+static int remove_file(struct prov *p, const char *path)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st) < 0 || !prov_change(p, "remove %s", path))
+		return 0;
+	r = fo_unlink(path);
+	if (r < 0) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	prov_done(p);
+	return 0;
+}
+
+/* pam_namespace is installed, and nothing else in namespace.conf would start applying. */
+static int pam_namespace_usable(struct prov *p, char *why, size_t n)
+{
+	static const char *const mods[] = {"/lib/x86_64-linux-gnu/security/pam_namespace.so",
+		"/usr/lib/x86_64-linux-gnu/security/pam_namespace.so",
+		"/lib/aarch64-linux-gnu/security/pam_namespace.so",
+		"/usr/lib/aarch64-linux-gnu/security/pam_namespace.so",
+		"/usr/lib64/security/pam_namespace.so", "/lib/security/pam_namespace.so"};
+	char path[4096], *data = NULL;
+	int found = 0, other = 0;
+
+	why[0] = '\0';
+
+	for (size_t i = 0; i < sizeof(mods) / sizeof(mods[0]); i++)
+		found |= access(mods[i], R_OK) == 0;
+	if (!found) {
+		snprintf(why, n, "pam_namespace.so is not installed (libpam-modules)");
+		return 0;
+	}
+	/* Enabling the module for sshd would also enable the machine's own entries. */
+	if (path_join(path, sizeof(path), p->paths.etc, "security/namespace.conf") == 0 &&
+		fo_read(path, 1 << 20, &data, NULL) == 0)
+		for (const char *s = data; *s;) {
+			size_t l = strcspn(s, "\n"), sp = strspn(s, " \t");
+
+			other |= sp < l && s[sp] != '#';
+			s += l + (s[l] == '\n');
+		}
+	free(data);
+	if (other) {
+		snprintf(why, n, "the machine's namespace.conf has entries of its own");
+		return 0;
+	}
+	return 1;
+}
+
+static int pam_update(struct prov *p, int add)
+{
+	char path[4096], *data = NULL;
+	struct buf out = {0};
+	struct stat st;
+	int r;
+
+	if (path_join(path, sizeof(path), p->paths.etc, "pam.d/sshd") < 0)
+		return -1;
+	r = fo_read(path, 1 << 20, &data, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0 || lstat(path, &st) < 0) {
+		log_err("%s: %s", path, strerror(r < 0 ? -r : errno));
+		free(data);
+		return -1;
+	}
+	r = harden_pam_edit(data, add, &out);
+	if (r > 0 &&
+		prov_change(p, "%s pam_namespace %s %s", add ? "add" : "remove",
+			add ? "to" : "from", path)) {
+		r = fo_write(path, out.data, out.len, st.st_mode & 07777, st.st_uid, st.st_gid);
+		if (r < 0)
+			log_err("%s: %s", path, strerror(-r));
+		else
+			prov_done(p);
+	}
+	free(data);
+	buf_free(&out);
+	return r < 0 ? -1 : 0;
+}
+
+int harden_ensure(struct prov *p)
+{
+	char path[4096], idir[4096], why[512];
+	struct buf b = {0};
+	int r = -1;
+
+	if (!p->cfg.agent[0])
+		return 0;
+	for (size_t i = 0; i < sizeof(deny_files) / sizeof(deny_files[0]); i++)
+		if (deny_update(p, deny_files[i], 1) < 0)
+			return -1;
+	if (etc_path(p, path, sizeof(path), "security/limits.d", ".conf") < 0 ||
+		harden_render_limits(p->cfg.agent, &b) < 0 || ensure_file(p, path, &b, 0644) < 0)
+		goto out;
+	/* The agent's fake identity: shared with ocsb-agentd, made once. */
+	if (!identity_complete(p->paths.varlib, p->cfg.agent) &&
+		prov_change(p, "write the fake identity of %s", p->cfg.agent)) {
+		int e = identity_ensure(p->paths.varlib, p->cfg.agent, idir, sizeof(idir));
+
+		if (e < 0) {
+			log_err("%s: %s", idir, strerror(-e));
+			goto out;
+		}
+		prov_done(p);
+	}
+	if (!pam_namespace_usable(p, why, sizeof(why))) {
+		if (p->mode == PROV_APPLY)
+			printf("note: ssh sessions of %s get no private /tmp: %s (ocsb doctor)\n",
+				p->cfg.agent, why);
+		r = 0;
+		goto out;
+	}
+	buf_free(&b);
+	memset(&b, 0, sizeof(b));
+	if (identity_dir(p->paths.varlib, p->cfg.agent, idir, sizeof(idir)) < 0 ||
+		etc_path(p, path, sizeof(path), "security/namespace.d", ".init") < 0 ||
+		harden_render_init(idir, &b) < 0 || ensure_file(p, path, &b, 0755) < 0)
+		goto out;
+	buf_free(&b);
+	memset(&b, 0, sizeof(b));
+	if (etc_path(p, path, sizeof(path), "security/namespace.d", ".conf") < 0 ||
+		harden_render_namespace(p->cfg.agent, &b) < 0 || ensure_file(p, path, &b, 0644) < 0)
+		goto out;
+	/* Last: the module only starts applying once its entry and script are in place. */
+	r = pam_update(p, 1);
+out:
+	buf_free(&b);
+	return r < 0 ? -1 : 0;
+}
+
+int harden_remove(struct prov *p)
+{
+	static const char *const files[][2] = {{"security/limits.d", ".conf"},
+		{"security/namespace.d", ".conf"}, {"security/namespace.d", ".init"}};
+	char path[4096];
+	int r = 0;
+
+	if (!p->cfg.agent[0])
+		return 0;
+	for (size_t i = 0; i < sizeof(deny_files) / sizeof(deny_files[0]); i++)
+		if (deny_update(p, deny_files[i], 0) < 0)
+			r = -1;
+	/* First: no session may look for the entry once it is gone. */
+	if (pam_update(p, 0) < 0)
+		r = -1;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (etc_path(p, path, sizeof(path), files[i][0], files[i][1]) < 0 ||
+			remove_file(p, path) < 0)
+			r = -1;
+	return r;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "unit.h"
+
+#include "../../provision/provision.h"
+#include "spawn.h"
+
+/* edit(in, add): the result of harden_deny_edit for user "ai-dev", and whether it changed. */
+static char *edit(const char *in, int add, int *ret_changed)
+{
+	struct buf b = {0};
+	char *s;
+
+	*ret_changed = harden_deny_edit(in, "ai-dev", add, &b);
+	assert_true(*ret_changed >= 0);
+	s = strdup(b.data ? b.data : "");
+	buf_free(&b);
+	return s;
+}
+
+static void deny_add_is_idempotent(void **state)
+{
+	int changed;
+	char *a, *b;
+
+	(void)state;
+	a = edit(NULL, 1, &changed); /* no file yet */
+	assert_int_equal(changed, 1);
+	assert_string_equal(a, "ai-dev\n");
+	b = edit(a, 1, &changed);
+	assert_int_equal(changed, 0);
+	assert_string_equal(b, a);
+	free(a);
+	free(b);
+	/* Other users are kept, in order; a file without a final newline gets one. */
+	a = edit("daemon\nbob", 1, &changed);
+	assert_int_equal(changed, 1);
+	assert_string_equal(a, "daemon\nbob\nai-dev\n");
+	free(a);
+}
+
+static void deny_match_is_exact(void **state)
+{
+	int changed;
+	char *a;
+
+	(void)state;
+	/* A longer name or a prefix is another user. */
+	a = edit("ai-dev2\nai-de\n", 1, &changed);
+	assert_int_equal(changed, 1);
+	assert_string_equal(a, "ai-dev2\nai-de\nai-dev\n");
+	free(a);
+	a = edit("ai-dev2\nai-dev\nbob\nai-dev\n", 0, &changed);
+	assert_int_equal(changed, 1);
+	assert_string_equal(a, "ai-dev2\nbob\n");
+	free(a);
+	a = edit("bob\n", 0, &changed);
+	assert_int_equal(changed, 0);
+	assert_string_equal(a, "bob\n");
+	free(a);
+}
+
+static void limits_name_the_agent(void **state)
+{
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_limits("ai-dev", &b), 0);
+	assert_non_null(strstr(b.data, "\nai-dev hard core 0\n"));
+	assert_non_null(strstr(b.data, "\nai-dev hard nproc "));
+	/* Hard limits only: a soft one the agent could raise back is no limit. */
+	assert_null(strstr(b.data, " soft "));
+	buf_free(&b);
+}
+
+static const char debian_sshd[] = "@include common-auth\n"
+				  "session    required     pam_loginuid.so\n"
+				  "session    required     pam_limits.so\n"
+				  "session    required     pam_env.so # [1]\n"
+				  "@include common-password\n";
+
+static void pam_line_after_limits_and_removed_exactly(void **state)
+{
+	struct buf a = {0}, b = {0}, c = {0};
+	const char *limits, *ns, *env;
+
+	(void)state;
+	assert_int_equal(harden_pam_edit(debian_sshd, 1, &a), 1);
+	limits = strstr(a.data, "pam_limits.so");
+	ns = strstr(a.data, "pam_namespace.so mount_private");
+	env = strstr(a.data, "pam_env.so");
+	assert_non_null(ns);
+	/* In the session stack, after pam_limits and before the rest of it. */
+	assert_true(limits < ns && ns < env);
+	assert_non_null(strstr(a.data, "\nsession    required     pam_namespace.so"));
+	/* Idempotent; removal gives the original back, byte for byte. */
+	assert_int_equal(harden_pam_edit(a.data, 1, &b), 0);
+	assert_string_equal(b.data, a.data);
+	assert_int_equal(harden_pam_edit(a.data, 0, &c), 1);
+	assert_string_equal(c.data, debian_sshd);
+	buf_free(&a);
+	buf_free(&b);
+	buf_free(&c);
+	/* No pam_limits line: appended at the end. */
+	assert_int_equal(harden_pam_edit("auth required pam_unix.so\n", 1, &a), 1);
+	assert_non_null(strstr(a.data, "pam_unix.so\nsession    required     pam_namespace.so"));
+	buf_free(&a);
+}
+
+static void namespace_entry_is_for_the_agent_only(void **state)
+{
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_namespace("ai-dev", &b), 0);
+	/* "~user": polyinstantiation only for the listed user (namespace.conf(5)). */
+	assert_non_null(strstr(b.data,
+		"\n/tmp /tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:"
+		"iscript=ocsb-ai-dev.init ~ai-dev\n"));
+	assert_non_null(strstr(b.data, "\n/dev/shm /dev/shm/ tmpfs:"));
+	assert_non_null(strstr(b.data, "\n/var/tmp /var/tmp/ tmpfs:"));
+	assert_null(strstr(b.data, " ai-dev\n")); /* never an exclusion list */
+	buf_free(&b);
+}
+
+static void init_script_is_valid_sh(void **state)
+{
+	const char *const argv[] = {"/bin/sh", "-n", NULL};
+	struct spawn_opts o = {.capture = 1};
+	struct spawn_result r = {0};
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_init("/var/lib/ocsb/identity/ai-dev", &b), 0);
+	assert_non_null(strstr(b.data, "hidepid=invisible"));
+	assert_non_null(strstr(b.data, "set -e\n"));
+	o.input = b.data;
+	assert_int_equal(spawn_run(argv, &o, &r), 0);
+	assert_int_equal(r.status, 0);
+	spawn_result_free(&r);
+	buf_free(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(deny_add_is_idempotent),
+		cmocka_unit_test(deny_match_is_exact),
+		cmocka_unit_test(limits_name_the_agent),
+		cmocka_unit_test(pam_line_after_limits_and_removed_exactly),
+		cmocka_unit_test(namespace_entry_is_for_the_agent_only),
+		cmocka_unit_test(init_script_is_valid_sh),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
