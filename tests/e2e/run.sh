@@ -9,7 +9,7 @@
 # any difference is reported as "not ok - host changed: ...".
 #
 # Environment: OCSB_BUILD (absolute build dir, default <repo>/build), OCSB_E2E_TIMEOUT
-# (seconds per t-file, default 300). Output: TAP-like "ok - ..." / "not ok - ..." lines,
+# (seconds per t-file, default 600). Output: TAP-like "ok - ..." / "not ok - ..." lines,
 # detail lines "  # ...". Exit 0 when nothing is "not ok", 1 otherwise.
 
 set -u
@@ -18,7 +18,7 @@ export LC_ALL=C
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$E2E_DIR/../.." && pwd)
 OCSB_BUILD=${OCSB_BUILD:-$REPO/build}
-TIMEOUT=${OCSB_E2E_TIMEOUT:-300}
+TIMEOUT=${OCSB_E2E_TIMEOUT:-600}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo 'ok - e2e suite # SKIP needs root (run: sudo make test)'
