@@ -33,8 +33,8 @@ static const char *const deny_files[] = {"cron.deny", "at.deny"};
 
 int harden_pam_edit(const char *in, int add, struct buf *out)
 {
-	const char *after = NULL;
-	int have = 0, changed = 0;
+	size_t after = 0; /* offset in out, not a pointer: out grows (and moves) as we go */
+	int have = 0, changed = 0, found = 0;
 
 	for (const char *s = in ? in : ""; *s;) {
 		size_t n = strcspn(s, "\n");
@@ -47,15 +47,17 @@ int harden_pam_edit(const char *in, int add, struct buf *out)
 			if (buf_append(out, s, n) < 0 || buf_puts(out, "\n") < 0)
 				return -1;
 			/* After pam_limits (Debian's sshd), before the stack's end. */
-			if (add && !mine && !after && n > 7 && !strncmp(s, "session", 7) &&
-				strstr(s, "pam_limits.so") && strstr(s, "pam_limits.so") < s + n)
-				after = out->data + out->len;
+			if (add && !mine && !found && n > 7 && !strncmp(s, "session", 7) &&
+				strstr(s, "pam_limits.so") && strstr(s, "pam_limits.so") < s + n) {
+				after = out->len;
+				found = 1;
+			}
 		}
 		have |= mine;
 		s += n + (s[n] == '\n');
 	}
 	if (add && !have) {
-		size_t at = after ? (size_t)(after - out->data) : out->len;
+		size_t at = found ? after : out->len;
 		struct buf t = {0};
 
 		if (buf_append(&t, out->data, at) < 0 || buf_puts(&t, PAM_LINE "\n") < 0 ||

@@ -107,6 +107,38 @@ static void pam_line_after_limits_and_removed_exactly(void **state)
 	buf_free(&a);
 }
 
+/* The output grows (and moves) after the pam_limits line was seen: the insertion point
+ * must survive that (it once was a pointer into the old buffer). */
+static void pam_edit_long_file(void **state)
+{
+	struct buf in = {0}, out = {0}, back = {0};
+	const char *ns;
+
+	(void)state;
+	assert_int_equal(buf_puts(&in, "session    required     pam_limits.so\n"), 0);
+	for (int i = 0; i < 5000; i++)
+		assert_int_equal(buf_printf(&in,
+					 "# filler line %d of a long pam file, to make the "
+					 "output buffer grow many times\n",
+					 i),
+			0);
+	assert_int_equal(harden_pam_edit(in.data, 1, &out), 1);
+	assert_int_equal(out.len,
+		in.len +
+			strlen("session    required     pam_namespace.so mount_private "
+			       "# ocsb-provision: private /tmp, /proc and identity for "
+			       "agent sessions") +
+			1);
+	ns = strstr(out.data, "pam_namespace.so");
+	assert_non_null(ns);
+	assert_true(ns < strstr(out.data, "# filler line 0 "));
+	assert_int_equal(harden_pam_edit(out.data, 0, &back), 1);
+	assert_string_equal(back.data, in.data);
+	buf_free(&in);
+	buf_free(&out);
+	buf_free(&back);
+}
+
 static void namespace_entry_is_for_the_agent_only(void **state)
 {
 	struct buf b = {0};
@@ -148,6 +180,7 @@ int main(void)
 		cmocka_unit_test(deny_match_is_exact),
 		cmocka_unit_test(limits_name_the_agent),
 		cmocka_unit_test(pam_line_after_limits_and_removed_exactly),
+		cmocka_unit_test(pam_edit_long_file),
 		cmocka_unit_test(namespace_entry_is_for_the_agent_only),
 		cmocka_unit_test(init_script_is_valid_sh),
 	};
