@@ -91,8 +91,9 @@ static int write_env_file(struct agentd *d, const struct secret_set *s)
 		return -1;
 	}
 	r = secrets_env_file(s, ssh_project(d), &text, &len);
+	/* /run is tmpfs and the file is rewritten from the record at every start: no fsync. */
 	if (r == 0)
-		r = fo_write_at(dfd, ENV_NAME, text, len, 0400, d->agent.uid, d->agent.gid);
+		r = fo_write_at_nosync(dfd, ENV_NAME, text, len, 0400, d->agent.uid, d->agent.gid);
 	secrets_free(text);
 	close(dfd);
 	if (r < 0)

@@ -134,8 +134,8 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
-	gid_t gid)
+static int write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+	uid_t uid, gid_t gid, int sync)
 {
 	char tmp[300];
 	int fd, r;
@@ -156,7 +156,7 @@ int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_
 		r = -errno;
 	if (r == 0 && fchmod(fd, mode) < 0)
 		r = -errno;
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -166,6 +166,8 @@ int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_
 		unlinkat(dirfd, tmp, 0);
 		return r;
 	}
+	if (!sync)
+		return 0;
 	/* The rename itself must survive a crash. */
 	if (dirfd == AT_FDCWD) {
 		int cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -177,6 +179,18 @@ int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_
 		return r;
 	}
 	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
+	gid_t gid)
+{
+	return write_at(dirfd, name, data, len, mode, uid, gid, 1);
+}
+
+int fo_write_at_nosync(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+	uid_t uid, gid_t gid)
+{
+	return write_at(dirfd, name, data, len, mode, uid, gid, 0);
 }
 
 int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid)

@@ -30,6 +30,13 @@ int fo_open_parent(
 /* Atomically replace dirfd/name with `len` bytes, owner uid:gid (-1: caller), mode. */
 int fo_write_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,
 	gid_t gid);
+/*
+ * The same without fsync of the file or the directory: still atomic for readers (temp
+ * file, rename), but a crash may leave the old content. Only for files on tmpfs, or
+ * records that may be lost (each costs a journal commit on a disk file system).
+ */
+int fo_write_at_nosync(int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+	uid_t uid, gid_t gid);
 /* Same for a full path; parents must exist. */
 int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid);
 

@@ -86,21 +86,40 @@ int keyring_del(const char *scope, const char *name, char *err, size_t errlen)
 	return gone ? 0 : -ENOENT;
 }
 
+/*
+ * One connection, one session and one search for the whole set: SearchItems, then the
+ * items' properties in parallel and every value in a single GetSecrets call, all inside
+ * secret_service_search_sync. The values then come from the items' cache, not from one
+ * more D-Bus round trip per item (secret_retrievable_retrieve_secret_sync would ask again).
+ * The session is the one libsecret negotiates (DH + AES; "plain" only when the service
+ * offers nothing else): shortcuts here must not weaken it.
+ */
 int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen)
 {
 	SecretSearchFlags flags = SECRET_SEARCH_ALL | SECRET_SEARCH_UNLOCK;
+	SecretService *svc;
+	GHashTable *match = NULL;
 	GError *e = NULL;
-	GList *items;
+	GList *items = NULL;
 	int r = 0;
 
 	if (with_values)
 		flags |= SECRET_SEARCH_LOAD_SECRETS;
-	items = secret_password_search_sync(&schema, flags, NULL, &e, NULL);
-	if (e)
-		return keyring_error(e, "listing", err, errlen);
+	svc = secret_service_get_sync(
+		with_values ? SECRET_SERVICE_OPEN_SESSION : SECRET_SERVICE_NONE, NULL, &e);
+	if (!svc)
+		return keyring_error(e, "connecting", err, errlen);
+	/* Empty: every item of the schema (the schema name is matched by libsecret). */
+	match = g_hash_table_new(g_str_hash, g_str_equal);
+	items = secret_service_search_sync(svc, &schema, match, flags, NULL, &e);
+	g_hash_table_unref(match);
+	if (e) {
+		r = keyring_error(e, "listing", err, errlen);
+		goto out;
+	}
 	for (GList *l = items; l && r == 0; l = l->next) {
-		SecretRetrievable *it = l->data;
-		GHashTable *attrs = secret_retrievable_get_attributes(it);
+		SecretItem *it = l->data;
+		GHashTable *attrs = secret_item_get_attributes(it);
 		const char *scope = attrs ? g_hash_table_lookup(attrs, "scope") : NULL;
 		const char *name = attrs ? g_hash_table_lookup(attrs, "name") : NULL;
 		SecretValue *v = NULL;
@@ -115,18 +134,18 @@ int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen
 		if (!strcmp(scope, GLOBAL_ATTR))
 			scope = "";
 		if (with_values) {
-			v = secret_retrievable_retrieve_secret_sync(it, NULL, &e);
+			/* Loaded by the search; NULL only for an item still locked. */
+			v = secret_item_get_secret(it);
 			if (!v) {
-				if (e)
-					r = keyring_error(e, "reading", err, errlen);
-				else
-					snprintf(err, errlen, "keyring: %s is locked", name),
-						r = -EIO;
+				snprintf(err, errlen,
+					"keyring: %s is locked (unlock the keyring and push again)",
+					name);
+				r = -EIO;
 			} else {
 				data = secret_value_get(v, &len);
 			}
 		}
-		/* Items someone else wrote with our schema but invalid: skipped, with a note. */
+		/* Items someone else wrote with our schema but invalid: skipped. */
 		if (r == 0 && secrets_set_put(s, scope, name, data, len) == -ENOMEM) {
 			snprintf(err, errlen, "%s", secrets_alloc_error());
 			r = -ENOMEM;
@@ -135,6 +154,8 @@ int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen
 			secret_value_unref(v);
 		g_hash_table_unref(attrs);
 	}
+out:
 	g_list_free_full(items, g_object_unref);
+	g_object_unref(svc);
 	return r;
 }

@@ -331,6 +331,30 @@ static void unlink_cases(void **state)
 	assert_true(exists(unit_path("d")));
 }
 
+/* The no-fsync variant keeps the rest: mode, replacement, links never followed, no temp left. */
+static void write_nosync_same_guarantees(void **state)
+{
+	const char *target = unit_path("target");
+	const char *const keep[] = {"target", "link", "f", NULL};
+	char got[64];
+	int dfd = open(unit_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_true(dfd >= 0);
+	assert_int_equal(fo_write_at_nosync(dfd, "f", "one", 3, 0640, (uid_t)-1, (gid_t)-1), 0);
+	assert_int_equal(fo_write_at_nosync(dfd, "f", "second", 6, 0400, (uid_t)-1, (gid_t)-1), 0);
+	assert_int_equal(unit_read(unit_path("f"), got, sizeof(got)), 6);
+	assert_string_equal(got, "second");
+	assert_int_equal(mode_of(unit_path("f")), 0400);
+	unit_write(target, "secret", 6, 0600);
+	assert_int_equal(symlink(target, unit_path("link")), 0);
+	assert_int_equal(fo_write_at_nosync(dfd, "link", "evil", 4, 0644, (uid_t)-1, (gid_t)-1), 0);
+	unit_read(target, got, sizeof(got));
+	assert_string_equal(got, "secret");
+	assert_true(fo_write_at_nosync(dfd, "a/b", "x", 1, 0644, (uid_t)-1, (gid_t)-1) < 0);
+	assert_int_equal(stray_entries(keep), 0);
+	close(dfd);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -340,6 +364,7 @@ int main(void)
 		T(write_replaces_atomically),
 		T(write_empty),
 		T(write_final_symlink),
+		T(write_nosync_same_guarantees),
 		T(intermediate_symlink),
 		T(dotdot_refused),
 		T(write_missing_parent),
