@@ -54,7 +54,8 @@ static struct mw_watch *find_wd(struct mirrorwatch *mw, int wd)
 	return NULL;
 }
 
-static void add_watch(struct mirrorwatch *mw, const char *path, int ancestor)
+/* 1 when a directory is watched that was not before. */
+static int add_watch(struct mirrorwatch *mw, const char *path, int ancestor)
 {
 	struct mw_watch *w;
 	int wd;
@@ -64,21 +65,21 @@ static void add_watch(struct mirrorwatch *mw, const char *path, int ancestor)
 			log_warn("mirror: more than %d directories to watch: changes below %s and "
 				 "others are picked up only by 'sudo ocsb-provision'",
 				MW_MAX_WATCHES, path);
-		return;
+		return 0;
 	}
 	wd = inotify_add_watch(mw->ifd, path, MW_EVENTS);
 	if (wd < 0)
-		return; /* gone meanwhile, or not a directory: the next scan tells */
+		return 0; /* gone meanwhile, or not a directory: the next scan tells */
 	if ((w = find_wd(mw, wd)) != NULL) {
 		w->ancestor &= ancestor;
-		return;
+		return 0;
 	}
 	if (mw->nw == mw->capw) {
 		size_t cap = mw->capw ? mw->capw * 2 : 64;
 		struct mw_watch *n = realloc(mw->w, cap * sizeof(*n));
 
 		if (!n)
-			return;
+			return 0;
 		mw->w = n;
 		mw->capw = cap;
 	}
@@ -88,9 +89,10 @@ static void add_watch(struct mirrorwatch *mw, const char *path, int ancestor)
 	w->path = strdup(path);
 	if (!w->path) {
 		inotify_rm_watch(mw->ifd, wd);
-		return;
+		return 0;
 	}
 	mw->nw++;
+	return 1;
 }
 
 static void drop_watch(struct mirrorwatch *mw, int wd)
@@ -103,18 +105,27 @@ static void drop_watch(struct mirrorwatch *mw, int wd)
 		}
 }
 
-/* After each scan: watch every directory the manifest knows (new ones included). */
+static void arm(struct mirrorwatch *mw);
+
+/*
+ * After each scan: watch every directory the manifest knows (new ones included). A file
+ * created in a new directory between the scan and the watch makes no event: when a new
+ * directory is watched, one more refresh follows (it costs a no-change refresh).
+ */
 static void update_watches(struct mirrorwatch *mw)
 {
 	struct strv anc = {0}, dirs = {0};
+	int added = 0;
 
 	mirror_watch_dirs(&mw->m, &anc, &dirs);
 	for (size_t i = 0; i < anc.n; i++)
-		add_watch(mw, anc.v[i], 1);
+		added |= add_watch(mw, anc.v[i], 1);
 	for (size_t i = 0; i < dirs.n; i++)
-		add_watch(mw, dirs.v[i], 0);
+		added |= add_watch(mw, dirs.v[i], 0);
 	strv_free(&anc);
 	strv_free(&dirs);
+	if (added)
+		arm(mw);
 }
 
 static void refresh(struct agentd *d, struct mirrorwatch *mw, const char *why)

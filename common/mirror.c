@@ -206,6 +206,25 @@ void mirror_free(struct mirror *m)
 
 /* ---- status file: the manifest and the report in one, for root and the owner ---- */
 
+/*
+ * The tree is written without fsync. After a crash a file of the tree may be empty or
+ * old while the status file (written with fsync) says it is current: a manifest from
+ * another boot is not trusted, every file is read again and compared with the tree.
+ */
+static void boot_id(char *ret, size_t n)
+{
+	char *d = NULL;
+	size_t len = 0;
+
+	snprintf(ret, n, "unknown");
+	if (fo_read("/proc/sys/kernel/random/boot_id", 64, &d, &len) == 0) {
+		while (len && (d[len - 1] == '\n' || d[len - 1] == ' '))
+			len--;
+		snprintf(ret, n, "%.*s", (int)len, d);
+	}
+	free(d);
+}
+
 static void unescape(const char *s, struct buf *out)
 {
 	for (; *s; s++) {
@@ -233,6 +252,7 @@ static void unescape(const char *s, struct buf *out)
 static int render_status(struct mirror *m, const char *by, struct buf *b)
 {
 	time_t now = time(NULL);
+	char boot[64];
 	struct tm tm;
 	int r = 0;
 
@@ -240,10 +260,13 @@ static int render_status(struct mirror *m, const char *by, struct buf *b)
 	strftime(m->last_built, sizeof(m->last_built), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
 	rehash(m, m->nslot ? m->nslot : 512);
+	boot_id(boot, sizeof(boot));
 	r |= buf_printf(b,
 		"%s\n# Written by %s; read by 'ocsb mirror status'. Do not edit.\n"
-		"fingerprint %s\nbuilt %s\nby %s\nowner %s\nagent %s\ntree %s\n",
-		STATUS_MAGIC, by, m->fingerprint, m->last_built, by, m->owner, m->agent, m->tree);
+		"fingerprint %s\nbuilt %s\nscanned %lld\nboot %s\nby %s\nowner %s\nagent %s\n"
+		"tree %s\n",
+		STATUS_MAGIC, by, m->fingerprint, m->last_built, (long long)m->scan_ns, boot, by,
+		m->owner, m->agent, m->tree);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct mirror_entry *e = &m->e[i];
 
@@ -305,7 +328,7 @@ static int parse_entry(struct mirror *m, char *line)
 }
 
 /* Read a status file; fills the manifest when `m`, else just validates. */
-static int load_status(struct mirror *m, const char *path, char **ret_fp)
+static int load_status(struct mirror *m, const char *path, char **ret_fp, char **ret_boot)
 {
 	char *data = NULL, *line, *save = NULL;
 	size_t len;
@@ -325,9 +348,14 @@ static int load_status(struct mirror *m, const char *path, char **ret_fp)
 		}
 		if (!strncmp(line, "fingerprint ", 12) && ret_fp)
 			*ret_fp = strdup(line + 12);
+		else if (!strncmp(line, "boot ", 5) && ret_boot)
+			*ret_boot = strdup(line + 5);
 		else if (!strncmp(line, "built ", 6) && m)
 			snprintf(m->last_built, sizeof(m->last_built), "%s", line + 6);
-		else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0)
+		else if (!strncmp(line, "scanned ", 8) && m) {
+			m->scan_ns = strtoll(line + 8, NULL, 10);
+			m->scan_saved = 1;
+		} else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0)
 			break;
 	}
 	free(data);
@@ -336,30 +364,42 @@ static int load_status(struct mirror *m, const char *path, char **ret_fp)
 
 int mirror_load(struct mirror *m)
 {
-	char *fp = NULL;
+	char *fp = NULL, *boot = NULL, now[64];
 	int r;
 
 	me_clear(m);
-	r = load_status(m, m->status, &fp);
+	m->scan_ns = 0;
+	m->scan_saved = 0;
+	r = load_status(m, m->status, &fp, &boot);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
 		log_warn("%s: %s: rebuilding the mirror from scratch", m->status, strerror(-r));
 		me_clear(m);
+		m->scan_ns = 0;
 		free(fp);
+		free(boot);
 		return 0;
 	}
-	/* Other paths or options: every file must be judged again. */
-	if (!fp || strcmp(fp, m->fingerprint) != 0)
+	/* Other paths or options, or another boot: every file must be read again. */
+	boot_id(now, sizeof(now));
+	if (!fp || strcmp(fp, m->fingerprint) != 0 || !boot || strcmp(boot, now) != 0) {
 		me_clear(m);
+		m->scan_ns = 0;
+	}
 	free(fp);
+	free(boot);
 	return 0;
 }
 
 /* ---- the owner's side: walk, scan, stream (runs in a child with the owner's rights) ---- */
 
 struct rec {
-	char kind; /* 'd' 'f' 'l' 'g' '-' (nothing: skipped/withheld), 'u' unchanged, 'E' end */
+	/*
+	 * 'd' 'f' 'l' 'g', '-' (nothing: skipped/withheld), 'u' unchanged, 'E' end;
+	 * 'U': a directory unchanged, its unchanged entries (not directories) left out.
+	 */
+	char kind;
 	unsigned char state;
 	uint32_t mode;
 	uint64_t size, ino;
@@ -380,6 +420,8 @@ struct scan {
 	unsigned count;
 	int limit_noted;
 	int err;
+	int64_t clean_before; /* ctime below this: the manifest's stat can be trusted */
+	size_t next; /* manifest index after the last entry found */
 };
 
 static void put(struct buf *b, const void *p, size_t n)
@@ -453,21 +495,47 @@ static void emit_skip(
 	emit(s, &r);
 }
 
-/* Same file as the manifest says: nothing to read (the no-change refresh). */
-static int unchanged(struct scan *s, const char *path, char kind, const struct stat *st)
+/*
+ * The manifest's entry for `path` when its stat is what the source has now, and was
+ * taken clearly after the entry's last change (not racy); else NULL.
+ */
+static const struct mirror_entry *same_stat(struct scan *s, const char *path, const struct stat *st)
 {
-	const struct mirror_entry *e = me_find(s->m, path);
+	const struct mirror *m = s->m;
+	const struct mirror_entry *e;
 	struct rec r = {0};
+
+	/*
+	 * The manifest is sorted and the walk goes in nearly the same order: the entry after
+	 * the last one found is usually the one (a sequential read, not a hash probe).
+	 */
+	if (s->next < m->n && !strcmp(m->e[s->next].path, path))
+		e = &m->e[s->next];
+	else
+		e = me_find(m, path);
+	if (!e)
+		return NULL;
+	s->next = (size_t)(e - m->e) + 1;
+	fill_stat(&r, st);
+	if (e->size != r.size || e->ino != r.ino || e->mtime_ns != r.mtime_ns ||
+		e->ctime_ns != r.ctime_ns || e->mode != r.mode || e->ctime_ns >= s->clean_before)
+		return NULL;
+	return e;
+}
+
+/*
+ * Same file as the manifest says: nothing to read (the no-change refresh). In a quiet
+ * directory (reported 'U') nothing is sent either: root counts it as unchanged.
+ */
+static int unchanged(struct scan *s, const char *path, char kind, const struct stat *st, int quiet)
+{
+	const struct mirror_entry *e = same_stat(s, path, st);
+	struct rec r = {.kind = 'u', .path = path};
 
 	if (!e || (e->kind != kind && !(e->kind == '-' && e->state != MS_SKIPPED)))
 		return 0;
-	fill_stat(&r, st);
-	if (e->size != r.size || e->ino != r.ino || e->mtime_ns != r.mtime_ns ||
-		e->ctime_ns != r.ctime_ns || e->mode != r.mode)
-		return 0;
-	r.kind = 'u';
-	r.path = path;
-	emit(s, &r);
+	if (!quiet)
+		emit(s, &r);
 	return 1;
 }
 
@@ -515,8 +583,8 @@ static void join_notes(const struct strv *notes, struct buf *b)
 		buf_printf(b, "%s%s", i ? "\n" : "", notes->v[i]);
 }
 
-static void scan_file(
-	struct scan *s, int dfd, const char *name, const char *path, const struct stat *st0)
+static void scan_file(struct scan *s, int dfd, const char *name, const char *path,
+	const struct stat *st0, int quiet)
 {
 	struct rec r = {.kind = 'f', .path = path};
 	struct buf red = {0}, det = {0};
@@ -526,7 +594,7 @@ static void scan_file(
 	size_t len = 0;
 	int fd, state = MS_MIRRORED;
 
-	if (unchanged(s, path, 'f', st0))
+	if (unchanged(s, path, 'f', st0, quiet))
 		return;
 	if (st0->st_size > MIRROR_MAX_FILE) {
 		emit_skip(s, path, st0, MS_SKIPPED, "larger than %u KiB: not mirrored",
@@ -597,13 +665,14 @@ static const char *type_name(mode_t m)
 
 static void walk(struct scan *s, int dfd, const char *path, const char *root, int depth);
 
-static void scan_entry(
-	struct scan *s, int dfd, const char *name, const char *path, const char *root, int depth)
+static void scan_entry(struct scan *s, int dfd, const char *name, const char *path,
+	const char *root, int depth, int quiet)
 {
 	struct stat st;
 
 	if (s->count >= MIRROR_MAX_ENTRIES) {
-		if (!s->limit_noted++)
+		/* In a quiet directory silence would mean "unchanged": each one is named. */
+		if (!s->limit_noted++ || quiet)
 			emit_skip(s, path, NULL, MS_SKIPPED,
 				"the mirror's entry limit (%u) is reached: this and later entries "
 				"not mirrored",
@@ -638,7 +707,7 @@ static void scan_entry(
 		walk(s, sub, path, root, depth + 1);
 		close(sub);
 	} else if (S_ISREG(st.st_mode)) {
-		scan_file(s, dfd, name, path, &st);
+		scan_file(s, dfd, name, path, &st, quiet);
 	} else if (S_ISLNK(st.st_mode)) {
 		char target[4096], fixed[4096], rootabs[PATH_MAX + 1100];
 		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
@@ -660,7 +729,7 @@ static void scan_entry(
 			buf_free(&esc);
 			return;
 		}
-		if (unchanged(s, path, 'l', &st))
+		if (unchanged(s, path, 'l', &st, quiet))
 			return;
 		fill_stat(&r, &st);
 		r.data = fixed;
@@ -674,14 +743,25 @@ static void scan_entry(
 static void walk(struct scan *s, int dfd, const char *path, const char *root, int depth)
 {
 	struct rec r = {.kind = 'd', .path = path};
+	const struct mirror_entry *e = NULL;
 	struct strv names = {0};
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
-	int fd2;
+	int fd2, quiet;
 
-	if (fstat(dfd, &st) == 0)
+	if (fstat(dfd, &st) == 0) {
 		fill_stat(&r, &st);
+		e = same_stat(s, path, &st);
+	}
+	/*
+	 * A directory's mtime and ctime change with every name created, removed or renamed
+	 * in it: the same stat means the same names. Its entries are still checked one by
+	 * one (a file's content changes nothing in its directory); only the unchanged ones
+	 * go unsaid, and root counts them from the manifest.
+	 */
+	quiet = e && e->kind == 'd';
+	r.kind = quiet ? 'U' : 'd';
 	emit(s, &r);
 	fd2 = dup(dfd);
 	if (fd2 < 0 || !(d = fdopendir(fd2))) {
@@ -700,7 +780,7 @@ static void walk(struct scan *s, int dfd, const char *path, const char *root, in
 
 		if (asprintf(&sub, "%s/%s", path, names.v[i]) < 0)
 			break;
-		scan_entry(s, dfd, names.v[i], sub, root, depth);
+		scan_entry(s, dfd, names.v[i], sub, root, depth, quiet);
 		free(sub);
 	}
 	strv_free(&names);
@@ -729,7 +809,7 @@ static void scan_gitconfig(struct scan *s)
 			"not a regular file of at most %u KiB", MIRROR_MAX_FILE / 1024);
 		return;
 	}
-	if (unchanged(s, MIRROR_GITCONFIG, 'g', &st)) {
+	if (unchanged(s, MIRROR_GITCONFIG, 'g', &st, 0)) {
 		close(fd);
 		return;
 	}
@@ -759,6 +839,17 @@ static int scan_child(void *arg, int outfd)
 {
 	struct scan s = {.m = arg, .fd = outfd};
 	struct rec end = {.kind = 'E', .path = ""};
+	struct timespec res;
+	int64_t margin = 10000000;
+
+	/*
+	 * File times come from the coarse clock: a change within a tick or two of the read
+	 * that recorded an entry can leave its ctime as it was. Those entries are read again.
+	 */
+	if (clock_getres(CLOCK_REALTIME_COARSE, &res) == 0 &&
+		2 * ((int64_t)res.tv_sec * 1000000000 + res.tv_nsec) > margin)
+		margin = 2 * ((int64_t)res.tv_sec * 1000000000 + res.tv_nsec);
+	s.clean_before = s.m->scan_ns > margin ? s.m->scan_ns - margin : 0;
 
 	for (size_t i = 0; i < s.m->spec->paths.n && !s.err; i++) {
 		const char *root = s.m->spec->paths.v[i];
@@ -794,7 +885,7 @@ static int scan_child(void *arg, int outfd)
 				slash ? root : ".");
 			dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (dfd >= 0) {
-				scan_file(&s, dfd, slash ? slash + 1 : root, root, &st);
+				scan_file(&s, dfd, slash ? slash + 1 : root, root, &st, 0);
 				close(dfd);
 			}
 		} else {
@@ -831,6 +922,8 @@ struct apply {
 	int pfd; /* cached parent directory */
 	char ppath[PATH_MAX];
 	unsigned tmpseq;
+	long pid; /* for temporary names */
+	uid_t euid;
 	unsigned dropped; /* manifest entries gone from the source */
 	int dirty; /* the manifest changed: rewrite the status file */
 	struct mirror_stats *st;
@@ -903,11 +996,9 @@ static int remove_path(struct apply *a, const char *path)
 	return r;
 }
 
-static int same_file(int pfd, const char *name, const char *data, size_t len)
+static int same_file(struct apply *a, int pfd, const char *name, const char *data, size_t len)
 {
-	uid_t want = geteuid();
-
-	return fo_same_at(pfd, name, data, len, 0444, want, (gid_t)-1) == 1;
+	return fo_same_at(pfd, name, data, len, 0444, a->euid, (gid_t)-1) == 1;
 }
 
 static int write_file(struct apply *a, const char *path, const char *data, size_t len)
@@ -919,14 +1010,15 @@ static int write_file(struct apply *a, const char *path, const char *data, size_
 	pfd = parent_fd(a, path, &name);
 	if (pfd < 0)
 		return pfd;
-	if (same_file(pfd, name, data, len))
+	if (same_file(a, pfd, name, data, len))
 		return 0;
 	a->st->written++;
 	note_change(a->m, "update", path);
 	if (a->dry)
 		return 0;
-	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", (long)getpid(), a->tmpseq++);
-	fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0400);
+	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
+	/* Created 0444 (the umask is 0 while applying): the fd still writes. */
+	fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0)
 		return -errno;
 	for (size_t off = 0; off < len && r == 0;) {
@@ -942,8 +1034,6 @@ static int write_file(struct apply *a, const char *path, const char *data, size_
 	 * No fsync: the tree is rebuilt from the sources after a crash. The rename still makes
 	 * a reader see the old or the new file, never half of one.
 	 */
-	if (r == 0 && fchmod(fd, 0444) < 0)
-		r = -errno;
 	close(fd);
 	if (r == 0 && renameat(pfd, tmp, pfd, name) < 0)
 		r = -errno;
@@ -972,7 +1062,7 @@ static int write_link(struct apply *a, const char *path, const char *target)
 	note_change(a->m, "link", path);
 	if (a->dry)
 		return 0;
-	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", (long)getpid(), a->tmpseq++);
+	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
 	if (symlinkat(target, pfd, tmp) < 0)
 		return -errno;
 	if (renameat(pfd, tmp, pfd, name) < 0) {
@@ -999,7 +1089,10 @@ static int make_dir(struct apply *a, const char *path)
 	note_change(a->m, "mkdir", path);
 	if (a->dry)
 		return 0;
-	if (mkdirat(pfd, name, a->m->dmode) < 0 && errno != EEXIST)
+	/* The umask is 0 while applying: a new directory has its mode. */
+	if (mkdirat(pfd, name, a->m->dmode) == 0)
+		return 0;
+	if (errno != EEXIST)
 		return -errno;
 	fd = openat(pfd, name, DIR_FLAGS);
 	if (fd < 0)
@@ -1082,14 +1175,16 @@ static int apply_rec(struct apply *a, const struct rec *r)
 
 	memcpy(path, r->path, r->pathlen);
 	path[r->pathlen] = '\0';
-	if (!path_valid(m, path, r->pathlen) || !strchr("dflg-u", r->kind) || r->kind == '\0' ||
+	if (!path_valid(m, path, r->pathlen) || !strchr("dflg-uU", r->kind) || r->kind == '\0' ||
 		r->state > MS_SKIPPED || (r->kind == 'l' && memchr(r->data, '\0', r->datalen)))
 		return -EPROTO;
 	e = me_find(m, path);
-	if (r->kind == 'u') {
-		if (!e)
+	if (r->kind == 'u' || r->kind == 'U') {
+		/* Only what the manifest holds, once: the tree has it as recorded. */
+		if (!e || e->seen || (r->kind == 'U' && e->kind != 'd'))
 			return -EPROTO;
 		e->seen = 1;
+		e->quiet = r->kind == 'U';
 		a->st->unchanged++;
 		return 0;
 	}
@@ -1173,6 +1268,48 @@ static int cmp_desc(const void *x, const void *y)
 	return strcmp(*(char *const *)y, *(char *const *)x);
 }
 
+/*
+ * Entries left unsaid in a quiet directory are unchanged; directories are always named.
+ * A directory's entries sit next to each other in the sorted manifest: one lookup each
+ * time the parent changes.
+ */
+static void count_quiet(struct apply *a)
+{
+	struct mirror *m = a->m;
+	const struct mirror_entry *parent = NULL;
+	size_t plen = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct mirror_entry *e = &m->e[i];
+		const char *slash;
+
+		if (e->seen || e->kind == 'd')
+			continue;
+		slash = strrchr(e->path, '/');
+		if (!slash)
+			continue;
+		if (!parent || plen != (size_t)(slash - e->path) ||
+			strncmp(parent->path, e->path, plen) != 0) {
+			char dir[8193];
+
+			plen = (size_t)(slash - e->path);
+			if (plen >= sizeof(dir))
+				continue;
+			memcpy(dir, e->path, plen);
+			dir[plen] = '\0';
+			parent = me_find(m, dir);
+			if (!parent) {
+				plen = 0;
+				continue;
+			}
+		}
+		if (parent->quiet) {
+			e->seen = 1;
+			a->st->unchanged++;
+		}
+	}
+}
+
 /* Entries the scan did not see are gone from the source: remove them, deepest first. */
 static int apply_deletions(struct apply *a)
 {
@@ -1181,6 +1318,7 @@ static int apply_deletions(struct apply *a)
 	size_t keep = 0;
 	int r = 0;
 
+	count_quiet(a);
 	for (size_t i = 0; i < m->n; i++) {
 		if (m->e[i].seen)
 			continue;
@@ -1267,8 +1405,11 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 		.cwd = m->home,
 		.timeout_ms = 60000,
 		.max_output = MIRROR_MAX_TOTAL + 32u * 1024 * 1024};
-	struct apply a = {.m = m, .dry = dry, .pfd = -1};
+	struct apply a = {.m = m, .dry = dry, .pfd = -1, .pid = (long)getpid(), .euid = geteuid()};
 	struct mirror_stats st = {0};
+	struct timespec now;
+	int64_t scan_ns = 0;
+	mode_t old_umask;
 	struct spawn_result res;
 	const char *p, *end;
 	long t0 = mono_ms();
@@ -1284,7 +1425,10 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 		return -1;
 	fresh = stat(m->status, &sb) < 0;
 	for (size_t i = 0; i < m->n; i++)
-		m->e[i].seen = 0;
+		m->e[i].seen = m->e[i].quiet = 0;
+	/* Before the reader's first stat: every entry it checks is checked after this. */
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		scan_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
 	r = spawn_fn(scan_child, m, &o, &res);
 	if (r < 0) {
 		log_err("mirror: cannot start the reader as %s: %s", m->owner, strerror(-r));
@@ -1313,6 +1457,8 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 	}
 	p = res.output;
 	end = res.output + res.output_len;
+	/* Modes are given at each creation (0444 files): no fchmod per file. */
+	old_umask = umask(0);
 	while (p < end) {
 		struct rec rec;
 
@@ -1339,6 +1485,7 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 		if (r < 0)
 			break;
 	}
+	umask(old_umask);
 	if (r == 0 && !ended)
 		r = -EPROTO;
 	if (r == -EPROTO)
@@ -1348,9 +1495,12 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 	if (r == 0)
 		r = apply_deletions(&a);
 	st.entries = (unsigned)m->n;
+	if (r == 0 && !dry)
+		m->scan_ns = scan_ns;
 	/* Skips and withheld files change nothing in the tree, but the report must say so. */
 	if (r == 0 && !dry &&
-		(st.written || st.removed || fresh || a.dropped || a.dirty || m->notices.n)) {
+		(st.written || st.removed || fresh || a.dropped || a.dirty || m->notices.n ||
+			!m->scan_saved)) {
 		struct buf b = {0};
 
 		if (render_status(m, m->by, &b) < 0)
@@ -1358,6 +1508,8 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 		else
 			r = fo_write(m->status, b.data, b.len, 0640, m->drop ? 0 : (uid_t)-1,
 				m->drop ? m->owner_gid : (gid_t)-1);
+		if (r == 0)
+			m->scan_saved = 1;
 		if (r < 0)
 			log_err("mirror: %s: %s", m->status, strerror(-r));
 		buf_free(&b);
@@ -1771,7 +1923,7 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 	int r;
 
 	memset(&m, 0, sizeof(m));
-	r = load_status(&m, status_path, &fp);
+	r = load_status(&m, status_path, &fp, NULL);
 	if (r < 0) {
 		mirror_free(&m);
 		return r;

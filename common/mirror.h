@@ -59,7 +59,8 @@ struct mirror_entry {
 	uint64_t size, ino;
 	int64_t mtime_ns, ctime_ns;
 	char *detail; /* owned; reasons, one per line; NULL = none */
-	int seen;
+	unsigned char seen; /* reported by the reader in this refresh */
+	unsigned char quiet; /* 'd' reported unchanged with its unchanged entries left out */
 };
 
 struct mirror_stats {
@@ -88,6 +89,13 @@ struct mirror {
 	size_t *slot; /* owned; open addressing, index+1 into e */
 	size_t nslot;
 	char last_built[32];
+	/*
+	 * Start (CLOCK_REALTIME, ns) of the last refresh that checked every entry. An entry
+	 * whose ctime is not clearly older is "racy" (changed again within one timestamp tick
+	 * of being read, git's problem) and is read again, whatever its stat says.
+	 */
+	int64_t scan_ns;
+	int scan_saved; /* the status file holds scan_ns (else it is written next time) */
 	const char *by; /* borrowed; the program named in the status file */
 	struct strv changes; /* owned; what the last refresh changed (first 50) */
 	struct strv notices; /* owned; new skips, withheld files and redactions */

@@ -149,6 +149,16 @@ static int tokch(unsigned char c)
 /* A known key prefix at s[i] (on a token boundary); the entry, or NULL. */
 static const struct prefix *prefix_at(const char *s, size_t len, size_t i)
 {
+	static unsigned char first[256], first_set;
+
+	/* The first bytes of the prefixes: most bytes of a file are rejected by one load. */
+	if (!first_set) {
+		for (const struct prefix *p = prefixes; p->pfx; p++)
+			first[(unsigned char)p->pfx[0]] = 1;
+		first_set = 1;
+	}
+	if (!first[(unsigned char)s[i]])
+		return NULL;
 	if (i > 0 && tokch((unsigned char)s[i - 1]))
 		return NULL;
 	for (const struct prefix *p = prefixes; p->pfx; p++) {

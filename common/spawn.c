@@ -143,18 +143,24 @@ static int parent_io(
 					in_w = -1;
 				}
 			} else {
+				/* Straight into the result, a pipe's worth at a time. */
 				char tmp[4096];
-				ssize_t r = read(out_r, tmp, sizeof(tmp));
+				int direct = out && len < max;
+				size_t want = direct ? max - len : sizeof(tmp);
+				ssize_t r;
+
+				if (want > 65536)
+					want = 65536;
+				r = read(out_r, direct ? out + len : tmp, want);
+				if (r < 0 && errno == EINTR)
+					continue;
 				if (r <= 0) {
 					close(out_r);
 					out_r = -1;
 					continue;
 				}
-				if (out && len < max) {
-					size_t take = (size_t)r < max - len ? (size_t)r : max - len;
-					memcpy(out + len, tmp, take);
-					len += take;
-				}
+				if (direct)
+					len += (size_t)r;
 			}
 		}
 	}

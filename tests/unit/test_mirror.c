@@ -4,7 +4,10 @@
  * whole engine run unprivileged (owner = agent = the test's own uid; no drop, no chown).
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "unit.h"
 
@@ -315,10 +318,20 @@ static void make_source(void)
 	close(fd);
 }
 
+/*
+ * Let the file times fall clearly behind the clock: entries changed within a tick or two
+ * of a refresh are read again by the next one (racy entries), whatever their stat says.
+ */
+static void settle(void)
+{
+	usleep(60 * 1000);
+}
+
 static void fixture_init(struct fixture *f)
 {
 	memset(f, 0, sizeof(*f));
 	make_source();
+	settle();
 	assert_int_equal(paths_under(&f->paths, unit_path("root")), 0);
 	assert_int_equal(user_lookup_uid(getuid(), &f->owner), 0);
 	f->agent = f->owner;
@@ -462,7 +475,7 @@ static void engine_refresh_incremental(void **state)
 	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
 	assert_int_equal(mirror_load(&f.m), 0);
 	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
-	assert_int_equal(st.unchanged, 1); /* review.md, not read again */
+	assert_int_equal(st.unchanged, 2); /* the folder, and review.md not read again */
 	mirror_spec_free(&f.spec);
 	mirror_spec_defaults(&f.spec);
 	mirror_free(&f.m);
@@ -582,6 +595,101 @@ static void engine_writable_copy(void **state)
 	fixture_free(&f);
 }
 
+/* Rewrite `rel` with `text` and put its old mtime back: only ctime tells. */
+static void rewrite_keep_mtime(const char *rel, const char *text)
+{
+	struct stat st;
+	struct timespec ts[2];
+
+	assert_int_equal(stat(unit_path(rel), &st), 0);
+	put(rel, text);
+	ts[0] = st.st_atim;
+	ts[1] = st.st_mtim;
+	assert_int_equal(utimensat(AT_FDCWD, unit_path(rel), ts, 0), 0);
+}
+
+static void engine_change_detection(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	struct stat a, b;
+	char *s;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	/* every entry accounted for: the quiet ones (left unsaid by the reader) too */
+	assert_int_equal(st.written + st.removed, 0);
+	assert_int_equal(st.unchanged + st.skipped, st.entries);
+	assert_true(st.unchanged >= 5);
+
+	/* same size, same mtime, same inode: the ctime gives the change away */
+	assert_int_equal(stat(unit_path("owner/.config/opencode/agent/review.md"), &a), 0);
+	rewrite_keep_mtime("owner/.config/opencode/agent/review.md",
+		"---\ndescription: REVIEWS\n---\nReview.\n");
+	assert_int_equal(stat(unit_path("owner/.config/opencode/agent/review.md"), &b), 0);
+	assert_int_equal(a.st_size, b.st_size);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.written, 1);
+	s = slurp(tree(&f, ".config/opencode/agent/review.md"));
+	assert_string_equal(s, "---\ndescription: REVIEWS\n---\nReview.\n");
+	free(s);
+
+	/* racy: a stat taken too close to the last refresh is not trusted, the file is read */
+	f.m.scan_ns = 0;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.unchanged, 0);
+	assert_int_equal(st.written + st.removed, 0);
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_true(st.unchanged >= 5);
+
+	/* a deleted file in an otherwise unchanged folder */
+	assert_int_equal(unlink(unit_path("owner/.config/opencode/agent/review.md")), 0);
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.removed, 1);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), 0);
+
+	/* a folder replaced by a file of the same name */
+	put("owner/.config/opencode/agent/x.md", "x\n");
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(unlink(unit_path("owner/.config/opencode/agent/x.md")), 0);
+	assert_int_equal(rmdir(unit_path("owner/.config/opencode/agent")), 0);
+	put("owner/.config/opencode/agent", "now a file\n");
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent")), S_IFREG | 0444);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/x.md")), 0);
+	s = slurp(tree(&f, ".config/opencode/agent"));
+	assert_string_equal(s, "now a file\n");
+	free(s);
+
+	/* and back: a file replaced by a folder */
+	assert_int_equal(unlink(unit_path("owner/.config/opencode/agent")), 0);
+	mkdir(unit_path("owner/.config/opencode/agent"), 0700);
+	put("owner/.config/opencode/agent/y.md", "y\n");
+	settle();
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent")), S_IFDIR | f.m.dmode);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/y.md")), S_IFREG | 0444);
+
+	/* a fresh process: the manifest and the scan time come from the status file */
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	assert_true(f.m.scan_ns > 0);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(st.written + st.removed, 0);
+	assert_int_equal(st.unchanged + st.skipped, st.entries);
+	fixture_free(&f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -601,6 +709,7 @@ int main(void)
 		cmocka_unit_test(config_keywords),
 		T(engine_build),
 		T(engine_refresh_incremental),
+		T(engine_change_detection),
 		T(engine_links),
 		T(engine_writable_copy),
 	};
