@@ -20,6 +20,10 @@ cp "$SRC/battery.sh" "$SRC/probes.sh" "$ESC/" && chmod 0644 "$ESC"/*.sh
 
 # --- the world: fake internet, a logging name server, rules, provisioning
 make_project
+# Something to mirror (issue 7), so the agent's home has links into the mirror (m-symlink).
+as_owner mkdir -p "$OWNER_HOME/.config/opencode/command"
+as_owner sh -c "printf '{}\n' >'$OWNER_HOME/.config/opencode/opencode.json'"
+as_owner sh -c "printf 'escape\n' >'$OWNER_HOME/.config/opencode/command/escape.md'"
 fake_internet_up >/dev/null 2>&1 || fail "fake internet up"
 _inet_server udp 198.18.1.10 9999 "UDP-CANARY"
 ip -6 addr add 2001:db8:e5c::1/64 dev veth-lan nodad
@@ -171,9 +175,17 @@ EOF
 		fail "OpenCode runs after the battery, in the same sandbox" "$(as_owner "$OCSB" status 2>&1)" \
 			"$(tail -n 5 /var/log/ocsb/*.log)"
 	fi
+	# A secret handed over (passphrase file store, no keyring needed): the ssh place then
+	# looks for it in the agent's home (k-secrets-home).
+	check_output "a secret pushed to the agent (for k-secrets-home)" 'pushed 1 secret' \
+		bash -c "$(declare -f as_owner as_user); OWNER=$OWNER; as_owner env DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent $OCSB secrets --file --passphrase-fd 3 --global set ESCAPE_KEY <<<'$MARK-secret' 3<<<'pw' >/dev/null && as_owner env DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent $OCSB secrets --passphrase-fd 3 push 3<<<'pw'"
 else
 	skip "battery as a child of ocsb-agentd" "OpenCode not installed at $OC_BIN (sudo make deps)"
 fi
+
+# The first place's m-symlink swapped one of the agent's links into the mirror; a
+# provisioning run puts it back (and must copy nothing through the swapped one).
+provision >/dev/null 2>&1 || fail "re-provision between the places" "$(provision 2>&1 | tail -5)"
 
 # --- place 2: an ssh session of the agent, opened by the owner with agent forwarding asked
 _capture as_owner env SSH_AUTH_SOCK="$OWNER_AGENT_SOCK" timeout 300 ssh -A -i "$OWNER_KEY" \
