@@ -52,6 +52,16 @@ fail:
 	_exit(127);
 }
 
+int sync_git_check(void)
+{
+	if (access(SYNC_GIT_PATH, X_OK) == 0)
+		return 0;
+	log_err("cannot run %s: %s (ocsb sync needs git: install it, see "
+		"tools/install-deps.sh)",
+		SYNC_GIT_PATH, strerror(errno));
+	return -1;
+}
+
 static void sync_close_pair(int p[2])
 {
 	for (int i = 0; i < 2; i++)

@@ -351,6 +351,8 @@ int sync_push(struct sync_conn *c, git_repository *repo, struct sync_push_cmd *c
 		log_err("opening the object store: %s", git_error_last()->message);
 		goto out_sig;
 	}
+	if (sync_git_check() < 0)
+		goto out_sig;
 	if (sync_link_open(l, "git-receive-pack") < 0) {
 		sync_push_fail(c, "connecting");
 		goto out_sig;

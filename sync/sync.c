@@ -911,6 +911,9 @@ static int sync_do_pull(struct sync_ctx *x)
 		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
 			removed == 1 ? "" : "s");
 
+	/* The connectivity check runs git: fail before downloading anything without it. */
+	if (sync_git_check() < 0)
+		goto out;
 	sync_callbacks(x, &cb);
 	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
 		sync_git_fail(x, "connecting to the agent");

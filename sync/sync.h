@@ -143,6 +143,8 @@ struct sync_git {
 	pid_t pid;
 	int in, out, err; /* owned, -1 when not piped */
 };
+/* 0 if /usr/bin/git can be run, else -1 (logged): checked before connecting. */
+int sync_git_check(void);
 /* `git --git-dir=GITDIR ARGS...` (args NULL-terminated, at most 16). 0 or -1 (logged). */
 int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
 	const char *const *args, unsigned flags);
