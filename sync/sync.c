@@ -540,6 +540,11 @@ static int sync_do_push(struct sync_ctx *x)
 			log_err("cannot push to '%s': %s", dst, why);
 			goto out;
 		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(cmds[j].dst, cmds[i].dst)) {
+				log_err("'%s' is pushed twice: name each branch once", dst);
+				goto out;
+			}
 		if (snprintf(src, sizeof(src), "refs/heads/%s", names.v[i]) >= (int)sizeof(src) ||
 			git_reference_name_to_id(&cmds[i].new_id, x->repo, src) < 0) {
 			log_err("no local branch '%s' in %s", names.v[i], x->project);

@@ -70,6 +70,8 @@ check_output "the agent's owner-main is now the owner's main" \
 	"^$(ogit rev-parse main)$" agit rev-parse owner-main
 check_output "a push with nothing new succeeds" '^pushed main -> ai-dev:owner-main$' \
 	ocsb_owner sync push --to owner-main
+check_fails_output "the same branch named twice is refused before connecting" \
+	'pushed twice' ocsb_owner sync push main main
 
 # --- pull: a plain branch
 agit checkout -q -b feature
