@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <git2.h>
 #include <git2/sys/transport.h>
@@ -23,6 +24,9 @@ int cmd_sync(int argc, char **argv);
  * agent's clone, run by a child that already is the owner. 0 or -1 (logged).
  */
 int sync_push_as_current_user(const char *project_path, const char *agent, unsigned ssh_port);
+
+#define SYNC_REF_MAX 255
+#define SYNC_REF_MAX_BUF (SYNC_REF_MAX + 1)
 
 /* --- transport.c: one SSH connection per git operation */
 struct sync_conn {
@@ -55,6 +59,101 @@ int sync_transport_cb(git_transport **out, git_remote *owner, void *payload);
 /* Quote s for a POSIX shell: 'a'\''b'. -1 if it does not fit. */
 int sync_shell_quote(const char *s, char *out, size_t n);
 
+/*
+ * One SSH session running `service '<remote_path>'` (git-upload-pack or git-receive-pack)
+ * on c: the pinned host key, the key or ssh-agent, c's timeouts and byte bound. Errors
+ * go to c->err (one line) and libgit2's error.
+ */
+struct sync_link;
+struct sync_link *sync_link_new(struct sync_conn *c);
+void sync_link_free(struct sync_link *l);
+int sync_link_open(struct sync_link *l, const char *service);
+void sync_link_close(struct sync_link *l);
+/* Some bytes (at most n) into buf; 0 or -1. End of stream is an error. */
+int sync_link_read(struct sync_link *l, char *buf, size_t n, size_t *ret_len);
+int sync_link_write(struct sync_link *l, const char *buf, size_t len);
+/* What the remote wrote to stderr so far, one line, escaped. */
+void sync_link_stderr(struct sync_link *l, char *out, size_t n);
+
+/* --- pkt.c: git's pkt-line framing and receive-pack replies (pure, unit-tested) */
+#define SYNC_PKT_MAX 65520 /* whole packet, 4 length digits included */
+enum sync_pkt_type { SYNC_PKT_DATA, SYNC_PKT_FLUSH };
+/*
+ * Parse one pkt-line at buf (avail bytes). Returns the bytes it takes, 0 when more input
+ * is needed, -1 when malformed (bad hex, a length of 1-3, 0001-0003, over SYNC_PKT_MAX).
+ * *ret_data points into buf.
+ */
+long sync_pkt_parse(const char *buf, size_t avail, enum sync_pkt_type *ret_type,
+	const char **ret_data, size_t *ret_len);
+/* Frame len bytes as one pkt-line into out; the packet's length, or -1 if it cannot. */
+long sync_pkt_format(char *out, size_t n, const char *data, size_t len);
+/*
+ * One line of a receive-pack advertisement ("<hex oid> <name>[\0<caps>]\n"). 0 with the
+ * fields set (*ret_caps NULL when absent), -1 when malformed or the name is longer than
+ * namelen - 1.
+ */
+int sync_adv_parse(const char *data, size_t len, git_oid *ret_oid, char *ret_name, size_t namelen,
+	const char **ret_caps, size_t *ret_capslen);
+/* 1 if the capability list (space-separated, "name" or "name=value") has name. */
+int sync_caps_has(const char *caps, size_t len, const char *name);
+
+/* report-status of git-receive-pack, for the refs this push asked to update. */
+struct sync_report {
+	const char *const *refs; /* borrowed: the commands' ref names */
+	size_t n;
+	int *state; /* owned by the caller, n entries: 0 no answer, 1 ok, 2 refused */
+	char (*why)[256]; /* owned by the caller, n entries: the refusal, escaped */
+	int unpack; /* 0 not seen, 1 ok, 2 failed */
+	char unpack_why[256];
+	int flushed;
+	char err[256]; /* protocol error */
+};
+/* Feed one packet. 0, or -1 on a protocol violation (r->err). */
+int sync_report_feed(struct sync_report *r, enum sync_pkt_type type, const char *data, size_t len);
+/* After the last packet: 0 every ref ok, 1 some refused or unpack failed, -1 protocol error. */
+int sync_report_finish(struct sync_report *r);
+
+/* --- push.c: git-receive-pack spoken directly, the pack built by git pack-objects */
+struct sync_push_cmd {
+	char dst[SYNC_REF_MAX_BUF]; /* remote ref, refs/heads/... */
+	git_oid new_id; /* the local branch's tip */
+	git_oid old_id; /* set by sync_push: what the remote had, zero when absent */
+	int state; /* set by sync_push: 0 sent and accepted, 1 up to date, 2 refused */
+	char why[256]; /* refusal, escaped */
+};
+#define SYNC_PUSH_NONFF (-2)
+struct sync_push_opts {
+	const char *gitdir; /* borrowed: git_repository_path() */
+	const char *home; /* borrowed: HOME for git (the owner's) */
+	int force, progress;
+};
+/*
+ * Update the remote refs cmds[].dst to cmds[].new_id. 0 when the exchange completed
+ * (look at each cmd's state), SYNC_PUSH_NONFF when a ref is not a fast-forward (nothing
+ * was sent), -1 on failure (logged).
+ */
+int sync_push(struct sync_conn *c, git_repository *repo, struct sync_push_cmd *cmds, size_t n,
+	const struct sync_push_opts *o);
+
+/* --- git.c: /usr/bin/git run by the owner on the owner's repository */
+#define SYNC_GIT_STDIN 1u /* a pipe to git's stdin in g->in, else /dev/null */
+#define SYNC_GIT_STDOUT 2u /* git's stdout in g->out, else /dev/null */
+#define SYNC_GIT_STDERR 4u /* git's stderr in g->err, else ours */
+struct sync_git {
+	pid_t pid;
+	int in, out, err; /* owned, -1 when not piped */
+};
+/* 0 if /usr/bin/git can be run, else -1 (logged): checked before connecting. */
+int sync_git_check(void);
+/* `git --git-dir=GITDIR ARGS...` (args NULL-terminated, at most 16). 0 or -1 (logged). */
+int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
+	const char *const *args, unsigned flags);
+/* Close the pipes, SIGKILL first if kill_it, reap: git's exit status (128+sig), -1. */
+int sync_git_finish(struct sync_git *g, int kill_it);
+int sync_git_write_all(int fd, const char *p, size_t len);
+/* g->err until EOF, its first n - 1 bytes into out. 0, -ETIMEDOUT past deadline, -errno. */
+int sync_git_read_err(struct sync_git *g, char *out, size_t n, time_t deadline);
+
 /* --- remote.c: agents on other machines (--host) */
 /* 1 if h is a host name or address literal ocsb passes to libssh and the pin file. */
 int sync_host_name_ok(const char *h);
@@ -85,7 +184,6 @@ int sync_clean_tmp_packs(
 	const char *objects_dir, const struct timespec *before, unsigned *ret_removed);
 
 /* --- check.c: pure functions on what the agent sends */
-#define SYNC_REF_MAX 255
 /* 1 if name is a ref ocsb accepts from the agent (refs/heads/..., sane); else 0 + why. */
 int sync_ref_name_ok(const char *name, char *why, size_t whylen);
 /* Copy s for display: control, bidi and invalid UTF-8 bytes become \xNN. */

@@ -16,6 +16,14 @@
 
 #include "sync.h"
 
+/* One SSH session and its exec channel: the libgit2 stream and push.c both use it. */
+struct sync_link {
+	struct sync_conn *c; /* borrowed */
+	ssh_session session; /* owned */
+	ssh_channel channel; /* owned */
+	int open;
+};
+
 struct sync_sub;
 
 struct sync_stream {
@@ -26,11 +34,8 @@ struct sync_stream {
 struct sync_sub {
 	git_smart_subtransport parent; /* first */
 	git_transport *owner; /* borrowed */
-	struct sync_conn *c; /* borrowed */
-	ssh_session session; /* owned */
-	ssh_channel channel; /* owned */
+	struct sync_link link; /* embedded */
 	struct sync_stream stream; /* embedded: libgit2 may ask for it again after free() */
-	int open;
 };
 
 void sync_conn_init(struct sync_conn *c)
@@ -85,17 +90,17 @@ __attribute__((format(printf, 2, 3))) static int sync_fail(
 }
 
 /* Remote stderr (git's "fatal: ..." lines) as one line, escaped. */
-static void sync_remote_stderr(struct sync_sub *s, char *out, size_t n)
+void sync_link_stderr(struct sync_link *l, char *out, size_t n)
 {
 	char raw[1024];
 	int r, len = 0;
 
 	out[0] = '\0';
-	if (!s->channel)
+	if (!l->channel)
 		return;
 	while (len < (int)sizeof(raw) - 1) {
 		r = ssh_channel_read_nonblocking(
-			s->channel, raw + len, (uint32_t)(sizeof(raw) - 1 - (size_t)len), 1);
+			l->channel, raw + len, (uint32_t)(sizeof(raw) - 1 - (size_t)len), 1);
 		if (r <= 0)
 			break;
 		len += r;
@@ -108,33 +113,31 @@ static void sync_remote_stderr(struct sync_sub *s, char *out, size_t n)
 	sync_escape(raw, (size_t)len, out, n);
 }
 
-static void sync_sub_disconnect(struct sync_sub *s)
+void sync_link_close(struct sync_link *l)
 {
-	if (s->channel) {
-		ssh_channel_close(s->channel);
-		ssh_channel_free(s->channel);
-		s->channel = NULL;
+	if (l->channel) {
+		ssh_channel_close(l->channel);
+		ssh_channel_free(l->channel);
+		l->channel = NULL;
 	}
-	if (s->session) {
-		ssh_disconnect(s->session);
-		ssh_free(s->session);
-		s->session = NULL;
+	if (l->session) {
+		ssh_disconnect(l->session);
+		ssh_free(l->session);
+		l->session = NULL;
 	}
-	s->open = 0;
+	l->open = 0;
 }
 
-static int sync_stream_read(
-	git_smart_subtransport_stream *stream, char *buffer, size_t buf_size, size_t *bytes_read)
+int sync_link_read(struct sync_link *l, char *buffer, size_t buf_size, size_t *bytes_read)
 {
-	struct sync_sub *s = ((struct sync_stream *)stream)->sub;
-	struct sync_conn *c = s->c;
+	struct sync_conn *c = l->c;
 	/* libssh takes a uint32_t length. */
 	uint32_t want = buf_size > 65536 ? 65536 : (uint32_t)buf_size;
 	int idle_ms = 0;
 	time_t idle_start = 0;
 
 	*bytes_read = 0;
-	if (!s->open)
+	if (!l->open)
 		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
 	for (;;) {
 		int r;
@@ -145,7 +148,7 @@ static int sync_stream_read(
 				"(raise it with --timeout)",
 				c->user, c->host);
 		/* Short slices: the inactivity timeout and the deadline are both checked here. */
-		r = ssh_channel_read_timeout(s->channel, buffer, want, 0, 1000);
+		r = ssh_channel_read_timeout(l->channel, buffer, want, 0, 1000);
 		if (r > 0) {
 			c->bytes_read += (uint64_t)r;
 			/* Backstop for what the progress callback cannot see (ref advertisement). */
@@ -159,12 +162,12 @@ static int sync_stream_read(
 		}
 		if (r == SSH_ERROR)
 			return sync_fail(c, "reading from %s@%s: %s", c->user, c->host,
-				ssh_get_error(s->session));
+				ssh_get_error(l->session));
 		/* A channel the remote closed also reads 0 at once: not an idle slice. */
-		if (ssh_channel_is_eof(s->channel) || ssh_channel_is_closed(s->channel)) {
+		if (ssh_channel_is_eof(l->channel) || ssh_channel_is_closed(l->channel)) {
 			char msg[600];
 
-			sync_remote_stderr(s, msg, sizeof(msg));
+			sync_link_stderr(l, msg, sizeof(msg));
 			return sync_fail(c, "%s@%s closed the connection%s%s", c->user, c->host,
 				msg[0] ? ": remote: " : " (no message)", msg);
 		}
@@ -178,28 +181,45 @@ static int sync_stream_read(
 	}
 }
 
-static int sync_stream_write(git_smart_subtransport_stream *stream, const char *buffer, size_t len)
+int sync_link_write(struct sync_link *l, const char *buffer, size_t len)
 {
-	struct sync_sub *s = ((struct sync_stream *)stream)->sub;
-	struct sync_conn *c = s->c;
+	struct sync_conn *c = l->c;
 
-	if (!s->open)
+	if (!l->open)
 		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
 	while (len) {
 		uint32_t chunk = len > 65536 ? 65536 : (uint32_t)len;
-		int r = ssh_channel_write(s->channel, buffer, chunk);
+		int r;
 
+		if (c->deadline && time(NULL) > c->deadline)
+			return sync_fail(c,
+				"time limit reached while sending to %s@%s (raise it with "
+				"--timeout)",
+				c->user, c->host);
+		r = ssh_channel_write(l->channel, buffer, chunk);
 		if (r == SSH_ERROR || r <= 0) {
 			char msg[600];
 
-			sync_remote_stderr(s, msg, sizeof(msg));
+			sync_link_stderr(l, msg, sizeof(msg));
 			return sync_fail(c, "writing to %s@%s: %s%s%s", c->user, c->host,
-				ssh_get_error(s->session), msg[0] ? "; remote: " : "", msg);
+				ssh_get_error(l->session), msg[0] ? "; remote: " : "", msg);
 		}
 		buffer += r;
 		len -= (size_t)r;
 	}
 	return 0;
+}
+
+static int sync_stream_read(
+	git_smart_subtransport_stream *stream, char *buffer, size_t buf_size, size_t *bytes_read)
+{
+	return sync_link_read(
+		&((struct sync_stream *)stream)->sub->link, buffer, buf_size, bytes_read);
+}
+
+static int sync_stream_write(git_smart_subtransport_stream *stream, const char *buffer, size_t len)
+{
+	return sync_link_write(&((struct sync_stream *)stream)->sub->link, buffer, len);
 }
 
 static void sync_stream_free(git_smart_subtransport_stream *stream)
@@ -208,10 +228,10 @@ static void sync_stream_free(git_smart_subtransport_stream *stream)
 	(void)stream;
 }
 
-static int sync_known_host(struct sync_sub *s)
+static int sync_known_host(struct sync_link *l)
 {
-	struct sync_conn *c = s->c;
-	enum ssh_known_hosts_e k = ssh_session_is_known_server(s->session);
+	struct sync_conn *c = l->c;
+	enum ssh_known_hosts_e k = ssh_session_is_known_server(l->session);
 	char where[300];
 	const char *fix = c->pin_fix ? c->pin_fix : "run 'sudo ocsb-provision' again to re-pin";
 
@@ -239,24 +259,24 @@ static int sync_known_host(struct sync_sub *s)
 	case SSH_KNOWN_HOSTS_ERROR:
 	default:
 		return sync_fail(c, "checking the host key of %s against %s: %s", where,
-			c->known_hosts, ssh_get_error(s->session));
+			c->known_hosts, ssh_get_error(l->session));
 	}
 }
 
-static int sync_auth(struct sync_sub *s)
+static int sync_auth(struct sync_link *l)
 {
-	struct sync_conn *c = s->c;
+	struct sync_conn *c = l->c;
 	ssh_key key = NULL;
 	int r;
 
 	if (c->agent_auth) {
-		r = ssh_userauth_agent(s->session, NULL);
+		r = ssh_userauth_agent(l->session, NULL);
 		if (r != SSH_AUTH_SUCCESS)
 			return sync_fail(c,
 				"ssh-agent authentication as %s@%s failed: %s (is the sync key "
 				"loaded? ssh-add %s)",
 				c->user, c->host,
-				r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "key refused",
+				r == SSH_AUTH_ERROR ? ssh_get_error(l->session) : "key refused",
 				c->key_path ? c->key_path : "KEY");
 		return 0;
 	}
@@ -266,19 +286,19 @@ static int sync_auth(struct sync_sub *s)
 			"%s, or use --agent-auth)",
 			c->key_path,
 			c->key_fix ? c->key_fix : "run 'sudo ocsb-provision' to create it");
-	r = ssh_userauth_publickey(s->session, NULL, key);
+	r = ssh_userauth_publickey(l->session, NULL, key);
 	ssh_key_free(key);
 	if (r != SSH_AUTH_SUCCESS)
 		return sync_fail(c, "%s@%s refused the sync key %s: %s (%s)", c->user, c->host,
 			c->key_path,
-			r == SSH_AUTH_ERROR ? ssh_get_error(s->session) : "not authorized",
+			r == SSH_AUTH_ERROR ? ssh_get_error(l->session) : "not authorized",
 			c->key_fix ? c->key_fix : "run 'sudo ocsb-provision' to authorize it");
 	return 0;
 }
 
-static int sync_sub_connect(struct sync_sub *s, const char *service)
+static int sync_link_connect(struct sync_link *l, const char *service)
 {
-	struct sync_conn *c = s->c;
+	struct sync_conn *c = l->c;
 	char quoted[4200], cmd[4300];
 	int no = 0;
 	long tmo = c->connect_timeout_s;
@@ -286,37 +306,64 @@ static int sync_sub_connect(struct sync_sub *s, const char *service)
 	if (sync_shell_quote(c->remote_path, quoted, sizeof(quoted)) < 0)
 		return sync_fail(c, "remote path too long");
 	snprintf(cmd, sizeof(cmd), "%s %s", service, quoted);
-	s->session = ssh_new();
-	if (!s->session)
+	l->session = ssh_new();
+	if (!l->session)
 		return sync_fail(c, "out of memory");
 	/*
 	 * Nothing from ~/.ssh: no config file (it could name a ProxyCommand or another host),
 	 * no other known_hosts than the pin, no global file. The pin is the trust anchor.
 	 */
-	if (ssh_options_set(s->session, SSH_OPTIONS_PROCESS_CONFIG, &no) < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_HOST, c->host) < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_PORT, &c->port) < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_USER, c->user) < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_KNOWNHOSTS, c->known_hosts) < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
-		ssh_options_set(s->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
-		return sync_fail(c, "setting ssh options: %s", ssh_get_error(s->session));
-	if (ssh_connect(s->session) != SSH_OK)
+	if (ssh_options_set(l->session, SSH_OPTIONS_PROCESS_CONFIG, &no) < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_HOST, c->host) < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_PORT, &c->port) < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_USER, c->user) < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_KNOWNHOSTS, c->known_hosts) < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
+		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
+		return sync_fail(c, "setting ssh options: %s", ssh_get_error(l->session));
+	if (ssh_connect(l->session) != SSH_OK)
 		return sync_fail(c, "cannot connect to %s port %u: %s (is sshd running?)", c->host,
-			c->port, ssh_get_error(s->session));
-	if (sync_known_host(s) < 0 || sync_auth(s) < 0)
+			c->port, ssh_get_error(l->session));
+	if (sync_known_host(l) < 0 || sync_auth(l) < 0)
 		return -1;
 	tmo = c->io_timeout_s;
-	ssh_options_set(s->session, SSH_OPTIONS_TIMEOUT, &tmo);
-	s->channel = ssh_channel_new(s->session);
-	if (!s->channel || ssh_channel_open_session(s->channel) != SSH_OK)
+	ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo);
+	l->channel = ssh_channel_new(l->session);
+	if (!l->channel || ssh_channel_open_session(l->channel) != SSH_OK)
 		return sync_fail(c, "opening an ssh channel to %s@%s: %s", c->user, c->host,
-			ssh_get_error(s->session));
-	if (ssh_channel_request_exec(s->channel, cmd) != SSH_OK)
+			ssh_get_error(l->session));
+	if (ssh_channel_request_exec(l->channel, cmd) != SSH_OK)
 		return sync_fail(c, "running %s on %s@%s: %s", service, c->user, c->host,
-			ssh_get_error(s->session));
-	s->open = 1;
+			ssh_get_error(l->session));
+	l->open = 1;
 	return 0;
+}
+
+int sync_link_open(struct sync_link *l, const char *service)
+{
+	sync_link_close(l);
+	if (sync_link_connect(l, service) < 0) {
+		sync_link_close(l);
+		return -1;
+	}
+	return 0;
+}
+
+struct sync_link *sync_link_new(struct sync_conn *c)
+{
+	struct sync_link *l = calloc(1, sizeof(*l));
+
+	if (l)
+		l->c = c;
+	return l;
+}
+
+void sync_link_free(struct sync_link *l)
+{
+	if (!l)
+		return;
+	sync_link_close(l);
+	free(l);
 }
 
 static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *sub,
@@ -336,20 +383,17 @@ static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtra
 	case GIT_SERVICE_UPLOADPACK:
 	case GIT_SERVICE_RECEIVEPACK:
 		/* Same stream, whatever its direction: libgit2 asks for UPLOADPACK to send a flush. */
-		if (s->open) {
+		if (s->link.open) {
 			*out = &s->stream.parent;
 			return 0;
 		}
 		service = action == GIT_SERVICE_UPLOADPACK ? "git-upload-pack" : "git-receive-pack";
 		break;
 	default:
-		return sync_fail(s->c, "unsupported git service %d", (int)action);
+		return sync_fail(s->link.c, "unsupported git service %d", (int)action);
 	}
-	sync_sub_disconnect(s);
-	if (sync_sub_connect(s, service) < 0) {
-		sync_sub_disconnect(s);
+	if (sync_link_open(&s->link, service) < 0)
 		return -1;
-	}
 	*out = &s->stream.parent;
 	return 0;
 }
@@ -357,13 +401,13 @@ static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtra
 static int sync_sub_close(git_smart_subtransport *sub)
 {
 	/* Also called before the first action(): a no-op when nothing is open. */
-	sync_sub_disconnect((struct sync_sub *)sub);
+	sync_link_close(&((struct sync_sub *)sub)->link);
 	return 0;
 }
 
 static void sync_sub_free(git_smart_subtransport *sub)
 {
-	sync_sub_disconnect((struct sync_sub *)sub);
+	sync_link_close(&((struct sync_sub *)sub)->link);
 	free(sub);
 }
 
@@ -377,7 +421,7 @@ static int sync_sub_create(git_smart_subtransport **out, git_transport *owner, v
 	s->parent.close = sync_sub_close;
 	s->parent.free = sync_sub_free;
 	s->owner = owner;
-	s->c = param;
+	s->link.c = param;
 	s->stream.parent.subtransport = &s->parent;
 	s->stream.parent.read = sync_stream_read;
 	s->stream.parent.write = sync_stream_write;

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Runs inside the e2e namespace (see tests/bench/sync). Prints "# ..." figure lines.
+# Runs inside the e2e namespace (see tests/bench/sync). Prints "# ..." figure lines:
+# the median of RUNS (3) interleaved runs of each case, and every run.
 . "$E2E_LIB"
 . "$(dirname "$0")/../e2e/common-prov.sh"
 
@@ -63,27 +64,58 @@ aone() { # one commit on big adding a file, without touching the agent's checkou
 		c=\$(git commit-tree \$nt -p big -m inc$1) && git update-ref refs/heads/big \$c"
 }
 
-# --- pull: initial fetch of the whole agent history
-po=$(ms ocsb_owner sync pull)
-restore
-pg=$(ms git_owner fetch -q "$URL" "+refs/heads/*:refs/remotes/$AGENT/*")
-# --- pull: one-commit incremental (a new commit each, from the same starting point)
-aone 1
-pio=$(ms ocsb_owner sync pull)
-aone 2
-pig=$(ms git_owner fetch -q "$URL" "+refs/heads/*:refs/remotes/$AGENT/*")
-# --- push: initial (two histories of the same shape), then one commit each
-so=$(ms ocsb_owner sync push ownA)
-sg=$(ms git_owner push -q "$URL" refs/heads/ownB:refs/heads/ownB)
-as_owner sh -c "cd '$PROJECT' && git checkout -q ownA && echo x > x.txt && git add x.txt && git commit -qm incA &&
-	git checkout -q ownB && echo x > x.txt && git add x.txt && git commit -qm incB && git checkout -q main"
-sio=$(ms ocsb_owner sync push ownA)
-sig=$(ms git_owner push -q "$URL" refs/heads/ownB:refs/heads/ownB)
+RUNS=${RUNS:-3}
+median() { # median of the arguments; FAILED if any run failed
+	case " $* " in *FAILED*) echo FAILED; return ;; esac
+	printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+acopy() { cp -a "$AREPO/.git" "$E2E_SCRATCH/agent.git"; }
+arestore() { rm -rf "$AREPO/.git" && cp -a "$E2E_SCRATCH/agent.git" "$AREPO/.git"; }
+acopy
+echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+po=() pg=() pio=() pig=() so=() sg=() sio=() sig=()
+# Runs interleave ocsb and git so that a load change hits both alike.
+for i in $(seq "$RUNS"); do
+	# --- pull: initial fetch of the whole agent history, from the same starting point
+	restore
+	po+=("$(ms ocsb_owner sync pull)")
+	restore
+	pg+=("$(ms git_owner fetch -q "$URL" "+refs/heads/*:refs/remotes/$AGENT/*")")
+done
+# --- pull: one-commit increment (a new agent commit before each run)
+for i in $(seq "$RUNS"); do
+	aone "o$i"
+	pio+=("$(ms ocsb_owner sync pull)")
+	aone "g$i"
+	pig+=("$(ms git_owner fetch -q "$URL" "+refs/heads/*:refs/remotes/$AGENT/*")")
+done
+# --- push: initial (two histories of the same shape into the agent's saved state)
+for i in $(seq "$RUNS"); do
+	arestore
+	so+=("$(ms ocsb_owner sync push ownA)")
+	sg+=("$(ms git_owner push -q "$URL" refs/heads/ownB:refs/heads/ownB)")
+done
+# --- push: one commit each on top of what the agent has
+for i in $(seq "$RUNS"); do
+	as_owner sh -c "cd '$PROJECT' && git checkout -q ownA && echo $i > x.txt && git add x.txt && git commit -qm incA$i &&
+		git checkout -q ownB && echo $i > x.txt && git add x.txt && git commit -qm incB$i && git checkout -q main"
+	sio+=("$(ms ocsb_owner sync push ownA)")
+	sig+=("$(ms git_owner push -q "$URL" refs/heads/ownB:refs/heads/ownB)")
+done
+echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-echo "# ocsb sync benchmark: $COMMITS commits, $FILES files, one run each (ms)"
-printf '#   %-28s ocsb %8s   git %8s   ocsb/git %s\n' \
-	"pull, initial:" "$po" "$pg" "$(ratio "$po" "$pg")" \
-	"pull, one-commit increment:" "$pio" "$pig" "$(ratio "$pio" "$pig")" \
-	"push, initial:" "$so" "$sg" "$(ratio "$so" "$sg")" \
-	"push, one-commit increment:" "$sio" "$sig" "$(ratio "$sio" "$sig")"
+row() { # row LABEL "ocsb runs" "git runs"
+	local mo mg
+	# shellcheck disable=SC2086
+	mo=$(median $2)
+	# shellcheck disable=SC2086
+	mg=$(median $3)
+	printf '#   %-28s ocsb %8s   git %8s   ocsb/git %-6s (runs: ocsb %s; git %s)\n' \
+		"$1" "$mo" "$mg" "$(ratio "$mo" "$mg")" "$2" "$3"
+}
+echo "# ocsb sync benchmark: $COMMITS commits, $FILES files, median of $RUNS interleaved runs (ms)"
+row "pull, initial:" "${po[*]}" "${pg[*]}"
+row "pull, one-commit increment:" "${pio[*]}" "${pig[*]}"
+row "push, initial:" "${so[*]}" "${sg[*]}"
+row "push, one-commit increment:" "${sio[*]}" "${sig[*]}"
 pass "sync benchmark ran"

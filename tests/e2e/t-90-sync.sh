@@ -59,6 +59,20 @@ check_output "the agent's work is untouched by the refused push" 'dirty' \
 	as_user "$AGENT" tail -n1 "$AREPO/a.txt"
 agit checkout -q -- a.txt
 
+# Non-fast-forward: the agent committed on owner-main; push refuses locally unless --force.
+as_user "$AGENT" sh -c "cd '$AREPO' && c=\$(git commit-tree -p owner-main -m agent-work owner-main^{tree}) &&
+	git update-ref refs/heads/owner-main \$c"
+check_fails_output "a push that would drop the agent's commits is refused (non-fast-forward)" \
+	'commits yours does not' ocsb_owner sync push --to owner-main
+check_output "positive control: --force overwrites the agent's branch" \
+	'^pushed main -> ai-dev:owner-main$' ocsb_owner sync push --to owner-main --force
+check_output "the agent's owner-main is now the owner's main" \
+	"^$(ogit rev-parse main)$" agit rev-parse owner-main
+check_output "a push with nothing new succeeds" '^pushed main -> ai-dev:owner-main$' \
+	ocsb_owner sync push --to owner-main
+check_fails_output "the same branch named twice is refused before connecting" \
+	'pushed twice' ocsb_owner sync push main main
+
 # --- pull: a plain branch
 agit checkout -q -b feature
 as_user "$AGENT" sh -c "cd '$AREPO' && echo b > b.txt && git add b.txt && git commit -qm b"

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-# ocsb sync pull against a hostile agent. The agent owns its ~/.bashrc, which sshd's login
-# shell (`bash -c '/usr/bin/git-shell -c ...'`) sources before git-shell, and its
-# ~/.gitconfig, which git-upload-pack reads (uploadpack.packObjectsHook): it controls the
-# server side completely. Pull must survive a hostile server: every failure is a clear
-# error, and nothing of the owner's changes (refs, HEAD, index, config, hooks, reflogs,
-# work tree); each refusal is paired with a positive control that succeeds.
+# ocsb sync pull (and push) against a hostile agent. The agent owns its ~/.bashrc, which
+# sshd's login shell (`bash -c '/usr/bin/git-shell -c ...'`) sources before git-shell, and
+# its global git config (~/.config/git/config), which git-upload-pack reads
+# (uploadpack.packObjectsHook): it controls the server side completely. Pull and push must
+# survive a hostile server: every failure is a clear error, and nothing of the owner's
+# changes (refs, HEAD, index, config, hooks, reflogs, work tree); each refusal is paired
+# with a positive control that succeeds.
 # shellcheck disable=SC2016 # the bash -c snippets expand their variables themselves
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
@@ -164,6 +165,31 @@ if mode == "advsleep":
     sys.stdout.flush(); time.sleep(60); sys.exit(0)
 if mode == "badlen":
     out.write(b"zzzz" + b"0" * 100); out.flush(); sys.exit(0)
+if mode.startswith("rp-"):
+    # A receive-pack that takes the commands and the pack, then lies in its report.
+    import select
+    out.write(pkt(b"0" * 40 + b" capabilities^{}\0report-status quiet ofs-delta\n") + b"0000")
+    out.flush()
+    buf = b""
+    while select.select([0], [], [], 2)[0]:
+        b = os.read(0, 65536)
+        if not b:
+            break
+        buf += b
+    refs, i = [], 0
+    while i + 4 <= len(buf) and buf[i:i + 4] != b"0000":
+        n = int(buf[i:i + 4], 16)
+        refs.append(buf[i + 4:i + n].split(b"\0")[0].split()[2])
+        i += n
+    rep = [b"unpack ok\n"]
+    if mode == "rp-other":
+        rep.append(b"ok refs/heads/not-pushed\n")
+    elif mode == "rp-ng":
+        rep += [b"ng " + r + b" hooked \x1b[31mred\n" for r in refs]
+    else:
+        rep += [b"ok " + r + b"\n" for r in refs]
+    out.write(b"".join(pkt(x) for x in rep) + (b"" if mode == "rp-noflush" else b"0000"))
+    out.flush(); sys.exit(0)
 # inject: the real upload-pack, with extra refs (names from ~/inject, NUL-separated)
 # spliced into its advertisement, pointing at the first advertised object.
 p = subprocess.Popen(["git", "upload-pack", cmd[1]], stdin=subprocess.PIPE,
@@ -207,6 +233,22 @@ echo none | aput "$AHOME/hostile"
 check_output "positive control: the real server again, the same pull works" \
 	'ai-dev/fake1: new' ocsb_owner sync pull
 
+# A fake receive-pack whose report does not confirm the ref: push must not claim success.
+as_owner sh -c "cd '$PROJECT' && echo p > p.txt && git add p.txt && git commit -qm p"
+echo rp-other | aput "$AHOME/hostile"
+check_fails_output "a receive-pack reporting on another ref: push fails" \
+	'bad status report.*not pushed' ocsb_owner sync push --to hostile-push
+echo rp-noflush | aput "$AHOME/hostile"
+check_fails_output "a receive-pack whose report never ends: push fails" \
+	'reading the agent.s reply: .*closed the connection' ocsb_owner sync push --to hostile-push
+echo rp-ng | aput "$AHOME/hostile"
+check_fails_output "a refusal (ng) fails the push with its reason escaped" \
+	'refused refs/heads/hostile-push: hooked \\x1b\[31mred' ocsb_owner sync push --to hostile-push
+echo none | aput "$AHOME/hostile"
+check_fails "the fakes wrote no hostile-push branch" agit rev-parse -q --verify hostile-push
+check_output "positive control: the real receive-pack takes the same push" \
+	'^pushed main -> ai-dev:hostile-push$' ocsb_owner sync push --to hostile-push
+
 # --- 3. weird ref names, spliced into a real advertisement --------------------------------
 printf '%s\0' 'refs/heads/ctl\001x' 'refs/heads/esc\033[31mred' 'refs/heads/tab\tx' \
 	'refs/heads/del\177x' 'refs/heads/c1\302\233x' 'refs/tags/evil-tag' \
@@ -241,7 +283,7 @@ check_output "positive control: refs/remotes/ai-dev/weird was written" 'weird' \
 	ogit for-each-ref refs/remotes/ai-dev/weird
 echo none | aput "$AHOME/hostile"
 
-# --- 4. a hostile pack: uploadpack.packObjectsHook in the agent's own ~/.gitconfig -------
+# --- 4. a hostile pack: uploadpack.packObjectsHook in the agent's own global git config ---
 aput "$AHOME/hook.sh" <<'EOF'
 #!/bin/sh
 mode=$(cat "$HOME/hookmode" 2>/dev/null)
@@ -260,7 +302,12 @@ while True:
 esac
 EOF
 asagent chmod +x "$AHOME/hook.sh"
-as_user "$AGENT" git config --global uploadpack.packObjectsHook "$AHOME/hook.sh"
+# ~/.gitconfig is the read-only mirror of the owner's (issue 7); git reads the agent's
+# ~/.config/git/config as global configuration too, and that one the agent can write.
+asagent mkdir -p "$AHOME/.config/git"
+check "the agent sets uploadpack.packObjectsHook in its global git config" \
+	as_user "$AGENT" git config --file "$AHOME/.config/git/config" uploadpack.packObjectsHook \
+	"$AHOME/hook.sh"
 python3 -c 'import hashlib,sys; h=b"PACK\0\0\0\2\0\0\0\0"; sys.stdout.buffer.write(h+hashlib.sha1(h).digest())' |
 	aput "$AHOME/empty.pack"
 
@@ -283,13 +330,13 @@ new_branch ghost2
 agit rev-parse ghost2 | asagent sh -c "git -C '$AREPO' pack-objects --stdout > '$AHOME/partial.pack'"
 echo partial | aput "$AHOME/hookmode"
 refused "the agent sends a commit without its tree: pull fails" \
-	'incomplete history: missing tree .*no ref was written'
+	'incomplete history: (missing|bad) tree .*no ref was written'
 check_fails "no ref to the incomplete commit" ogit rev-parse -q --verify refs/remotes/ai-dev/ghost2
 fsck_clean "after the incomplete pack the owner's repository passes git fsck"
 # Once the commit object is in the owner's store, a second pull has nothing to download:
 # the ref must still not point at an incomplete history.
 refused "a second pull of the incomplete commit fails too" \
-	'incomplete history: missing tree .*no ref was written'
+	'incomplete history: (missing|bad) tree .*no ref was written'
 fsck_clean "and the owner's repository still passes git fsck"
 : | aput "$AHOME/hookmode"
 # libgit2 does not fetch a tip whose commit object it has: the remedy the error names.

@@ -200,6 +200,229 @@ static void flag_names(void **state)
 	}
 }
 
+/* --- pkt-line framing, advertisement and report-status (push.c's protocol) */
+
+static long pkt(const char *s, enum sync_pkt_type *t, const char **d, size_t *l)
+{
+	return sync_pkt_parse(s, strlen(s), t, d, l);
+}
+
+static void pkt_parse_good(void **state)
+{
+	enum sync_pkt_type t;
+	const char *d;
+	size_t l;
+
+	assert_int_equal(pkt("0000", &t, &d, &l), 4);
+	assert_int_equal(t, SYNC_PKT_FLUSH);
+	assert_int_equal(pkt("0009hello0000", &t, &d, &l), 9);
+	assert_int_equal(t, SYNC_PKT_DATA);
+	assert_int_equal(l, 5);
+	assert_memory_equal(d, "hello", 5);
+	/* Upper-case hex is accepted as git does; an empty data packet is 0004. */
+	assert_int_equal(pkt("000Aabcdef", &t, &d, &l), 10);
+	assert_int_equal(pkt("0004", &t, &d, &l), 4);
+	assert_int_equal(t, SYNC_PKT_DATA);
+	assert_int_equal(l, 0);
+}
+
+static void pkt_parse_incomplete(void **state)
+{
+	enum sync_pkt_type t;
+	const char *d;
+	size_t l;
+
+	/* Short input is "need more", never a read past the end. */
+	assert_int_equal(sync_pkt_parse("", 0, &t, &d, &l), 0);
+	assert_int_equal(sync_pkt_parse("00", 2, &t, &d, &l), 0);
+	assert_int_equal(pkt("0009hell", &t, &d, &l), 0);
+	assert_int_equal(pkt("fff0", &t, &d, &l), 0);
+}
+
+static void pkt_parse_hostile(void **state)
+{
+	enum sync_pkt_type t;
+	const char *d;
+	size_t l;
+
+	assert_int_equal(pkt("00x9hello", &t, &d, &l), -1); /* bad hex */
+	assert_int_equal(pkt("-009hello", &t, &d, &l), -1);
+	assert_int_equal(pkt(" 009hello", &t, &d, &l), -1);
+	assert_int_equal(pkt("0001", &t, &d, &l), -1); /* v2 delimiter */
+	assert_int_equal(pkt("0002", &t, &d, &l), -1);
+	assert_int_equal(pkt("0003", &t, &d, &l), -1);
+	assert_int_equal(pkt("fff1", &t, &d, &l), -1); /* longer than git allows */
+	assert_int_equal(pkt("ffff", &t, &d, &l), -1);
+}
+
+static void pkt_format(void **state)
+{
+	char out[SYNC_PKT_MAX + 16], *big;
+	enum sync_pkt_type t;
+	const char *d;
+	size_t l;
+
+	assert_int_equal(sync_pkt_format(out, sizeof(out), "hello", 5), 9);
+	assert_memory_equal(out, "0009hello", 9);
+	assert_int_equal(sync_pkt_format(out, 8, "hello", 5), -1); /* does not fit */
+	big = calloc(1, SYNC_PKT_MAX);
+	assert_non_null(big);
+	memset(big, 'a', SYNC_PKT_MAX - 4);
+	assert_int_equal(sync_pkt_format(out, sizeof(out), big, SYNC_PKT_MAX - 4), SYNC_PKT_MAX);
+	assert_memory_equal(out, "fff0", 4);
+	/* Round trip through the parser. */
+	assert_int_equal(sync_pkt_parse(out, SYNC_PKT_MAX, &t, &d, &l), SYNC_PKT_MAX);
+	assert_int_equal(l, SYNC_PKT_MAX - 4);
+	assert_int_equal(sync_pkt_format(out, sizeof(out), big, SYNC_PKT_MAX - 3), -1);
+	free(big);
+}
+
+#define OID1 "1111111111111111111111111111111111111111"
+#define LONG "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static int adv(const char *s)
+{
+	char name[64];
+	const char *caps;
+	size_t cl;
+	git_oid id;
+
+	return sync_adv_parse(s, strlen(s), &id, name, sizeof(name), &caps, &cl);
+}
+
+static void adv_lines(void **state)
+{
+	static const char first[] = OID1 " refs/heads/main\0report-status ofs-delta quiet "
+					 "agent=git/2.39\n";
+	char name[64];
+	const char *caps;
+	size_t cl;
+	git_oid id;
+	char hex[GIT_OID_HEXSZ + 1];
+
+	assert_int_equal(
+		sync_adv_parse(first, sizeof(first) - 1, &id, name, sizeof(name), &caps, &cl), 0);
+	assert_string_equal(name, "refs/heads/main");
+	assert_string_equal(git_oid_tostr(hex, sizeof(hex), &id), OID1);
+	assert_non_null(caps);
+	assert_true(sync_caps_has(caps, cl, "report-status"));
+	assert_true(sync_caps_has(caps, cl, "quiet"));
+	assert_true(sync_caps_has(caps, cl, "agent"));
+	assert_false(sync_caps_has(caps, cl, "report"));
+	assert_false(sync_caps_has(caps, cl, "no-thin"));
+	assert_false(sync_caps_has(caps, cl, "ofs"));
+	assert_int_equal(sync_adv_parse(OID1 " refs/heads/x\n", strlen(OID1 " refs/heads/x\n"), &id,
+				 name, sizeof(name), &caps, &cl),
+		0);
+	assert_null(caps);
+	/* Hostile: short id, bad hex, no space, empty name, control bytes, overlong name. */
+	assert_int_equal(adv("1111 refs/heads/x"), -1);
+	assert_int_equal(adv("g111111111111111111111111111111111111111 refs/heads/x"), -1);
+	assert_int_equal(adv(OID1 "xrefs/heads/x"), -1);
+	assert_int_equal(adv(OID1 " \n"), -1);
+	assert_int_equal(adv(OID1 " refs/heads/a\033[2J"), -1);
+	assert_int_equal(adv(OID1 " refs/heads/" LONG), -1);
+}
+
+static int report_run(const char *const *pkts, size_t np, struct sync_report *r, int *st,
+	char (*why)[256], const char *const *refs, size_t n)
+{
+	memset(r, 0, sizeof(*r));
+	memset(st, 0, n * sizeof(*st));
+	r->refs = refs;
+	r->n = n;
+	r->state = st;
+	r->why = why;
+	for (size_t i = 0; i < np; i++) {
+		int rr = pkts[i] ? sync_report_feed(r, SYNC_PKT_DATA, pkts[i], strlen(pkts[i]))
+				 : sync_report_feed(r, SYNC_PKT_FLUSH, NULL, 0);
+		if (rr < 0)
+			break;
+	}
+	return sync_report_finish(r);
+}
+
+static void report_status(void **state)
+{
+	static const char *const refs[] = {"refs/heads/main", "refs/heads/b"};
+	struct sync_report r;
+	int st[2];
+	char why[2][256];
+
+	{
+		const char *const p[] = {
+			"unpack ok\n", "ok refs/heads/main\n", "ok refs/heads/b\n", NULL};
+		assert_int_equal(report_run(p, 4, &r, st, why, refs, 2), 0);
+		assert_int_equal(st[0], 1);
+		assert_int_equal(st[1], 1);
+	}
+	{
+		const char *const p[] = {"unpack ok\n", "ok refs/heads/main\n",
+			"ng refs/heads/b Working directory has unstaged changes\n", NULL};
+		assert_int_equal(report_run(p, 4, &r, st, why, refs, 2), 1);
+		assert_int_equal(st[1], 2);
+		assert_string_equal(why[1], "Working directory has unstaged changes");
+	}
+	{
+		/* The reason is the agent's text: escaped for the terminal. */
+		const char *const p[] = {"unpack ok\n", "ok refs/heads/main\n",
+			"ng refs/heads/b bad\033[31m\n", NULL};
+		assert_int_equal(report_run(p, 4, &r, st, why, refs, 2), 1);
+		assert_null(strchr(why[1], '\033'));
+	}
+	{
+		const char *const p[] = {"unpack index-pack abnormal exit\n",
+			"ng refs/heads/main unpacker error\n", NULL};
+		assert_int_equal(report_run(p, 3, &r, st, why, refs, 2), 1);
+		assert_int_equal(r.unpack, 2);
+	}
+}
+
+static void report_status_hostile(void **state)
+{
+	static const char *const refs[] = {"refs/heads/main", "refs/heads/b"};
+	struct sync_report r;
+	int st[2];
+	char why[2][256];
+
+	{
+		/* Missing flush: the stream ended early. */
+		const char *const p[] = {
+			"unpack ok\n", "ok refs/heads/main\n", "ok refs/heads/b\n"};
+		assert_int_equal(report_run(p, 3, &r, st, why, refs, 2), -1);
+	}
+	{
+		/* A ref without an answer is not a success. */
+		const char *const p[] = {"unpack ok\n", "ok refs/heads/main\n", NULL};
+		assert_int_equal(report_run(p, 3, &r, st, why, refs, 2), -1);
+	}
+	{
+		/* A refusal cannot be overwritten by a later "ok". */
+		const char *const p[] = {"unpack ok\n", "ng refs/heads/main no\n",
+			"ok refs/heads/main\n", "ok refs/heads/b\n", NULL};
+		assert_int_equal(report_run(p, 5, &r, st, why, refs, 2), -1);
+	}
+	{
+		/* A ref that was not pushed, a prefix of one, no unpack line, garbage. */
+		const char *const p1[] = {"unpack ok\n", "ok refs/heads/other\n", NULL};
+		const char *const p2[] = {"unpack ok\n", "ok refs/heads/mai\n", NULL};
+		const char *const p3[] = {"ok refs/heads/main\n", "ok refs/heads/b\n", NULL};
+		const char *const p4[] = {"unpack ok\n", "okrefs/heads/main\n", NULL};
+		const char *const p5[] = {NULL};
+		assert_int_equal(report_run(p1, 3, &r, st, why, refs, 2), -1);
+		assert_int_equal(report_run(p2, 3, &r, st, why, refs, 2), -1);
+		assert_int_equal(report_run(p3, 3, &r, st, why, refs, 2), -1);
+		assert_int_equal(report_run(p4, 3, &r, st, why, refs, 2), -1);
+		assert_int_equal(report_run(p5, 1, &r, st, why, refs, 2), -1);
+	}
+	{
+		/* Data after the flush. */
+		const char *const p[] = {"unpack ok\n", "ok refs/heads/main\n", "ok refs/heads/b\n",
+			NULL, "ok refs/heads/b\n"};
+		assert_int_equal(report_run(p, 5, &r, st, why, refs, 2), -1);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +439,13 @@ int main(void)
 		cmocka_unit_test(gate_exec),
 		cmocka_unit_test(gate_wants_data),
 		cmocka_unit_test(flag_names),
+		cmocka_unit_test(pkt_parse_good),
+		cmocka_unit_test(pkt_parse_incomplete),
+		cmocka_unit_test(pkt_parse_hostile),
+		cmocka_unit_test(pkt_format),
+		cmocka_unit_test(adv_lines),
+		cmocka_unit_test(report_status),
+		cmocka_unit_test(report_status_hostile),
 	};
 	int r;
 
