@@ -380,7 +380,12 @@ void child_exited(struct agentd *d, struct child *c)
 	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (c->backoff_ms > BACKOFF_MAX_MS)
 		c->backoff_ms = BACKOFF_MAX_MS;
-	if (!c->last_error[0] || strncmp(c->last_error, "cannot start", 12) != 0)
+	if (c->is_opencode && procs_port_open(c->port))
+		/* Our child is gone: whoever answers on its port is not OpenCode. */
+		snprintf(c->last_error, sizeof(c->last_error),
+			"%s after %ld ms; 127.0.0.1:%u is held by another process, not OpenCode",
+			how, ran, c->port);
+	else if (!c->last_error[0] || strncmp(c->last_error, "cannot start", 12) != 0)
 		snprintf(c->last_error, sizeof(c->last_error), "%s after %ld ms", how, ran);
 	if (c->crashes_in_row >= CRASH_LOOP)
 		log_err("%s: crash loop: %u exits in a row, last %s; next try in %u ms", c->name,
