@@ -190,47 +190,6 @@ static int etc_path(struct prov *p, char *out, size_t n, const char *dir, const 
 	return path_join(out, n, p->paths.etc, rel);
 }
 
-/* path holds exactly b (mode, root-owned), or is rewritten atomically. */
-static int ensure_file(struct prov *p, const char *path, const struct buf *b, mode_t mode)
-{
-	char dir[4096];
-	int dfd, r;
-
-	if (fo_same(path, b->data, b->len, mode, 0, 0) == 1 || !prov_change(p, "write %s", path))
-		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
-		return -1;
-	}
-	r = fo_write_at(dfd, strrchr(path, '/') + 1, b->data, b->len, mode, 0, 0);
-	close(dfd);
-	if (r < 0) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	prov_done(p);
-	return 0;
-}
-
-static int remove_file(struct prov *p, const char *path)
-{
-	struct stat st;
-	int r;
-
-	if (lstat(path, &st) < 0 || !prov_change(p, "remove %s", path))
-		return 0;
-	r = fo_unlink(path);
-	if (r < 0) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	prov_done(p);
-	return 0;
-}
-
 /* pam_namespace is installed, and nothing else in namespace.conf would start applying. */
 static int pam_namespace_usable(struct prov *p, char *why, size_t n)
 {
@@ -311,7 +270,8 @@ int harden_ensure(struct prov *p)
 		if (deny_update(p, deny_files[i], 1) < 0)
 			return -1;
 	if (etc_path(p, path, sizeof(path), "security/limits.d", ".conf") < 0 ||
-		harden_render_limits(p->cfg.agent, &b) < 0 || ensure_file(p, path, &b, 0644) < 0)
+		harden_render_limits(p->cfg.agent, &b) < 0 ||
+		prov_write_file(p, path, &b, 0644, NULL) < 0)
 		goto out;
 	/* The agent's fake identity: shared with ocsb-agentd, made once. */
 	if (!identity_complete(p->paths.varlib, p->cfg.agent) &&
@@ -335,12 +295,13 @@ int harden_ensure(struct prov *p)
 	memset(&b, 0, sizeof(b));
 	if (identity_dir(p->paths.varlib, p->cfg.agent, idir, sizeof(idir)) < 0 ||
 		etc_path(p, path, sizeof(path), "security/namespace.d", ".init") < 0 ||
-		harden_render_init(idir, &b) < 0 || ensure_file(p, path, &b, 0755) < 0)
+		harden_render_init(idir, &b) < 0 || prov_write_file(p, path, &b, 0755, NULL) < 0)
 		goto out;
 	buf_free(&b);
 	memset(&b, 0, sizeof(b));
 	if (etc_path(p, path, sizeof(path), "security/namespace.d", ".conf") < 0 ||
-		harden_render_namespace(p->cfg.agent, &b) < 0 || ensure_file(p, path, &b, 0644) < 0)
+		harden_render_namespace(p->cfg.agent, &b) < 0 ||
+		prov_write_file(p, path, &b, 0644, NULL) < 0)
 		goto out;
 	/* Last: the module only starts applying once its entry and script are in place. */
 	r = pam_update(p, 1);
@@ -366,7 +327,7 @@ int harden_remove(struct prov *p)
 		r = -1;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (etc_path(p, path, sizeof(path), files[i][0], files[i][1]) < 0 ||
-			remove_file(p, path) < 0)
+			prov_remove_file(p, path, NULL) < 0)
 			r = -1;
 	return r;
 }

@@ -49,6 +49,50 @@ void prov_done(struct prov *p)
 	}
 }
 
+int prov_write_file(
+	struct prov *p, const char *path, const struct buf *b, mode_t mode, int *changed)
+{
+	char dir[4096];
+	int dfd, r;
+
+	if (fo_same(path, b->data, b->len, mode, 0, 0) == 1 || !prov_change(p, "write %s", path))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return -1;
+	}
+	r = fo_write_at(dfd, strrchr(path, '/') + 1, b->data, b->len, mode, 0, 0);
+	close(dfd);
+	if (r < 0) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	if (changed)
+		*changed = 1;
+	prov_done(p);
+	return 0;
+}
+
+int prov_remove_file(struct prov *p, const char *path, const char *what)
+{
+	struct stat st;
+	int r;
+
+	if (lstat(path, &st) < 0 ||
+		!prov_change(p, "remove %s%s%s", what ? what : "", what ? " " : "", path))
+		return 0;
+	r = fo_unlink(path);
+	if (r < 0) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	prov_done(p);
+	return 0;
+}
+
 int prov_exec(struct prov *p, const char *const argv[], char **ret_output)
 {
 	struct spawn_opts o = {.capture = 1, .timeout_ms = 60000};

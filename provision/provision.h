@@ -67,6 +67,14 @@ int prov_main(struct prov_opts *o);
 int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called after each change is made: the fault-injection point of the tests. */
 void prov_done(struct prov *p);
+/*
+ * A root-owned file under a root-owned tree holding exactly b (mode, root:root), written
+ * atomically when it differs ("write PATH"); *changed set when written (may be NULL).
+ */
+int prov_write_file(
+	struct prov *p, const char *path, const struct buf *b, mode_t mode, int *changed);
+/* Removes path if present ("remove [WHAT ]PATH"). */
+int prov_remove_file(struct prov *p, const char *path, const char *what);
 /* Run an absolute-path program as root with a clean environment; logs failures. */
 int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
 

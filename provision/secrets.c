@@ -233,46 +233,29 @@ int secrets_ensure(struct prov *p)
 	return bashrc_ensure(p, hook);
 }
 
-static int remove_file(struct prov *p, const char *path, const char *what)
-{
-	struct stat st;
-	int r;
-
-	if (lstat(path, &st) < 0)
-		return 0;
-	if (!prov_change(p, "remove %s %s", what, path))
-		return 0;
-	r = fo_unlink(path);
-	if (r < 0) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	prov_done(p);
-	return 0;
-}
-
 int secrets_remove(struct prov *p)
 {
 	char path[4096], rel[128];
 	int r = 0;
 
 	/* Secrets must not outlive the setup they were pushed to. */
-	if (hook_path(p, path, sizeof(path)) == 0 && remove_file(p, path, "the profile hook") < 0)
+	if (hook_path(p, path, sizeof(path)) == 0 &&
+		prov_remove_file(p, path, "the profile hook") < 0)
 		r = -1;
 	snprintf(rel, sizeof(rel), "ocsb/%s/env", p->cfg.agent);
 	if (path_join(path, sizeof(path), p->paths.run, rel) == 0 &&
-		remove_file(p, path, "the agent's secrets file") < 0)
+		prov_remove_file(p, path, "the agent's secrets file") < 0)
 		r = -1;
 	if (path_join(path, sizeof(path), p->paths.varlib, SECRETS_REC_REL) == 0 &&
-		remove_file(p, path, "the stored secrets") < 0)
+		prov_remove_file(p, path, "the stored secrets") < 0)
 		r = -1;
 	if (!p->purge)
 		return r;
 	if (path_join(path, sizeof(path), p->paths.varlib, SECRETS_KEY_REL) == 0 &&
-		remove_file(p, path, "the secrets sealing key") < 0)
+		prov_remove_file(p, path, "the secrets sealing key") < 0)
 		r = -1;
 	if (path_join(path, sizeof(path), p->paths.etc, SECRETS_PUB_REL) == 0 &&
-		remove_file(p, path, "the secrets public key") < 0)
+		prov_remove_file(p, path, "the secrets public key") < 0)
 		r = -1;
 	return r;
 }

@@ -77,33 +77,6 @@ int systemd_render_slice(const struct ocsb_config *c, struct buf *out)
 	return r ? -1 : 0;
 }
 
-static int write_if_differs(struct prov *p, const char *path, const struct buf *b, int *changed)
-{
-	char dir[4096];
-	int dfd, r;
-
-	if (fo_same(path, b->data, b->len, 0644, 0, 0) == 1)
-		return 0;
-	if (!prov_change(p, "write %s", path))
-		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
-		return -1;
-	}
-	r = fo_write_at(dfd, strrchr(path, '/') + 1, b->data, b->len, 0644, 0, 0);
-	close(dfd);
-	if (r < 0) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	*changed = 1;
-	prov_done(p);
-	return 0;
-}
-
 int systemd_ensure(struct prov *p)
 {
 	const char *reload[] = {"/usr/bin/systemctl", "daemon-reload", NULL};
@@ -128,9 +101,9 @@ int systemd_ensure(struct prov *p)
 		return -1;
 	if (systemd_render_unit(&unit) < 0 || systemd_render_slice(&p->cfg, &slice) < 0)
 		goto out;
-	if (write_if_differs(p, upath, &unit, &changed) < 0)
+	if (prov_write_file(p, upath, &unit, 0644, &changed) < 0)
 		goto out;
-	if (p->agent_exists && write_if_differs(p, spath, &slice, &changed) < 0)
+	if (p->agent_exists && prov_write_file(p, spath, &slice, 0644, &changed) < 0)
 		goto out;
 	r = 0;
 	if (changed && (prov_exec(p, reload, NULL) < 0 || prov_exec(p, enable, NULL) < 0))
