@@ -126,7 +126,6 @@ static int setup_v1(
 	struct cgroup *cg, const char *fs_root, const char *agent, char *err, size_t errlen)
 {
 	char own[900], mnt[1024];
-	int have = 0;
 
 	for (int i = 0; i < CG_NCTRL; i++) {
 		int r;
@@ -143,7 +142,6 @@ static int setup_v1(
 			snprintf(err, errlen, "mkdir %s: %s", cg->dir[i], strerror(-r));
 			return r;
 		}
-		have++;
 	}
 	if (!cg->dir[CG_MEMORY][0] && !cg->dir[CG_PIDS][0]) {
 		snprintf(err, errlen,
@@ -160,7 +158,6 @@ static int setup_v1(
 		cg->dir[CG_MEMORY][0] ? "memory " : "", cg->dir[CG_PIDS][0] ? "pids " : "",
 		cg->dir[CG_CPU][0] ? "cpu " : "", cg->dir[CG_FREEZER][0] ? "freezer " : "",
 		cg->dir[CG_MEMORY][0] ? cg->dir[CG_MEMORY] : cg->dir[CG_PIDS]);
-	(void)have;
 	return 0;
 }
 
@@ -350,13 +347,9 @@ int cg_attach(const struct cgroup *cg, pid_t pid)
 
 	snprintf(s, sizeof(s), "%d", (int)pid);
 	for (int i = 0; i < CG_NCTRL; i++) {
-		char dir[1024];
 		int e;
 
-		if (!cg->dir[i][0])
-			continue;
-		snprintf(dir, sizeof(dir), "%s", cg->dir[i]);
-		if ((e = cg_write(dir, "cgroup.procs", s)) < 0 && !r)
+		if (cg->dir[i][0] && (e = cg_write(cg->dir[i], "cgroup.procs", s)) < 0 && !r)
 			r = e;
 	}
 	return r;

@@ -331,7 +331,7 @@ int sync_push(struct sync_conn *c, git_repository *repo, struct sync_push_cmd *c
 	struct sync_adv *adv = calloc(1, sizeof(*adv));
 	struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
 	git_odb *odb = NULL;
-	size_t todo = 0;
+	size_t n_updates = 0;
 	int ret = -1, nonff = 0;
 
 	if (!l || !rd || !adv) {
@@ -379,7 +379,7 @@ int sync_push(struct sync_conn *c, git_repository *repo, struct sync_push_cmd *c
 			nonff = 1;
 			continue;
 		}
-		todo++;
+		n_updates++;
 	}
 	if (nonff) {
 		/* A flush without commands ends receive-pack cleanly; nothing was sent. */
@@ -387,7 +387,7 @@ int sync_push(struct sync_conn *c, git_repository *repo, struct sync_push_cmd *c
 		ret = SYNC_PUSH_NONFF;
 		goto out_sig;
 	}
-	if (!todo) {
+	if (!n_updates) {
 		sync_link_write(l, "0000", 4);
 		ret = 0;
 		goto out_sig;
