@@ -636,15 +636,43 @@ static int sync_push_flag(
 	return 0;
 }
 
+/* Lines added and removed between two blobs (either id may be absent: mode 0). */
+static int sync_line_stats(
+	git_repository *repo, const struct sync_delta *d, size_t *add, size_t *del, int *binary)
+{
+	git_blob *ob = NULL, *nb = NULL;
+	git_patch *p = NULL;
+	int r = -1;
+
+	*add = *del = 0;
+	*binary = 0;
+	/* A submodule is a commit id, not content: no lines, as git diff --stat counts it. */
+	if ((d->old_mode & 0170000) == 0160000 || (d->new_mode & 0170000) == 0160000)
+		return 0;
+	if ((d->old_mode && git_blob_lookup(&ob, repo, &d->old_id) < 0) ||
+		(d->new_mode && git_blob_lookup(&nb, repo, &d->new_id) < 0))
+		goto out;
+	if (git_patch_from_blobs(&p, ob, d->path, nb, d->path, NULL) < 0)
+		goto out;
+	if (p) {
+		git_patch_line_stats(NULL, add, del, p);
+		*binary = (git_patch_get_delta(p)->flags & GIT_DIFF_FLAG_BINARY) != 0;
+	}
+	r = 0;
+out:
+	git_patch_free(p);
+	git_blob_free(ob);
+	git_blob_free(nb);
+	return r;
+}
+
 /* Diffstat and review flags of branch b's tip against its review base. */
 static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct sync_flagrec **fl,
 	size_t *nfl, struct buf *stat)
 {
 	git_commit *tipc = NULL, *basec = NULL;
 	git_tree *tipt = NULL, *baset = NULL;
-	git_diff *diff = NULL;
-	git_diff_stats *st = NULL;
-	git_diff_options dopt;
+	struct sync_deltas ds = {0};
 	int ret = -1;
 
 	if (git_commit_lookup(&tipc, x->repo, &b->tip) < 0 || git_commit_tree(&tipt, tipc) < 0)
@@ -653,54 +681,49 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 		(git_commit_lookup(&basec, x->repo, &b->base) < 0 ||
 			git_commit_tree(&baset, basec) < 0))
 		goto out;
-	git_diff_options_init(&dopt, GIT_DIFF_OPTIONS_VERSION);
-	if (git_diff_tree_to_tree(&diff, x->repo, baset, tipt, &dopt) < 0 ||
-		git_diff_get_stats(&st, diff) < 0)
+	if (sync_tree_diff(x->repo, baset, tipt, &ds) < 0)
 		goto out;
-	b->files = git_diff_stats_files_changed(st);
-	b->ins = git_diff_stats_insertions(st);
-	b->del = git_diff_stats_deletions(st);
-	for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
-		const git_diff_delta *d = git_diff_get_delta(diff, i);
-		const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
-		struct sync_entry e = {.path = path};
+	b->files = ds.n;
+	b->ins = b->del = 0;
+	for (size_t i = 0; i < ds.n; i++) {
+		const struct sync_delta *d = &ds.v[i];
+		struct sync_entry e = {
+			.path = d->path, .old_mode = d->old_mode, .new_mode = d->new_mode};
 		char *od = NULL, *nd = NULL;
+		size_t add, del;
+		int binary;
 		unsigned f;
 
-		e.old_mode = d->status == GIT_DELTA_ADDED ? 0 : d->old_file.mode;
-		e.new_mode = d->status == GIT_DELTA_DELETED ? 0 : d->new_file.mode;
-		if (e.new_mode && sync_review_wants_data(path, e.new_mode))
-			sync_read_blob(x->repo, &d->new_file.id, &nd, &e.new_len);
-		if (e.old_mode && sync_review_wants_data(path, e.old_mode))
-			sync_read_blob(x->repo, &d->old_file.id, &od, &e.old_len);
+		if (e.new_mode && sync_review_wants_data(d->path, e.new_mode))
+			sync_read_blob(x->repo, &d->new_id, &nd, &e.new_len);
+		if (e.old_mode && sync_review_wants_data(d->path, e.old_mode))
+			sync_read_blob(x->repo, &d->old_id, &od, &e.old_len);
 		e.new_data = nd;
 		e.old_data = od;
 		f = sync_review_classify(&e);
 		free(od);
 		free(nd);
-		if (f && sync_push_flag(fl, nfl, b->name, path, f) < 0)
+		if (f && sync_push_flag(fl, nfl, b->name, d->path, f) < 0)
 			goto out;
+		if (sync_line_stats(x->repo, d, &add, &del, &binary) < 0)
+			goto out;
+		b->ins += add;
+		b->del += del;
 		if (i < SYNC_STAT_FILES && stat) {
-			git_patch *p = NULL;
-			size_t add = 0, del = 0;
 			char esc[1024];
 
-			if (git_patch_from_diff(&p, diff, i) == 0 && p)
-				git_patch_line_stats(NULL, &add, &del, p);
-			git_patch_free(p);
-			sync_escape(path, strlen(path), esc, sizeof(esc));
+			sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
 			buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, add, del,
-				(d->flags & GIT_DIFF_FLAG_BINARY) ? " (binary)" : "");
+				binary ? " (binary)" : "");
 		} else if (i == SYNC_STAT_FILES && stat) {
-			buf_printf(stat, "    ... %zu more files\n", git_diff_num_deltas(diff) - i);
+			buf_printf(stat, "    ... %zu more files\n", ds.n - i);
 		}
 	}
 	ret = 0;
 out:
 	if (ret < 0)
 		sync_git_fail(x, "reviewing the fetched branch");
-	git_diff_stats_free(st);
-	git_diff_free(diff);
+	sync_deltas_free(&ds);
 	git_tree_free(tipt);
 	git_tree_free(baset);
 	git_commit_free(tipc);
@@ -792,7 +815,10 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
  * `git rev-list --objects --quiet --stdin --not --branches --tags --remotes`, the check
  * git fetch itself runs (it fails on a missing commit, tree or blob). git rather than a
  * libgit2 walk: libgit2 1.5 rebuilds every tree from the whole of its delta chain (it
- * caches no intermediate base), 8 s against about 1 s for 20,000 commits.
+ * caches no intermediate base), 8 s against about 1 s for 20,000 commits. A small fetch
+ * on top of the owner's refs is checked without git first (sync_fast_connected: the
+ * subtrees and blobs that differ from each commit's parent), which saves the ~70 ms of
+ * rev-list marking every ref's whole tree.
  */
 static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br, size_t nb)
 {
@@ -823,6 +849,26 @@ static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br,
 		}
 	}
 	git_error_clear();
+	/* A few new commits on top of the owner's refs: checked here, without running git. */
+	{
+		git_oid *ids = calloc(nb, sizeof(*ids));
+		char raw[600];
+
+		if (!ids) {
+			log_err("out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < nb; i++)
+			git_oid_cpy(&ids[i], &br[i].tip);
+		r = sync_fast_connected(x->repo, ids, nb, raw, sizeof(raw));
+		free(ids);
+		if (r != 0) {
+			if (r < 0)
+				sync_escape(raw, strlen(raw), why, sizeof(why));
+			ret = r > 0 ? 0 : -1;
+			goto out;
+		}
+	}
 	if (sync_git_start(&g, git_repository_path(x->repo), x->me.home, args,
 		    SYNC_GIT_STDIN | SYNC_GIT_STDERR) < 0) {
 		log_err("cannot check the fetched history: no ref was written");
@@ -892,6 +938,7 @@ static int sync_do_pull(struct sync_ctx *x)
 	char prefix[SYNC_REF_MAX + 20], objects[PATH_MAX];
 	const char *common = git_repository_commondir(x->repo);
 	struct timespec start;
+	struct sync_memos memo = {0}, memo2 = {0};
 	unsigned removed = 0;
 	int ret = -1, lockfd = -1, r;
 
@@ -915,6 +962,9 @@ static int sync_do_pull(struct sync_ctx *x)
 	if (removed)
 		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
 			removed == 1 ? "" : "s");
+
+	if (sync_memo_load(common, &memo) < 0)
+		goto out;
 
 	/* The connectivity check runs git: fail before downloading anything without it. */
 	if (sync_git_check() < 0)
@@ -1030,9 +1080,20 @@ static int sync_do_pull(struct sync_ctx *x)
 			 * the owner's HEAD, so a second pull still shows what the branch
 			 * carries; without common history, what changed since the last pull.
 			 */
-			if (git_reference_name_to_id(&lid, x->repo, "HEAD") == 0)
-				b->have_base =
-					git_merge_base(&b->base, x->repo, &b->tip, &lid) == 0;
+			if (git_reference_name_to_id(&lid, x->repo, "HEAD") == 0) {
+				const struct sync_memo *m = sync_memo_find(&memo, track);
+				int unrelated = m &&
+					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
+						&lid, SYNC_MEMO_WALK) == 1;
+
+				if (!unrelated) {
+					r = git_merge_base(&b->base, x->repo, &b->tip, &lid);
+					b->have_base = r == 0;
+					unrelated = r == GIT_ENOTFOUND;
+				}
+				if (unrelated && sync_memo_add(&memo2, track, &b->tip, &lid) < 0)
+					goto out;
+			}
 			if (!b->have_base && b->have_old)
 				b->have_base =
 					git_merge_base(&b->base, x->repo, &b->tip, &b->old) == 0;
@@ -1048,6 +1109,16 @@ static int sync_do_pull(struct sync_ctx *x)
 
 	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
 	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
+	/* What this pull learnt replaces its namespace's memo; other agents' entries stay. */
+	for (size_t i = 0; i < memo.n; i++)
+		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0 &&
+			sync_memo_add(&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against) <
+				0)
+			goto out;
+	r = sync_memo_save(common, &memo2);
+	if (r < 0)
+		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
+			strerror(-r));
 	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
 		size_t plen = strlen(prefix) - 1;
 
@@ -1136,6 +1207,8 @@ static int sync_do_pull(struct sync_ctx *x)
 	}
 	ret = 0;
 out:
+	sync_memos_free(&memo);
+	sync_memos_free(&memo2);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);

@@ -220,4 +220,61 @@ int sync_review_wants_data(const char *path, unsigned mode);
 const char *sync_flag_name(unsigned flag);
 const char *sync_flag_text(unsigned flag);
 
+/* --- related.c: "these histories share no commit", carried from one pull to the next */
+/*
+ * 1 if t2 and h2 provably share no commit, given that t and h share none: neither
+ * t2 ^t nor h2 ^h contains a root commit. 0 when that cannot be shown within limit
+ * commits per side (or in a shallow repository, or on any error).
+ */
+#define SYNC_MEMO_WALK 2000 /* commits looked at per side before the full merge base */
+int sync_still_unrelated(git_repository *repo, const git_oid *t, const git_oid *t2,
+	const git_oid *h, const git_oid *h2, size_t limit);
+struct sync_memo {
+	char ref[SYNC_REF_MAX_BUF + 64]; /* refs/remotes/<ns>/<branch> */
+	git_oid tip, against; /* two commits that share no ancestor */
+};
+struct sync_memos {
+	struct sync_memo *v;
+	size_t n;
+};
+/*
+ * <gitdir>/ocsb-sync.unrelated into ms: missing, a link, too big or damaged lines give
+ * fewer entries, never an error. 0 or -ENOMEM.
+ */
+int sync_memo_load(const char *gitdir, struct sync_memos *ms);
+const struct sync_memo *sync_memo_find(const struct sync_memos *ms, const char *ref);
+int sync_memo_add(
+	struct sync_memos *ms, const char *ref, const git_oid *tip, const git_oid *against);
+/* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
+int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
+void sync_memos_free(struct sync_memos *ms);
+
+/* --- diff.c: what changed between two trees, opening only the subtrees that differ */
+struct sync_delta {
+	char *path; /* owned, full path in the tree */
+	unsigned old_mode, new_mode; /* 0 = absent on that side */
+	git_oid old_id, new_id;
+};
+struct sync_deltas {
+	struct sync_delta *v;
+	size_t n, cap;
+};
+/*
+ * The changes from a to b (either may be NULL: empty), as git_diff_tree_to_tree with
+ * default options reports them: git's path order, a type change as a deletion then an
+ * addition, no renames. 0, or a negative libgit2 error code with its error set
+ * (GIT_ENOTFOUND: a changed subtree is missing); out is then empty.
+ */
+int sync_tree_diff(
+	git_repository *repo, const git_tree *a, const git_tree *b, struct sync_deltas *out);
+void sync_deltas_free(struct sync_deltas *d);
+
+/*
+ * Whether everything the fetched tips reach is in the store, the owner's refs trusted
+ * complete, for a small fetch: 1 yes, -1 no (why says what is missing), 0 not decided
+ * here (a root commit, over 256 commits or 20,000 changed paths, an error): ask git.
+ */
+int sync_fast_connected(
+	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n);
+
 #endif

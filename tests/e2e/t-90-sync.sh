@@ -147,6 +147,34 @@ agit branch -q -D tmp
 check_output "a branch the agent deleted is reported" '^ai-dev/tmp: deleted' ocsb_owner sync pull
 check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify refs/remotes/ai-dev/tmp
 
+# --- a history unrelated to the owner's HEAD: the pull remembers that (so the next one
+# skips a walk of both histories) and notices when it stops being true
+rt=$(as_user "$AGENT" sh -c "cd '$AREPO' && printf '100644 blob %s\tr.txt\n' \$(echo r | git hash-object -w --stdin) | git mktree")
+agit branch -q scratch "$(agit commit-tree -m root "$rt")"
+check_output "an agent branch with no history in common with HEAD is fetched" \
+	'^ai-dev/scratch: new' ocsb_owner sync pull
+check_output "the pull remembers that it shares nothing with HEAD" \
+	'^refs/remotes/ai-dev/scratch [0-9a-f]{40} [0-9a-f]{40}$' as_owner cat "$PROJECT/.git/ocsb-sync.unrelated"
+rt2=$(as_user "$AGENT" sh -c "cd '$AREPO' && printf '100644 blob %s\tr.txt\n' \$(echo r2 | git hash-object -w --stdin) | git mktree")
+agit branch -q -f scratch "$(agit commit-tree -p scratch -m second "$rt2")"
+check_output "one more commit on it: one commit to review" \
+	'^ai-dev/scratch: updated .*, 1 commit to review' ocsb_owner sync pull
+check "the memo was carried forward to the new tip" \
+	grep -q "^refs/remotes/ai-dev/scratch $(agit rev-parse scratch) " "$PROJECT/.git/ocsb-sync.unrelated"
+# The agent merges the owner's history in: the branch is related to HEAD now, and the
+# review must start from the merge base again (a stale memo would say "1 commit").
+agit branch -q -f scratch "$(agit commit-tree -p scratch -p owner-main -m merge "$rt2")"
+_capture ocsb_owner sync pull
+merged=$_out
+want=$(ogit rev-list --count refs/remotes/ai-dev/scratch --not HEAD)
+if [ "$want" -gt 1 ] && grep -Eq "^ai-dev/scratch: updated .*, $want commits to review" <<<"$merged"; then
+	pass "after merging the owner's history, the review counts from HEAD again ($want commits)"
+else
+	fail "after merging the owner's history, the review counts from HEAD again ($want commits)" "$merged"
+fi
+check_fails "and the memo forgot the branch" \
+	grep -qs '^refs/remotes/ai-dev/scratch ' "$PROJECT/.git/ocsb-sync.unrelated"
+
 # --- status (ls-remote only)
 agit branch -q unseen "$(agit commit-tree -p feature -m unseen 'feature^{tree}')"
 check_output "status lists the agent's unfetched branch" '^unseen .*not fetched' \

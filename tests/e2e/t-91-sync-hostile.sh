@@ -345,6 +345,28 @@ check_output "positive control: the honest pack, the same pull fetches ghost2" \
 	'ai-dev/ghost2: new' ocsb_owner sync pull
 fsck_clean "after the honest pull the owner's repository passes git fsck"
 
+# A commit and its tree, but not the new file's blob: found by the pull's own check (a
+# few commits on top of the owner's refs are checked without running git).
+new_branch ghost3
+asagent sh -c "cd '$AREPO' && printf '%s\n' \$(git rev-parse ghost3) \$(git rev-parse ghost3^{tree}) |
+	git pack-objects --stdout > '$AHOME/partial.pack'"
+echo partial | aput "$AHOME/hookmode"
+refused "the agent sends a commit and its tree without the new blob: pull fails" \
+	'incomplete history: missing blob [0-9a-f]{40} \(ghost3\.txt in commit .*no ref was written'
+check_fails "no ref to the commit without its blob" ogit rev-parse -q --verify refs/remotes/ai-dev/ghost3
+# A new root commit without its tree: not decided by that check, git rev-list finds it.
+asagent sh -c "cd '$AREPO' && t=\$(printf '100644 blob %s\tg4.txt\n' \$(echo ghost4 \$RANDOM | git hash-object -w --stdin) | git mktree) &&
+	git branch -f ghost4 \$(git commit-tree -m ghost4 \$t) && git rev-parse ghost4 | git pack-objects --stdout > '$AHOME/partial.pack'"
+check "the agent deletes ghost3" asagent sh -c "cd '$AREPO' && git checkout -q main && git branch -q -D ghost3"
+refused "the agent sends a new root commit without its tree: pull fails" \
+	'incomplete history: .*(missing|bad) tree .*no ref was written'
+check_fails "no ref to the root commit without its tree" ogit rev-parse -q --verify refs/remotes/ai-dev/ghost4
+fsck_clean "after both incomplete packs the owner's repository passes git fsck"
+: | aput "$AHOME/hookmode"
+check "git gc --prune=now drops what the incomplete packs left" ogit gc -q --prune=now
+check_output "positive control: the honest pack, the same pull fetches ghost4" \
+	'ai-dev/ghost4: new' ocsb_owner sync pull
+
 # --- 5. a huge blob and --max-bytes --------------------------------------------------------
 asagent sh -c "cd '$AREPO' && git checkout -q -B huge main && head -c 64M /dev/urandom > huge.bin &&
 	git add huge.bin && git commit -qm huge && rm -f huge.bin && git checkout -q main"
