@@ -286,7 +286,10 @@ static void shutdown_children(struct agentd *d)
 	child_stop(d, &d->proxy_child, 3000);
 	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
 	if (d->cg.mode != CG_NONE) {
-		int n = cg_count(&d->cg);
+		int n;
+
+		agent_cgroup_publish(d, 0); /* no new ssh session joins a cgroup about to go */
+		n = cg_count(&d->cg);
 
 		if (n > 0)
 			log_notice("stopping %d process%s left in %s", n, n == 1 ? "" : "es",

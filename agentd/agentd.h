@@ -186,6 +186,7 @@ void netwatch_event(struct agentd *d);
 int netwatch_enforce(struct agentd *d, const char *why);
 int freeze_agent(struct agentd *d);
 int agent_cgroup_setup(struct agentd *d);
+void agent_cgroup_publish(struct agentd *d, int on);
 int thaw_agent(struct agentd *d);
 void freeze_tick(struct agentd *d);
 

@@ -9,11 +9,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agentd.h"
+#include "fileops.h"
 #include "log.h"
 #include "procs.h"
 
@@ -227,6 +229,52 @@ int thaw_agent(struct agentd *d)
 	return n;
 }
 
+/*
+ * <run>/ocsb/<agent>/cgroups lists the cgroup's procs files for the agent's ssh sessions
+ * to join (the pam_namespace init script ocsb-provision writes runs as root). The
+ * directory is root's, so the agent cannot point the list elsewhere; `on` 0 removes it.
+ */
+void agent_cgroup_publish(struct agentd *d, int on)
+{
+	char dir[4096], rel[128];
+	struct buf b = {0};
+	struct stat st;
+	int dfd, r = 0;
+
+	snprintf(rel, sizeof(rel), "ocsb/%s", d->agent.name);
+	if (path_join(dir, sizeof(dir), d->paths.run, rel) < 0)
+		return;
+	if (!on) {
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd >= 0) {
+			if (unlinkat(dfd, AGENT_CGROUPS_FILE, 0) < 0 && errno != ENOENT)
+				log_warn("limits: %s/%s: %s", dir, AGENT_CGROUPS_FILE, strerror(errno));
+			close(dfd);
+		}
+		return;
+	}
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("limits: %s: %s", dir, strerror(-dfd));
+		return;
+	}
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+		log_err("limits: %s must be a root-owned directory not writable by others", dir);
+		close(dfd);
+		return;
+	}
+	for (int i = 0; i < CG_NCTRL && r == 0; i++)
+		if (d->cg.procs[i][0] && (i == 0 || strcmp(d->cg.procs[i], d->cg.procs[0]) != 0))
+			r = buf_printf(&b, "%s\n", d->cg.procs[i]);
+	if (r == 0)
+		r = fo_write_at_nosync(dfd, AGENT_CGROUPS_FILE, b.data ? b.data : "", b.len, 0644, 0, 0);
+	if (r < 0)
+		log_err("limits: %s/%s: %s (the agent's ssh sessions run outside its cgroup)", dir,
+			AGENT_CGROUPS_FILE, strerror(-r));
+	buf_free(&b);
+	close(dfd);
+}
+
 int agent_cgroup_setup(struct agentd *d)
 {
 	char err[1024];
@@ -241,9 +289,11 @@ int agent_cgroup_setup(struct agentd *d)
 		 * the agent runs without them, loudly (log, ocsb status, ocsb doctor).
 		 */
 		log_err("limits: %s: the agent runs WITHOUT memory, task and CPU limits", err);
+		agent_cgroup_publish(d, 0); /* a crashed agentd's list must not linger */
 		return -1;
 	}
 	d->cg_error[0] = '\0';
+	agent_cgroup_publish(d, 1);
 	log_info("limits: %s: memory %llu MiB, tasks %u, cpu %u%%", d->cg.what,
 		(unsigned long long)(d->limits.memory_max >> 20), d->limits.tasks_max,
 		d->limits.cpu_percent);

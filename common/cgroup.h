@@ -38,6 +38,13 @@ struct cgroup {
 	char what[1200]; /* one line for logs and `ocsb status` */
 };
 
+/*
+ * <run>/ocsb/<agent>/cgroups: the agent cgroup's cgroup.procs files, one per line,
+ * written by ocsb-agentd while it runs; the agent's ssh sessions join them (the
+ * pam_namespace init script ocsb-provision writes).
+ */
+#define AGENT_CGROUPS_FILE "cgroups"
+
 /* Where the cgroup file systems are mounted; tests point it elsewhere. */
 #define CG_FS_ROOT "/sys/fs/cgroup"
 

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "fileops.h"
 #include "identity.h"
 #include "log.h"
@@ -83,9 +84,9 @@ int harden_render_namespace(const char *user, struct buf *out)
 		user, user, user, user, user);
 }
 
-int harden_render_init(const char *identity_dir, struct buf *out)
+int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out)
 {
-	return buf_printf(out,
+	int r = buf_printf(out,
 		"#!/bin/sh\n"
 		"# Written by ocsb-provision; edits are overwritten.\n"
 		"# pam_namespace runs this as root in the new mount namespace of each ssh session\n"
@@ -105,6 +106,24 @@ int harden_render_init(const char *identity_dir, struct buf *out)
 		"[ ! -d /dev/disk ] || /bin/mount -t tmpfs -o mode=0755,nosuid,nodev ocsb-disk "
 		"/dev/disk\n",
 		identity_dir);
+
+	if (r < 0)
+		return r;
+	/*
+	 * The caller of pam_namespace (sshd's process for this session, the shell's parent
+	 * to be) joins the cgroup ocsb-agentd runs OpenCode in, when it runs: the session
+	 * then shares OpenCode's memory, task and CPU limits and its freezer.
+	 */
+	return buf_printf(out,
+		"# ocsb-agentd lists its cgroup for the agent here (root-owned, in /run).\n"
+		"cg='%s'\n"
+		"if [ -f \"$cg\" ]; then\n"
+		"\twhile read -r procs; do\n"
+		"\t\tcase $procs in /sys/fs/cgroup/*/cgroup.procs) ;; *) exit 1 ;; esac\n"
+		"\t\t[ ! -e \"$procs\" ] || echo \"$PPID\" > \"$procs\"\n"
+		"\tdone < \"$cg\"\n"
+		"fi\n",
+		cgroups_file);
 }
 
 int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
@@ -260,7 +279,7 @@ static int pam_update(struct prov *p, int add)
 
 int harden_ensure(struct prov *p)
 {
-	char path[4096], idir[4096], why[512];
+	char path[4096], idir[4096], cgf[4096], rel[300], why[512];
 	struct buf b = {0};
 	int r = -1;
 
@@ -293,9 +312,11 @@ int harden_ensure(struct prov *p)
 	}
 	buf_free(&b);
 	memset(&b, 0, sizeof(b));
+	snprintf(rel, sizeof(rel), "ocsb/%s/" AGENT_CGROUPS_FILE, p->cfg.agent);
 	if (identity_dir(p->paths.varlib, p->cfg.agent, idir, sizeof(idir)) < 0 ||
 		etc_path(p, path, sizeof(path), "security/namespace.d", ".init") < 0 ||
-		harden_render_init(idir, &b) < 0 || prov_write_file(p, path, &b, 0755, NULL) < 0)
+		path_join(cgf, sizeof(cgf), p->paths.run, rel) < 0 ||
+		harden_render_init(idir, cgf, &b) < 0 || prov_write_file(p, path, &b, 0755, NULL) < 0)
 		goto out;
 	buf_free(&b);
 	memset(&b, 0, sizeof(b));

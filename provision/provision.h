@@ -87,7 +87,7 @@ int harden_render_limits(const char *user, struct buf *out);
 /* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */
 int harden_pam_edit(const char *in, int add, struct buf *out);
 int harden_render_namespace(const char *user, struct buf *out);
-int harden_render_init(const char *identity_dir, struct buf *out);
+int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out);
 
 /* account.c */
 int account_preflight(struct prov *p);

@@ -102,7 +102,7 @@ PROBES=(
 	# --- resource exhaustion (bounded: limits are read, never exhausted)
 	"e-nproc|exhaustion|blocked|unlimited processes (RLIMIT_NPROC hard limit)"
 	"e-core|exhaustion|blocked|dump core files (RLIMIT_CORE hard limit)"
-	"e-cgroup|exhaustion|agentd=blocked,ssh=open|no memory/tasks cgroup limit (ssh sessions: only with systemd's slice)"
+	"e-cgroup|exhaustion|blocked|no memory/tasks cgroup limit (ssh sessions join OpenCode's cgroup)"
 )
 
 [ -r "$ESC_DIR/canaries.env" ] && . "$ESC_DIR/canaries.env"
