@@ -73,6 +73,17 @@ as_user "$AGENT" python3 "$E2E_SCRATCH/bomb.py" 600 >"$E2E_SCRATCH/bomb2.out" 2>
 check_output "positive control: the same bomb outside the cgroup reaches 600" '^600$' head -1 "$E2E_SCRATCH/bomb2.out"
 check "OpenCode still answers after the bomb" wait_for 30 running
 
+# The agent's ssh sessions join the same cgroup (pam_namespace's init script, as root,
+# from the list agentd keeps in /run/ocsb/AGENT/cgroups): the same bomb from ssh.
+check_output "agentd lists its cgroup for ssh sessions" "^$pids/cgroup.procs\$" cat "/run/ocsb/$AGENT/cgroups"
+check_output "an ssh session of the agent is in the agent's cgroup" ":pids:.*/ocsb-$AGENT\$" \
+	owner_ssh "$AGENT" cat /proc/self/cgroup
+install -m 0644 "$E2E_SCRATCH/bomb.py" "/home/$AGENT/bomb.py"
+owner_ssh "$AGENT" python3 bomb.py 2000 >"$E2E_SCRATCH/bomb3.out" 2>&1
+n=$(head -1 "$E2E_SCRATCH/bomb3.out")
+[ -n "$n" ] && [ "$n" -lt 300 ] && pass "fork bomb from an ssh session stopped at $n processes (limit-tasks 300)" ||
+	fail "fork bomb from an ssh session stopped by limit-tasks 300" "$(cat "$E2E_SCRATCH/bomb3.out")"
+
 # --- memory hog: killed inside, the machine untouched
 hog='import sys; b = bytearray(int(sys.argv[1]) << 20); b[::4096] = b"x" * len(b[::4096]); print("alive")'
 check_output "positive control: 100 MiB in the agent's cgroup" '^alive$' in_agent_cgroup "$AGENTD" python3 -c "$hog" 100
@@ -115,3 +126,10 @@ check_output "SIGHUP with a bad limit: the old limit stays" '^400$' cat "$pids/p
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 check_fails "stopped: the agent's cgroup is gone" test -d "$pids"
+check_fails "stopped: and so is its list for ssh sessions" test -e "/run/ocsb/$AGENT/cgroups"
+_capture owner_ssh "$AGENT" cat /proc/self/cgroup
+if [ "$_rc" -eq 0 ] && grep -q ':pids:' <<<"$_out" && ! grep -q "/ocsb-$AGENT" <<<"$_out"; then
+	pass "with agentd stopped an ssh session still opens, outside any agent cgroup"
+else
+	fail "with agentd stopped an ssh session still opens, outside any agent cgroup" "$_out"
+fi
