@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sync.h"
 
@@ -22,13 +23,32 @@
 struct diff_walk {
 	git_repository *repo;
 	struct sync_deltas *out;
+	size_t max; /* entries in out before SYNC_DIFF_TOO_BIG */
 	char *path; /* the current directory's prefix, "" or "a/b/" */
 	size_t len, cap;
 };
 
+/*
+ * The mode git itself gives an entry (canon_mode): libgit2's git_tree_entry_filemode
+ * tests the executable bit first and makes a raw 120755 a file where git checks out a
+ * symbolic link, and a raw 160755 a file where git sees a submodule.
+ */
+static unsigned mode_of(const git_tree_entry *e)
+{
+	unsigned m = git_tree_entry_filemode_raw(e);
+
+	if (S_ISREG(m))
+		return m & 0100 ? 0100755 : 0100644;
+	if (S_ISLNK(m))
+		return 0120000;
+	if (S_ISDIR(m))
+		return 0040000;
+	return 0160000;
+}
+
 static int is_tree(const git_tree_entry *e)
 {
-	return e && git_tree_entry_filemode(e) == GIT_FILEMODE_TREE;
+	return e && mode_of(e) == 0040000;
 }
 
 /* The kind of entry a change between two modes may not cross without a delete+add. */
@@ -95,6 +115,13 @@ static int emit(struct diff_walk *w, const git_tree_entry *o, const git_tree_ent
 	size_t keep = w->len;
 	int r;
 
+	if (d->n >= w->max) {
+		char msg[64];
+
+		snprintf(msg, sizeof(msg), "more than %zu changed paths", w->max);
+		git_error_set_str(GIT_ERROR_INVALID, msg);
+		return SYNC_DIFF_TOO_BIG;
+	}
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 16;
 
@@ -119,11 +146,11 @@ static int emit(struct diff_walk *w, const git_tree_entry *o, const git_tree_ent
 		return -1;
 	}
 	if (o) {
-		nd->old_mode = git_tree_entry_filemode(o);
+		nd->old_mode = mode_of(o);
 		git_oid_cpy(&nd->old_id, git_tree_entry_id(o));
 	}
 	if (n) {
-		nd->new_mode = git_tree_entry_filemode(n);
+		nd->new_mode = mode_of(n);
 		git_oid_cpy(&nd->new_id, git_tree_entry_id(n));
 	}
 	d->n++;
@@ -142,9 +169,9 @@ static int one(
 
 	if (o && n) {
 		if (git_oid_equal(git_tree_entry_id(o), git_tree_entry_id(n)) &&
-			git_tree_entry_filemode(o) == git_tree_entry_filemode(n))
+			mode_of(o) == mode_of(n))
 			return 0;
-		if (kind(git_tree_entry_filemode(o)) != kind(git_tree_entry_filemode(n))) {
+		if (kind(mode_of(o)) != kind(mode_of(n))) {
 			/* Unreachable for trees (they sort apart); links, submodules, blobs. */
 			r = one(w, o, NULL, depth);
 			return r < 0 ? r : one(w, NULL, n, depth);
@@ -154,7 +181,7 @@ static int one(
 		return emit(w, o, n);
 	if (depth >= DIFF_MAX_DEPTH) {
 		git_error_set_str(GIT_ERROR_INVALID, "a tree is nested more than 4096 levels deep");
-		return -1;
+		return SYNC_DIFF_TOO_BIG;
 	}
 	r = o ? git_tree_lookup(&ta, w->repo, git_tree_entry_id(o)) : 0;
 	if (r == 0 && n)
@@ -194,10 +221,10 @@ static int walk(struct diff_walk *w, const git_tree *a, const git_tree *b, unsig
 	return r;
 }
 
-int sync_tree_diff(
-	git_repository *repo, const git_tree *a, const git_tree *b, struct sync_deltas *out)
+int sync_tree_diff(git_repository *repo, const git_tree *a, const git_tree *b, size_t max,
+	struct sync_deltas *out)
 {
-	struct diff_walk w = {.repo = repo, .out = out};
+	struct diff_walk w = {.repo = repo, .out = out, .max = max};
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -285,7 +312,10 @@ static int ref_tips(git_repository *repo, struct oidset *out)
 	return ret;
 }
 
-/* Everything c's tree has beyond its first parent's is in the store: 1, 0 (too big), -1. */
+/*
+ * Everything c's tree has beyond its first parent's is in the store, each object of the
+ * type its entry says: 1, -1 (why), 0 not decided here (too big, too deep, no memory).
+ */
 static int fast_tree(git_repository *repo, git_commit *c, size_t *entries, char *why, size_t n)
 {
 	git_commit *p = NULL;
@@ -295,43 +325,49 @@ static int fast_tree(git_repository *repo, git_commit *c, size_t *entries, char 
 	char hex[GIT_OID_HEXSZ + 1], chex[GIT_OID_HEXSZ + 1];
 	int ret = -1, r;
 
+	git_oid_tostr(chex, sizeof(chex), git_commit_id(c));
 	if (git_commit_parent(&p, c, 0) < 0) {
-		snprintf(why, n, "missing commit %s",
-			git_oid_tostr(hex, sizeof(hex), git_commit_parent_id(c, 0)));
+		snprintf(why, n, "missing commit %s (parent of %s)",
+			git_oid_tostr(hex, sizeof(hex), git_commit_parent_id(c, 0)), chex);
 		goto out;
 	}
 	r = git_commit_tree(&pt, p);
 	if (r == 0)
 		r = git_commit_tree(&ct, c);
 	if (r == 0)
-		r = sync_tree_diff(repo, pt, ct, &ds);
+		r = sync_tree_diff(repo, pt, ct, FAST_MAX_ENTRIES - *entries, &ds);
+	if (r < 0 && r != GIT_ENOTFOUND) {
+		ret = 0; /* too many paths, too deep, out of memory: git rev-list decides */
+		goto out;
+	}
 	if (r < 0) {
 		const git_error *e = git_error_last();
 
-		snprintf(why, n, "%s tree in commit %s (%s)",
-			r == GIT_ENOTFOUND ? "missing" : "bad",
-			git_oid_tostr(hex, sizeof(hex), git_commit_id(c)),
+		snprintf(why, n, "missing tree in commit %s (%s)", chex,
 			e ? e->message : "unreadable");
 		goto out;
 	}
 	*entries += ds.n;
-	if (*entries > FAST_MAX_ENTRIES) {
-		ret = 0;
-		goto out;
-	}
 	if (git_repository_odb(&odb, repo) < 0) {
 		ret = 0;
 		goto out;
 	}
 	for (size_t i = 0; i < ds.n; i++) {
-		unsigned m = ds.v[i].new_mode & 0170000;
+		unsigned m = ds.v[i].new_mode;
+		git_object_t type;
+		size_t len;
 
-		if (!ds.v[i].new_mode || m == 0160000) /* gone, or a submodule's commit */
+		if (!m || m == 0160000 || m == 0040000) /* gone, a submodule, a tree opened */
 			continue;
-		if (!git_odb_exists(odb, &ds.v[i].new_id)) {
+		if (git_odb_read_header(&len, &type, odb, &ds.v[i].new_id) < 0) {
 			snprintf(why, n, "missing blob %s (%s in commit %s)",
 				git_oid_tostr(hex, sizeof(hex), &ds.v[i].new_id), ds.v[i].path,
-				git_oid_tostr(chex, sizeof(chex), git_commit_id(c)));
+				chex);
+			goto out;
+		}
+		if (type != GIT_OBJECT_BLOB) {
+			snprintf(why, n, "%s in commit %s is a %s, its mode says a blob",
+				ds.v[i].path, chex, git_object_type2string(type));
 			goto out;
 		}
 	}
@@ -354,6 +390,8 @@ int sync_fast_connected(
 	int ret = 0;
 
 	why[0] = '\0';
+	if (git_repository_is_shallow(repo) != 0)
+		goto out; /* a cut history looks incomplete here: git knows where it is cut */
 	if (ref_tips(repo, &known) < 0)
 		goto out;
 	for (size_t i = 0; i < ntips; i++)
@@ -379,7 +417,8 @@ int sync_fast_connected(
 		parents = git_commit_parentcount(c);
 		r = parents ? fast_tree(repo, c, &entries, why, n) : 0;
 		for (unsigned i = 0; r == 1 && i < parents; i++)
-			if (oidset_add(&todo, git_commit_parent_id(c, i)) < 0)
+			if (todo.n >= 4 * FAST_MAX_COMMITS ||
+				oidset_add(&todo, git_commit_parent_id(c, i)) < 0)
 				r = 0;
 		git_commit_free(c);
 		if (r != 1) {

@@ -25,6 +25,7 @@
 #define SYNC_MAX_ADVERTISED 10000
 #define SYNC_BLOB_MAX (1u << 20) /* .gitattributes / link targets read for the review */
 #define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
+#define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
 
 struct sync_opts {
 	int agent_auth, json, force, all;
@@ -673,7 +674,7 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 	git_commit *tipc = NULL, *basec = NULL;
 	git_tree *tipt = NULL, *baset = NULL;
 	struct sync_deltas ds = {0};
-	int ret = -1;
+	int ret = -1, r;
 
 	if (git_commit_lookup(&tipc, x->repo, &b->tip) < 0 || git_commit_tree(&tipt, tipc) < 0)
 		goto out;
@@ -681,7 +682,19 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 		(git_commit_lookup(&basec, x->repo, &b->base) < 0 ||
 			git_commit_tree(&baset, basec) < 0))
 		goto out;
-	if (sync_tree_diff(x->repo, baset, tipt, &ds) < 0)
+	r = sync_tree_diff(x->repo, baset, tipt, SYNC_REVIEW_MAX_PATHS, &ds);
+	if (r == SYNC_DIFF_TOO_BIG) {
+		char esc[600];
+
+		sync_escape(b->name, strlen(b->name), esc, sizeof(esc));
+		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
+			"(%s): look at it with git before you check it out",
+			x->ns, esc, SYNC_REVIEW_MAX_PATHS,
+			git_error_last() ? git_error_last()->message : "");
+		ret = -2;
+		goto out;
+	}
+	if (r < 0)
 		goto out;
 	b->files = ds.n;
 	b->ins = b->del = 0;
@@ -691,7 +704,7 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 			.path = d->path, .old_mode = d->old_mode, .new_mode = d->new_mode};
 		char *od = NULL, *nd = NULL;
 		size_t add, del;
-		int binary;
+		int binary, unreadable;
 		unsigned f;
 
 		if (e.new_mode && sync_review_wants_data(d->path, e.new_mode))
@@ -705,8 +718,9 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 		free(nd);
 		if (f && sync_push_flag(fl, nfl, b->name, d->path, f) < 0)
 			goto out;
-		if (sync_line_stats(x->repo, d, &add, &del, &binary) < 0)
-			goto out;
+		/* An entry whose object is not what its mode says counts no lines; git fsck tells. */
+		unreadable = sync_line_stats(x->repo, d, &add, &del, &binary) < 0;
+		git_error_clear();
 		b->ins += add;
 		b->del += del;
 		if (i < SYNC_STAT_FILES && stat) {
@@ -714,14 +728,16 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 
 			sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
 			buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, add, del,
-				binary ? " (binary)" : "");
+				unreadable	 ? " (unreadable)"
+					: binary ? " (binary)"
+						 : "");
 		} else if (i == SYNC_STAT_FILES && stat) {
 			buf_printf(stat, "    ... %zu more files\n", ds.n - i);
 		}
 	}
 	ret = 0;
 out:
-	if (ret < 0)
+	if (ret == -1)
 		sync_git_fail(x, "reviewing the fetched branch");
 	sync_deltas_free(&ds);
 	git_tree_free(tipt);
@@ -1091,8 +1107,8 @@ static int sync_do_pull(struct sync_ctx *x)
 					b->have_base = r == 0;
 					unrelated = r == GIT_ENOTFOUND;
 				}
-				if (unrelated && sync_memo_add(&memo2, track, &b->tip, &lid) < 0)
-					goto out;
+				if (unrelated) /* a cache: a failure only costs the shortcut */
+					(void)sync_memo_add(&memo2, track, &b->tip, &lid);
 			}
 			if (!b->have_base && b->have_old)
 				b->have_base =
@@ -1111,10 +1127,9 @@ static int sync_do_pull(struct sync_ctx *x)
 	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
 	/* What this pull learnt replaces its namespace's memo; other agents' entries stay. */
 	for (size_t i = 0; i < memo.n; i++)
-		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0 &&
-			sync_memo_add(&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against) <
-				0)
-			goto out;
+		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0)
+			(void)sync_memo_add(
+				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
 	r = sync_memo_save(common, &memo2);
 	if (r < 0)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",

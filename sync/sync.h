@@ -262,11 +262,13 @@ struct sync_deltas {
 /*
  * The changes from a to b (either may be NULL: empty), as git_diff_tree_to_tree with
  * default options reports them: git's path order, a type change as a deletion then an
- * addition, no renames. 0, or a negative libgit2 error code with its error set
+ * addition, no renames; but with the modes git gives entries (a raw 120755 is a link,
+ * as git checks it out, not a file as libgit2 says). At most max paths. 0, or a negative libgit2 error code with its error set
  * (GIT_ENOTFOUND: a changed subtree is missing); out is then empty.
  */
-int sync_tree_diff(
-	git_repository *repo, const git_tree *a, const git_tree *b, struct sync_deltas *out);
+#define SYNC_DIFF_TOO_BIG (-100) /* more than max paths, or nested too deep */
+int sync_tree_diff(git_repository *repo, const git_tree *a, const git_tree *b, size_t max,
+	struct sync_deltas *out);
 void sync_deltas_free(struct sync_deltas *d);
 
 /*

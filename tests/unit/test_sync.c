@@ -554,7 +554,7 @@ static void tree_diff_matches_libgit2(void **state)
 			assert_int_equal(git_diff_tree_to_tree(
 						 &ref, repo, (git_tree *)x, (git_tree *)y, NULL),
 				0);
-			assert_int_equal(sync_tree_diff(repo, x, y, &mine), 0);
+			assert_int_equal(sync_tree_diff(repo, x, y, 100000, &mine), 0);
 			assert_int_equal(mine.n, git_diff_num_deltas(ref));
 			for (size_t i = 0; i < mine.n; i++) {
 				const git_diff_delta *d = git_diff_get_delta(ref, i);
@@ -617,14 +617,14 @@ static void tree_diff_skips_equal_subtrees(void **state)
 	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 1);
 	assert_int_equal(git_tree_lookup(&a, repo, &ta), 0);
 	assert_int_equal(git_tree_lookup(&b, repo, &tb_id), 0);
-	assert_int_equal(sync_tree_diff(repo, a, b, &d), 0);
+	assert_int_equal(sync_tree_diff(repo, a, b, 100, &d), 0);
 	assert_int_equal(d.n, 1);
 	assert_string_equal(d.v[0].path, "f.txt");
 	sync_deltas_free(&d);
 	/* Control: libgit2's diff opens it, and fails. */
 	assert_true(git_diff_tree_to_tree(&ref, repo, a, b, NULL) < 0);
 	/* A changed subtree that is missing is an error, not a silently empty review. */
-	assert_int_equal(sync_tree_diff(repo, NULL, b, &d), GIT_ENOTFOUND);
+	assert_int_equal(sync_tree_diff(repo, NULL, b, 100, &d), GIT_ENOTFOUND);
 	assert_int_equal(d.n, 0);
 	git_tree_free(a);
 	git_tree_free(b);
@@ -952,6 +952,159 @@ static void fast_connectivity(void **state)
 	git_repository_free(repo);
 }
 
+/* A tree object written byte by byte: modes libgit2's tree builder would not write. */
+struct raw_entry {
+	const char *mode, *name;
+	const git_oid *id;
+};
+
+static void raw_tree(git_repository *repo, const struct raw_entry *e, size_t n, git_oid *out)
+{
+	char buf[4096];
+	size_t len = 0;
+	git_odb *odb;
+
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(buf + len, sizeof(buf) - len, "%s %s", e[i].mode, e[i].name);
+
+		assert_true(w > 0 && len + (size_t)w + 1 + GIT_OID_RAWSZ < sizeof(buf));
+		len += (size_t)w + 1; /* the NUL snprintf wrote ends the name */
+		memcpy(buf + len, e[i].id->id, GIT_OID_RAWSZ);
+		len += GIT_OID_RAWSZ;
+	}
+	assert_int_equal(git_repository_odb(&odb, repo), 0);
+	assert_int_equal(git_odb_write(out, odb, buf, len, GIT_OBJECT_TREE), 0);
+	git_odb_free(odb);
+}
+
+/* Modes as git checks them out, not as libgit2 reads them. */
+static void tree_diff_git_modes(void **state)
+{
+	git_repository *repo;
+	git_oid blob, t1, t2, t3;
+	git_tree *a, *b, *c;
+	struct sync_deltas d;
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, unit_path("m.git"), 1), 0);
+	assert_int_equal(git_blob_create_from_buffer(&blob, repo, "../../etc/passwd", 16), 0);
+	{
+		const struct raw_entry e1[] = {{"100644", "f", &blob}};
+		const struct raw_entry e2[] = {{"100664", "f", &blob}};
+		const struct raw_entry e3[] = {{"120755", "f", &blob}};
+
+		raw_tree(repo, e1, 1, &t1);
+		raw_tree(repo, e2, 1, &t2);
+		raw_tree(repo, e3, 1, &t3);
+	}
+	assert_int_equal(git_tree_lookup(&a, repo, &t1), 0);
+	assert_int_equal(git_tree_lookup(&b, repo, &t2), 0);
+	assert_int_equal(git_tree_lookup(&c, repo, &t3), 0);
+	/* 100664 is git's 100644: no change */
+	assert_int_equal(sync_tree_diff(repo, a, b, 100, &d), 0);
+	assert_int_equal(d.n, 0);
+	/* 120755 is a symbolic link for git: a type change, the link flagged as one */
+	assert_int_equal(sync_tree_diff(repo, a, c, 100, &d), 0);
+	assert_int_equal(d.n, 2);
+	assert_int_equal(d.v[1].new_mode, 0120000);
+	{
+		struct sync_entry e = {.path = "f",
+			.new_mode = d.v[1].new_mode,
+			.new_data = "../../etc/passwd",
+			.new_len = 16};
+
+		assert_true(sync_review_classify(&e) & SYNC_FLAG_SYMLINK_OUT);
+	}
+	sync_deltas_free(&d);
+	/* control: libgit2 reads the same entry as a file */
+	assert_int_equal(git_tree_entry_filemode(git_tree_entry_byindex(c, 0)),
+		GIT_FILEMODE_BLOB_EXECUTABLE);
+	git_tree_free(a);
+	git_tree_free(b);
+	git_tree_free(c);
+	git_repository_free(repo);
+}
+
+/* 21 tree objects, each naming the next twice: 2^20 paths. Bounded, not expanded. */
+static void tree_diff_bomb(void **state)
+{
+	git_repository *repo;
+	git_oid leaf, t, base, bomb, t0;
+	git_tree *top;
+	struct sync_deltas d;
+	git_reference *ref;
+	char why[600];
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, unit_path("b.git"), 1), 0);
+	assert_int_equal(git_blob_create_from_buffer(&leaf, repo, "x", 1), 0);
+	{
+		const struct raw_entry e[] = {{"100644", "a", &leaf}, {"100644", "b", &leaf}};
+
+		raw_tree(repo, e, 2, &t);
+	}
+	for (int i = 0; i < 20; i++) {
+		git_oid up;
+		const struct raw_entry e[] = {{"40000", "a", &t}, {"40000", "b", &t}};
+
+		raw_tree(repo, e, 2, &up);
+		t = up;
+	}
+	assert_int_equal(git_tree_lookup(&top, repo, &t), 0);
+	assert_int_equal(sync_tree_diff(repo, NULL, top, 5000, &d), SYNC_DIFF_TOO_BIG);
+	assert_int_equal(d.n, 0);
+	git_tree_free(top);
+	/* control: the same walk with room for a small tree */
+	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
+	assert_int_equal(git_tree_lookup(&top, repo, &t0), 0);
+	assert_int_equal(sync_tree_diff(repo, NULL, top, 5000, &d), 0);
+	assert_int_equal(d.n, 2);
+	sync_deltas_free(&d);
+	git_tree_free(top);
+	/* the connectivity check leaves such a commit to git */
+	commit_tree_on(repo, &t0, NULL, 0, &base);
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
+	git_reference_free(ref);
+	commit_tree_on(repo, &t, &base, 1, &bomb);
+	assert_int_equal(sync_fast_connected(repo, &bomb, 1, why, sizeof(why)), 0);
+	git_repository_free(repo);
+}
+
+/* An entry whose object is not what its mode says: refused, like git rev-list does. */
+static void fast_connectivity_types(void **state)
+{
+	git_repository *repo;
+	git_oid t0, base, sub, bad, c, blob;
+	git_reference *ref;
+	char why[600];
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, unit_path("t.git"), 1), 0);
+	two_level_tree(repo, "one\n", "two\n", &t0, NULL, &sub);
+	commit_tree_on(repo, &t0, NULL, 0, &base);
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
+	git_reference_free(ref);
+	{
+		const struct raw_entry e[] = {{"100644", "evil", &sub}};
+
+		raw_tree(repo, e, 1, &bad);
+	}
+	commit_tree_on(repo, &bad, &base, 1, &c);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "evil in commit"));
+	assert_non_null(strstr(why, "is a tree"));
+	/* control: a blob there is fine */
+	assert_int_equal(git_blob_create_from_buffer(&blob, repo, "ok\n", 3), 0);
+	{
+		const struct raw_entry e[] = {{"100644", "evil", &blob}};
+
+		raw_tree(repo, e, 1, &bad);
+	}
+	commit_tree_on(repo, &bad, &base, 1, &c);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+	git_repository_free(repo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -984,6 +1137,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(memo_file, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			tree_diff_git_modes, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(tree_diff_bomb, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			fast_connectivity_types, unit_setup_dir, unit_teardown_dir),
 	};
 	int r;
 
