@@ -188,9 +188,17 @@ static int login_shell_preflight(struct prov *p)
 	*strrchr(self, '/') = '\0';
 	r = account_check_login_shell(
 		self[0] ? self : "/", p->login_shell, sizeof(p->login_shell), err, sizeof(err));
-	if (r < 0)
+	if (r < 0) {
 		log_err("%s", err);
-	return r;
+		return r;
+	}
+	if (strcmp(path_base(p->cfg.shell), OCSB_SHELL_NAME) == 0) {
+		log_err("shell %s in %s: ocsb-shell is the agent's login shell already; 'shell' "
+			"names the real shell it runs (for example /bin/bash)",
+			p->cfg.shell, p->config_path);
+		return -ELOOP;
+	}
+	return 0;
 }
 
 int account_preflight(struct prov *p)

@@ -49,6 +49,19 @@ check_output "ssh command: exit status and arguments pass through" '^a b;c$' \
 	owner_ssh "$AGENT" "printf '%s;%s\\n' 'a b' c; exit 0"
 exit_3() { owner_ssh "$AGENT" "exit 3"; [ $? -eq 3 ]; }
 check "ssh command: the exit status passes through" exit_3
+quiet() { local o; o=$(owner_ssh "$AGENT" true 2>&1) && [ -z "$o" ]; }
+check "ocsb-shell prints nothing when it reads the config" quiet
+chmod 0600 /etc/ocsb/ocsb.conf
+check_output "unreadable config: one line on stderr, then bash all the same" \
+	"^ocsb-shell: /etc/ocsb/ocsb.conf: Permission denied; using /bin/bash" owner_ssh "$AGENT" 'echo "0=$0"'
+check_output "unreadable config: the command still runs" '^0=bash$' owner_ssh "$AGENT" 'echo "0=$0"'
+chmod 0644 /etc/ocsb/ocsb.conf
+sed -i "s|^#\?shell .*|shell $OCSB_BUILD/ocsb-shell|" /etc/ocsb/ocsb.conf
+check_output "shell naming ocsb-shell itself: refused, bash all the same" \
+	"^ocsb-shell: shell $OCSB_BUILD/ocsb-shell in /etc/ocsb/ocsb.conf: is ocsb-shell itself; using /bin/bash" owner_ssh "$AGENT" 'echo "0=$0"'
+check_fails_output "provisioning refuses shell naming ocsb-shell" "ocsb-shell is the agent's login shell already" prov --check
+sed -i "s|^shell .*|#shell /bin/bash|" /etc/ocsb/ocsb.conf
+check_output "positive control: the restored config is clean" '^ocsb-provision: 0 differences' prov --check
 check_output "proxy variables set (lower case)" '^http_proxy=http://127.0.0.1:3128$' owner_ssh "$AGENT" env
 check_output "proxy variables set (upper case)" '^HTTPS_PROXY=http://127.0.0.1:3128$' owner_ssh "$AGENT" env
 check_output "host key pinned: strict check against the pin passes" "^$AGENT$" \
