@@ -53,11 +53,12 @@ CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
 LIBCLI        := $(BUILDDIR)/libcli.a
 
-AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
+AGENTD_SRC    := $(filter-out agentd/main.c agentd/shell_main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
-PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd
+PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd \
+                 $(BUILDDIR)/ocsb-shell
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -92,6 +93,10 @@ $(LIBAGENTD): $(AGENTD_OBJ)
 
 $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The agent's login shell: libc and the config parser only.
+$(BUILDDIR)/ocsb-shell: $(BUILDDIR)/agentd/shell_main.o $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(LIBCLI): $(CLI_OBJ)
 	$(AR) rcs $@ $^
@@ -144,6 +149,8 @@ install: $(PROGRAMS)
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-shell $(DESTDIR)$(SBINDIR)/
+	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
@@ -153,6 +160,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)

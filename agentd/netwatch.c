@@ -248,7 +248,8 @@ void agent_cgroup_publish(struct agentd *d, int on)
 		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dfd >= 0) {
 			if (unlinkat(dfd, AGENT_CGROUPS_FILE, 0) < 0 && errno != ENOENT)
-				log_warn("limits: %s/%s: %s", dir, AGENT_CGROUPS_FILE, strerror(errno));
+				log_warn("limits: %s/%s: %s", dir, AGENT_CGROUPS_FILE,
+					strerror(errno));
 			close(dfd);
 		}
 		return;
@@ -267,7 +268,8 @@ void agent_cgroup_publish(struct agentd *d, int on)
 		if (d->cg.procs[i][0] && (i == 0 || strcmp(d->cg.procs[i], d->cg.procs[0]) != 0))
 			r = buf_printf(&b, "%s\n", d->cg.procs[i]);
 	if (r == 0)
-		r = fo_write_at_nosync(dfd, AGENT_CGROUPS_FILE, b.data ? b.data : "", b.len, 0644, 0, 0);
+		r = fo_write_at_nosync(
+			dfd, AGENT_CGROUPS_FILE, b.data ? b.data : "", b.len, 0644, 0, 0);
 	if (r < 0)
 		log_err("limits: %s/%s: %s (the agent's ssh sessions run outside its cgroup)", dir,
 			AGENT_CGROUPS_FILE, strerror(-r));

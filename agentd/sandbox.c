@@ -23,27 +23,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agentd.h"
 #include "fileops.h"
 #include "identity.h"
+#include "landlock.h"
 #include "log.h"
-
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#define SYS_landlock_restrict_self 446
-#endif
-/* From linux/landlock.h (ABI 6); Debian 12's headers predate the `scoped` field. */
-struct sb_landlock_attr {
-	uint64_t handled_access_fs;
-	uint64_t handled_access_net;
-	uint64_t scoped;
-};
-#define SB_LANDLOCK_VERSION (1U << 0)
-#define SB_SCOPE_ABSTRACT_UNIX (1ULL << 0)
-#define SB_SCOPE_SIGNAL (1ULL << 1)
 
 #define SB_NPROC 4096 /* threads count too: OpenCode, its tools and language servers */
 
@@ -151,25 +137,11 @@ int child_sandbox_mounts(struct agentd *d)
 /* As the agent, after the drop (no_new_privs is set). */
 int child_sandbox_limits(void)
 {
-	struct sb_landlock_attr attr = {.scoped = SB_SCOPE_ABSTRACT_UNIX | SB_SCOPE_SIGNAL};
 	struct rlimit core = {0, 0}, nproc = {SB_NPROC, SB_NPROC};
-	long abi;
-	int fd;
+	int r;
 
 	if (setrlimit(RLIMIT_CORE, &core) < 0 || setrlimit(RLIMIT_NPROC, &nproc) < 0)
 		return -errno;
-	abi = syscall(SYS_landlock_create_ruleset, NULL, 0, SB_LANDLOCK_VERSION);
-	if (abi < 6)
-		return 0; /* kernel before 6.12: no scoping; ocsb doctor says so */
-	fd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
-	if (fd < 0)
-		return -errno;
-	if (syscall(SYS_landlock_restrict_self, fd, 0) < 0) {
-		int e = errno;
-
-		close(fd);
-		return -e;
-	}
-	close(fd);
-	return 0;
+	r = landlock_scope(OCSB_LANDLOCK_SCOPE_ABSTRACT_UNIX | OCSB_LANDLOCK_SCOPE_SIGNAL);
+	return r < 0 ? r : 0; /* 1: kernel before 6.12, no scoping; ocsb doctor says so */
 }

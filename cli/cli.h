@@ -36,6 +36,12 @@ int cmd_doctor(struct cli *c, int argc, char **argv);
 const char *doctor_status_name(int st);
 int doctor_sshd_verdict(const char *sshd_t, const char *agent, char *bad, size_t n);
 int doctor_listed(const char *text, const char *user);
+/*
+ * The abstract-sockets check: 0 when the agent's login shell is ocsb-shell (shell_safe: a
+ * root-owned file not writable by group/others) on a kernel with Landlock ABI >= 6, 1 when
+ * the login shell is something else, 2 when the kernel is too old.
+ */
+int doctor_shell_verdict(const char *login_shell, int shell_safe, long abi);
 int doctor_sensitive(const char *rel);
 struct buf;
 void doctor_json_str(struct buf *b, const char *s);

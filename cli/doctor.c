@@ -25,12 +25,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "ctl.h"
 #include "fileops.h"
+#include "landlock.h"
+#include "loginshell.h"
 #include "netlock.h"
 #include "procs.h"
 #include "spawn.h"
@@ -585,11 +586,55 @@ static void check_persistence(struct doctor *dr)
 	}
 }
 
+int doctor_shell_verdict(const char *login_shell, int shell_safe, long abi)
+{
+	if (!login_shell || strcmp(path_base(login_shell), OCSB_SHELL_NAME) != 0 || !shell_safe)
+		return 1;
+	return abi >= 6 ? 0 : 2;
+}
+
+/* ssh sessions: ocsb-shell as the login shell applies the abstract-socket scope. */
+static void check_abstract(struct doctor *dr, long abi)
+{
+	struct passwd *pw = getpwnam(dr->c->cfg.agent);
+	const char *shell = pw ? pw->pw_shell : NULL;
+	struct stat st;
+	int safe = shell && stat(shell, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+		!(st.st_mode & 022);
+
+	switch (doctor_shell_verdict(shell, safe, abi)) {
+	case 0:
+		add(dr, DR_OK, "abstract-sockets", NULL,
+			"ssh sessions of %s start under %s: a Landlock scope keeps them from "
+			"other users' abstract Unix sockets, like OpenCode",
+			dr->c->cfg.agent, shell);
+		break;
+	case 2:
+		add(dr, DR_WARN, "abstract-sockets",
+			"a kernel >= 6.12 (Landlock ABI 6); meanwhile keep no secrets behind "
+			"abstract Unix sockets",
+			"the kernel is before 6.12 (no Landlock scope): %s and OpenCode can "
+			"connect "
+			"to other users' abstract Unix sockets (X11, some D-Bus and IDE helpers "
+			"listen there)",
+			shell);
+		break;
+	default:
+		add(dr, DR_WARN, "abstract-sockets",
+			"sudo ocsb-provision (makes ocsb-shell the agent's login shell)",
+			"ssh sessions of %s can connect to other users' abstract Unix sockets "
+			"(X11, "
+			"some D-Bus and IDE helpers listen there): its login shell is %s, not a "
+			"root-owned ocsb-shell",
+			dr->c->cfg.agent, shell ? shell : "(no such user)");
+	}
+}
+
 /* What OpenCode gets that the agent's ssh sessions do not: said plainly. */
 static void check_sessions(struct doctor *dr)
 {
 	char *mounts = NULL;
-	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U);
+	long abi = landlock_abi();
 	int hidepid = 0, session_ns = 0;
 	char pam[4096], conf[4096], *text = NULL;
 	struct stat st;
@@ -639,10 +684,7 @@ static void check_sessions(struct doctor *dr)
 			"with everyone, see every process and the real machine-id, boot_id and "
 			"kernel command line",
 			dr->c->cfg.agent);
-	add(dr, DR_WARN, "abstract-sockets", "keep no secrets behind abstract Unix sockets",
-		"ssh sessions of %s can connect to other users' abstract Unix sockets (no "
-		"Landlock scope outside OpenCode; X11, some D-Bus and IDE helpers listen there)",
-		dr->c->cfg.agent);
+	check_abstract(dr, abi);
 	if (session_ns && !hidepid)
 		add(dr, DR_OK, "proc", NULL,
 			"OpenCode and the agent's ssh sessions mount their own /proc with hidepid "

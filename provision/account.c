@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "loginshell.h"
 #include "log.h"
 #include "procs.h"
 #include "provision.h"
@@ -140,12 +141,74 @@ int state_remove(struct prov *p)
 	return r;
 }
 
+int account_check_login_shell(const char *dir, char *path, size_t n, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (path_join(path, n, dir, OCSB_SHELL_NAME) < 0) {
+		snprintf(err, errlen, "%s/%s: path too long", dir, OCSB_SHELL_NAME);
+		return -ENAMETOOLONG;
+	}
+	if (lstat(path, &st) < 0) {
+		int e = errno;
+
+		snprintf(err, errlen,
+			"%s: %s: the agent's login shell is installed beside ocsb-provision "
+			"(sudo make install)",
+			path, strerror(e));
+		return -e;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
+		(st.st_mode & 0111) != 0111) {
+		snprintf(err, errlen,
+			"%s: the agent's login shell must be a root-owned regular file, mode 0755 "
+			"(not writable by group or others): reinstall it (sudo make install) or "
+			"fix "
+			"it with chown root:root and chmod 0755",
+			path);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* The agent's login shell: ocsb-shell in the directory of this very program. */
+static int login_shell_preflight(struct prov *p)
+{
+	char self[4096], err[8192];
+	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int r;
+
+	if (l <= 0 || !strchr(self, '/')) {
+		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
+			"ocsb-shell beside it)",
+			l < 0 ? strerror(errno) : "not a path");
+		return -EIO;
+	}
+	self[l] = '\0';
+	*strrchr(self, '/') = '\0';
+	r = account_check_login_shell(
+		self[0] ? self : "/", p->login_shell, sizeof(p->login_shell), err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", err);
+		return r;
+	}
+	if (strcmp(path_base(p->cfg.shell), OCSB_SHELL_NAME) == 0) {
+		log_err("shell %s in %s: ocsb-shell is the agent's login shell already; 'shell' "
+			"names the real shell it runs (for example /bin/bash)",
+			p->cfg.shell, p->config_path);
+		return -ELOOP;
+	}
+	return 0;
+}
+
 int account_preflight(struct prov *p)
 {
 	char origin[32];
 	struct group *g;
 	int r;
 
+	if (p->mode != PROV_REMOVE && login_shell_preflight(p) < 0)
+		return -EPERM;
 	r = user_lookup(p->cfg.agent, &p->agent);
 	if (r < 0 && r != -ENOENT) {
 		log_err("looking up '%s': %s", p->cfg.agent, strerror(-r));
@@ -204,14 +267,16 @@ static int create_account(struct prov *p)
 {
 	char home[4096];
 	const char *argv[] = {"/usr/sbin/useradd", "--create-home", "--user-group", "--home-dir",
-		home, "--shell", p->cfg.shell, "--comment", AGENT_GECOS, "--key", "UMASK=077",
+		home, "--shell", p->login_shell, "--comment", AGENT_GECOS, "--key", "UMASK=077",
 		"--key", "HOME_MODE=0700", p->cfg.agent, NULL};
 	char origin[32];
 
 	if (agent_home(p, home, sizeof(home)) < 0)
 		return -ENAMETOOLONG;
-	if (!prov_change(p, "create account %s (home %s, shell %s, no password, umask 077)",
-		    p->cfg.agent, home, p->cfg.shell))
+	if (!prov_change(p,
+		    "create account %s (home %s, login shell %s running %s, no password, umask "
+		    "077)",
+		    p->cfg.agent, home, p->login_shell, p->cfg.shell))
 		return 0;
 	/* Intent first: a run killed after useradd must find the account to be ours. */
 	if (state_origin(p, origin, sizeof(origin)) < 0 && state_record(p, "created") < 0)
@@ -464,10 +529,11 @@ int account_ensure(struct prov *p)
 	}
 	if (fix_password(p) < 0)
 		return -1;
-	if (strcmp(p->agent.shell, p->cfg.shell) != 0 &&
-		prov_change(p, "set the shell of %s to %s (was %s)", p->cfg.agent, p->cfg.shell,
-			p->agent.shell) &&
-		usermod(p, "--shell", p->cfg.shell) < 0)
+	/* ocsb-shell runs cfg.shell, the real shell, after its Landlock scope. */
+	if (strcmp(p->agent.shell, p->login_shell) != 0 &&
+		prov_change(p, "set the login shell of %s to %s (was %s)", p->cfg.agent,
+			p->login_shell, p->agent.shell) &&
+		usermod(p, "--shell", p->login_shell) < 0)
 		return -1;
 	if (strcmp(p->agent.gecos, AGENT_GECOS) != 0 &&
 		prov_change(p, "set the comment of %s to '%s'", p->cfg.agent, AGENT_GECOS) &&

@@ -316,7 +316,8 @@ int harden_ensure(struct prov *p)
 	if (identity_dir(p->paths.varlib, p->cfg.agent, idir, sizeof(idir)) < 0 ||
 		etc_path(p, path, sizeof(path), "security/namespace.d", ".init") < 0 ||
 		path_join(cgf, sizeof(cgf), p->paths.run, rel) < 0 ||
-		harden_render_init(idir, cgf, &b) < 0 || prov_write_file(p, path, &b, 0755, NULL) < 0)
+		harden_render_init(idir, cgf, &b) < 0 ||
+		prov_write_file(p, path, &b, 0755, NULL) < 0)
 		goto out;
 	buf_free(&b);
 	memset(&b, 0, sizeof(b));

@@ -47,6 +47,7 @@ struct prov {
 	struct strv extra_sync_keys; /* owned; normalized lines of the 'sync-key' files */
 	struct user_info agent;
 	int agent_exists;
+	char login_shell[4096]; /* ocsb-shell beside this program: the agent's login shell */
 	int agent_created; /* useradd ran in this process */
 
 	int opencode_managed; /* opencode-bin set or --install-opencode used: check it */
@@ -90,6 +91,8 @@ int harden_render_namespace(const char *user, struct buf *out);
 int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out);
 
 /* account.c */
+/* ocsb-shell in dir: 0, or -errno with the reason and what to do in err. */
+int account_check_login_shell(const char *dir, char *path, size_t n, char *err, size_t errlen);
 int account_preflight(struct prov *p);
 int account_ensure(struct prov *p);
 int account_purge(struct prov *p);

@@ -7,7 +7,8 @@ make_project
 check_output "fresh provisioning applies changes" '^ocsb-provision: [1-9][0-9]* changes$' provision
 
 # --- the account (invariant 1)
-check_output "agent account exists with bash" "^$AGENT:x:[0-9]+:[0-9]+:ocsb agent[^:]*:/home/$AGENT:/bin/bash$" getent passwd "$AGENT"
+check_output "agent account exists, login shell ocsb-shell (beside ocsb-provision)" "^$AGENT:x:[0-9]+:[0-9]+:ocsb agent[^:]*:/home/$AGENT:$OCSB_BUILD/ocsb-shell$" getent passwd "$AGENT"
+check_output "ocsb.conf keeps the real shell" '^#?shell /bin/bash$' cat /etc/ocsb/ocsb.conf
 check_output "password field is '*' (no password login, not locked)" "^$AGENT:\*:" getent shadow "$AGENT"
 check_output "home is 0700 and the agent's" "^700 $AGENT$" stat -c '%a %U' "/home/$AGENT"
 check_output "no supplementary group at all" "^$AGENT$" id -Gn "$AGENT"
@@ -31,6 +32,36 @@ check_output "ssh $AGENT@localhost with the owner's key" "^$AGENT$" owner_ssh "$
 check_output "ssh with the owner's second key" "^$AGENT$" env OWNER_SSH_KEY="$OWNER_KEY2" bash -c ". '$E2E_LIB'; owner_ssh $AGENT id -un"
 check_output "umask 077 in ssh commands" '^0077$' owner_ssh "$AGENT" umask
 check_output "umask 077 in login shells" '^0077$' owner_ssh "$AGENT" bash -lc umask
+
+# --- ocsb-shell: no_new_privs and the Landlock scope, then bash with sshd's arguments
+ssh_probe='echo "0=$0 SHELL=$SHELL"; grep NoNewPrivs /proc/self/status'
+check_output "ssh command: bash -c through ocsb-shell" '^0=bash SHELL=/bin/bash$' owner_ssh "$AGENT" "$ssh_probe"
+check_output "ssh command: no_new_privs set" '^NoNewPrivs:[[:space:]]+1$' owner_ssh "$AGENT" "$ssh_probe"
+check_output "positive control: the owner's own ssh session has no no_new_privs" '^NoNewPrivs:[[:space:]]+0$' owner_ssh "$OWNER" "$ssh_probe"
+login_probe() { # USER: a login session without a terminal reads its commands from stdin
+	owner_ssh "$1" <<<'echo "0=$0"; shopt -q login_shell && echo login-shell; grep NoNewPrivs /proc/self/status'
+}
+check_output "ssh login session: bash runs as a login shell (-bash)" '^0=-bash$' login_probe "$AGENT"
+check_output "ssh login session: bash knows it is a login shell" '^login-shell$' login_probe "$AGENT"
+check_output "ssh login session: no_new_privs set" '^NoNewPrivs:[[:space:]]+1$' login_probe "$AGENT"
+check_output "positive control: the owner's login session is -bash without no_new_privs" '^NoNewPrivs:[[:space:]]+0$' login_probe "$OWNER"
+check_output "ssh command: exit status and arguments pass through" '^a b;c$' \
+	owner_ssh "$AGENT" "printf '%s;%s\\n' 'a b' c; exit 0"
+exit_3() { owner_ssh "$AGENT" "exit 3"; [ $? -eq 3 ]; }
+check "ssh command: the exit status passes through" exit_3
+quiet() { local o; o=$(owner_ssh "$AGENT" true 2>&1) && [ -z "$o" ]; }
+check "ocsb-shell prints nothing when it reads the config" quiet
+chmod 0600 /etc/ocsb/ocsb.conf
+check_output "unreadable config: one line on stderr, then bash all the same" \
+	"^ocsb-shell: /etc/ocsb/ocsb.conf: Permission denied; using /bin/bash" owner_ssh "$AGENT" 'echo "0=$0"'
+check_output "unreadable config: the command still runs" '^0=bash$' owner_ssh "$AGENT" 'echo "0=$0"'
+chmod 0644 /etc/ocsb/ocsb.conf
+sed -i "s|^#\?shell .*|shell $OCSB_BUILD/ocsb-shell|" /etc/ocsb/ocsb.conf
+check_output "shell naming ocsb-shell itself: refused, bash all the same" \
+	"^ocsb-shell: shell $OCSB_BUILD/ocsb-shell in /etc/ocsb/ocsb.conf: is ocsb-shell itself; using /bin/bash" owner_ssh "$AGENT" 'echo "0=$0"'
+check_fails_output "provisioning refuses shell naming ocsb-shell" "ocsb-shell is the agent's login shell already" prov --check
+sed -i "s|^shell .*|#shell /bin/bash|" /etc/ocsb/ocsb.conf
+check_output "positive control: the restored config is clean" '^ocsb-provision: 0 differences' prov --check
 check_output "proxy variables set (lower case)" '^http_proxy=http://127.0.0.1:3128$' owner_ssh "$AGENT" env
 check_output "proxy variables set (upper case)" '^HTTPS_PROXY=http://127.0.0.1:3128$' owner_ssh "$AGENT" env
 check_output "host key pinned: strict check against the pin passes" "^$AGENT$" \
@@ -115,3 +146,18 @@ check_fails_output "--check reports an edited drop-in" "drift: write /etc/ssh/ss
 check_fails_output "--check exits 1 with a count" "^ocsb-provision: 2 differences" prov --check
 check_output "a run repairs both" '^ocsb-provision: 2 changes$' prov
 check_output "--check clean again" '^ocsb-provision: 0 differences' prov --check
+usermod -s /bin/bash "$AGENT"
+check_fails_output "--check reports a login shell set back to bash" "drift: set the login shell of $AGENT to $OCSB_BUILD/ocsb-shell \(was /bin/bash\)" prov --check
+check_output "a run puts ocsb-shell back" '^ocsb-provision: 1 change$' prov
+check_output "the login shell is ocsb-shell again" ":$OCSB_BUILD/ocsb-shell$" getent passwd "$AGENT"
+
+# --- ocsb-shell must sit beside ocsb-provision, root-owned and not writable by others
+lone=$E2E_SCRATCH/lone
+mkdir -p "$lone" && cp "$OCSB_BUILD/ocsb-provision" "$lone/"
+check_fails_output "refused without ocsb-shell beside it, naming the path" "$lone/ocsb-shell: No such file or directory: .*make install" "$lone/ocsb-provision" --check
+cp "$OCSB_BUILD/ocsb-shell" "$lone/" && chmod 0775 "$lone/ocsb-shell"
+check_fails_output "refused with a group-writable ocsb-shell" "$lone/ocsb-shell: the agent's login shell must be a root-owned regular file" "$lone/ocsb-provision" --check
+chmod 0755 "$lone/ocsb-shell" && chown "$OWNER" "$lone/ocsb-shell"
+check_fails_output "refused with an ocsb-shell owned by someone else" "$lone/ocsb-shell: the agent's login shell must be a root-owned" "$lone/ocsb-provision" --check
+chown root "$lone/ocsb-shell"
+check_fails_output "positive control: accepted once root-owned 0755 (drift: the other path)" "drift: set the login shell of $AGENT to $lone/ocsb-shell" "$lone/ocsb-provision" --check

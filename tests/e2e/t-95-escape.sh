@@ -239,9 +239,14 @@ root_doc=$_out
 printf '%s\n' "$root_doc" | sed 's/^/# doctor: /'
 for re in '^OK +netlock +table inet ocsb live' '^OK +sshd +for ai-dev' '^OK +persistence +/etc/cron.deny lists ai-dev' \
 	'^OK +persistence +/etc/at.deny lists ai-dev' '^OK +probe-files +ai-dev cannot open' \
-	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +listening' '^OK +agent-groups'; do
+	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +listening' '^OK +agent-groups' \
+	'^OK +abstract-sockets +ssh sessions of ai-dev start under .*/ocsb-shell'; do
 	check_output "doctor (root): /$re/" "$re" printf '%s\n' "$root_doc"
 done
+usermod -s /bin/bash ai-dev
+check_output "doctor (root): WARN abstract-sockets, fix named, when the login shell is bash" \
+	'^WARN abstract-sockets +ssh sessions of ai-dev can connect .*its login shell is /bin/bash' bash -c "$DOC doctor; true"
+usermod -s "$OCSB_BUILD/ocsb-shell" ai-dev
 check_output "doctor --json is valid JSON with the same checks" '^ok [1-9]' bash -c \
 	"$DOC doctor --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(\"ok\", len(d[\"checks\"]))'"
 check_output "doctor --fix (root) fixes the file" "^OK +owner-file +$OWNER_HOME/.aws/credentials was readable by every account \(0644\): fixed" \

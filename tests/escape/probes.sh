@@ -50,7 +50,7 @@ PROBES=(
 	# --- local IPC
 	"i-unix-tmp|ipc|blocked|connect to the owner's socket in /tmp/.X11-unix"
 	"i-unix-home|ipc|blocked|connect to the owner's socket in her home (0700 dir)"
-	"i-abstract|ipc|agentd=blocked,ssh=open|connect to the owner's abstract Unix socket"
+	"i-abstract|ipc|blocked|connect to the owner's abstract Unix socket"
 	"i-dbus|ipc|blocked|call the owner's D-Bus session bus"
 	"i-sysv-shm|ipc|blocked|attach the owner's 0600 System V shared memory"
 	"i-agentd-ctl|ipc|blocked|talk to ocsb-agentd's control socket"

@@ -94,6 +94,20 @@ static void json_strings_are_escaped(void **state)
 	assert_string_equal(doctor_status_name(2), "FAIL");
 }
 
+static void abstract_sockets_need_ocsb_shell_and_abi_6(void **state)
+{
+	(void)state;
+	assert_int_equal(doctor_shell_verdict("/usr/local/sbin/ocsb-shell", 1, 6), 0);
+	assert_int_equal(doctor_shell_verdict("/usr/local/sbin/ocsb-shell", 1, 7), 0);
+	assert_int_equal(doctor_shell_verdict("/usr/local/sbin/ocsb-shell", 1, 5), 2);
+	assert_int_equal(doctor_shell_verdict("/usr/local/sbin/ocsb-shell", 1, -1), 2);
+	/* Not ocsb-shell, or one the agent could replace: the fix is provisioning. */
+	assert_int_equal(doctor_shell_verdict("/bin/bash", 1, 6), 1);
+	assert_int_equal(doctor_shell_verdict("/bin/ocsb-shell2", 1, 6), 1);
+	assert_int_equal(doctor_shell_verdict("/usr/local/sbin/ocsb-shell", 0, 6), 1);
+	assert_int_equal(doctor_shell_verdict(NULL, 1, 6), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +116,7 @@ int main(void)
 		cmocka_unit_test(deny_listing_is_exact),
 		cmocka_unit_test(sensitive_paths),
 		cmocka_unit_test(json_strings_are_escaped),
+		cmocka_unit_test(abstract_sockets_need_ocsb_shell_and_abi_6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -163,7 +163,9 @@ static void init_script_is_valid_sh(void **state)
 	struct buf b = {0};
 
 	(void)state;
-	assert_int_equal(harden_render_init("/var/lib/ocsb/identity/ai-dev", "/run/ocsb/ai-dev/cgroups", &b), 0);
+	assert_int_equal(
+		harden_render_init("/var/lib/ocsb/identity/ai-dev", "/run/ocsb/ai-dev/cgroups", &b),
+		0);
 	assert_non_null(strstr(b.data, "cg='/run/ocsb/ai-dev/cgroups'"));
 	assert_non_null(strstr(b.data, "hidepid=invisible"));
 	assert_non_null(strstr(b.data, "set -e\n"));
