@@ -187,11 +187,19 @@ static int login_shell_preflight(struct prov *p)
 	self[l] = '\0';
 	*strrchr(self, '/') = '\0';
 	r = account_check_login_shell(
-		self[0] ? self : "/", p->login_shell, sizeof(p->login_shell), err, sizeof(err));
+		self[0] ? self : "/", p->shell_src, sizeof(p->shell_src), err, sizeof(err));
 	if (r < 0) {
 		log_err("%s", err);
 		return r;
 	}
+	/*
+	 * The account gets a copy in a root-owned place every session can reach: the build
+	 * or install directory may be below a home the agent cannot enter, or below /tmp,
+	 * which the agent's sessions see as their own private tmpfs.
+	 */
+	if (path_join(p->login_shell, sizeof(p->login_shell), p->paths.varlib,
+		    "ocsb/bin/" OCSB_SHELL_NAME) < 0)
+		return -ENAMETOOLONG;
 	if (strcmp(path_base(p->cfg.shell), OCSB_SHELL_NAME) == 0) {
 		log_err("shell %s in %s: ocsb-shell is the agent's login shell already; 'shell' "
 			"names the real shell it runs (for example /bin/bash)",
@@ -510,10 +518,29 @@ static int init_profile(struct prov *p)
 	return r;
 }
 
+/* <varlib>/ocsb/bin/ocsb-shell: a root-owned 0755 copy of the ocsb-shell beside us. */
+static int install_login_shell(struct prov *p)
+{
+	struct buf b = {0};
+	int r;
+
+	r = fo_read(p->shell_src, 64u << 20, &b.data, &b.len);
+	if (r < 0) {
+		log_err("%s: %s", p->shell_src, strerror(-r));
+		return -1;
+	}
+	b.cap = b.len;
+	r = prov_write_file(p, p->login_shell, &b, 0755, NULL);
+	buf_free(&b);
+	return r < 0 ? -1 : 0;
+}
+
 int account_ensure(struct prov *p)
 {
 	char origin[32];
 
+	if (install_login_shell(p) < 0)
+		return -1;
 	if (!p->agent_exists) {
 		if (create_account(p) < 0)
 			return -1;

@@ -47,7 +47,8 @@ struct prov {
 	struct strv extra_sync_keys; /* owned; normalized lines of the 'sync-key' files */
 	struct user_info agent;
 	int agent_exists;
-	char login_shell[4096]; /* ocsb-shell beside this program: the agent's login shell */
+	char shell_src[4096]; /* ocsb-shell beside this program */
+	char login_shell[4096]; /* its copy in <varlib>/ocsb/bin: the agent's login shell */
 	int agent_created; /* useradd ran in this process */
 
 	int opencode_managed; /* opencode-bin set or --install-opencode used: check it */

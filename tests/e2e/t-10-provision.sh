@@ -7,7 +7,11 @@ make_project
 check_output "fresh provisioning applies changes" '^ocsb-provision: [1-9][0-9]* changes$' provision
 
 # --- the account (invariant 1)
-check_output "agent account exists, login shell ocsb-shell (beside ocsb-provision)" "^$AGENT:x:[0-9]+:[0-9]+:ocsb agent[^:]*:/home/$AGENT:$OCSB_BUILD/ocsb-shell$" getent passwd "$AGENT"
+SHELL_COPY=/var/lib/ocsb/bin/ocsb-shell
+check_output "agent account exists, login shell ocsb-shell (the copy in /var/lib/ocsb/bin)" "^$AGENT:x:[0-9]+:[0-9]+:ocsb agent[^:]*:/home/$AGENT:$SHELL_COPY$" getent passwd "$AGENT"
+check_output "the copy is root's, 0755, in root-owned directories the agent can enter" '^0:0:755 0:0:755 0:0:755$' \
+	sh -c 'stat -c %u:%g:%a "$@" | paste -sd " "' _ "$SHELL_COPY" /var/lib/ocsb/bin /var/lib/ocsb
+check "and it is the ocsb-shell beside ocsb-provision" cmp "$OCSB_BUILD/ocsb-shell" "$SHELL_COPY"
 check_output "ocsb.conf keeps the real shell" '^#?shell /bin/bash$' cat /etc/ocsb/ocsb.conf
 check_output "password field is '*' (no password login, not locked)" "^$AGENT:\*:" getent shadow "$AGENT"
 check_output "home is 0700 and the agent's" "^700 $AGENT$" stat -c '%a %U' "/home/$AGENT"
@@ -147,9 +151,9 @@ check_fails_output "--check exits 1 with a count" "^ocsb-provision: 2 difference
 check_output "a run repairs both" '^ocsb-provision: 2 changes$' prov
 check_output "--check clean again" '^ocsb-provision: 0 differences' prov --check
 usermod -s /bin/bash "$AGENT"
-check_fails_output "--check reports a login shell set back to bash" "drift: set the login shell of $AGENT to $OCSB_BUILD/ocsb-shell \(was /bin/bash\)" prov --check
+check_fails_output "--check reports a login shell set back to bash" "drift: set the login shell of $AGENT to $SHELL_COPY \(was /bin/bash\)" prov --check
 check_output "a run puts ocsb-shell back" '^ocsb-provision: 1 change$' prov
-check_output "the login shell is ocsb-shell again" ":$OCSB_BUILD/ocsb-shell$" getent passwd "$AGENT"
+check_output "the login shell is ocsb-shell again" ":$SHELL_COPY$" getent passwd "$AGENT"
 
 # --- ocsb-shell must sit beside ocsb-provision, root-owned and not writable by others
 lone=$E2E_SCRATCH/lone
@@ -160,4 +164,6 @@ check_fails_output "refused with a group-writable ocsb-shell" "$lone/ocsb-shell:
 chmod 0755 "$lone/ocsb-shell" && chown "$OWNER" "$lone/ocsb-shell"
 check_fails_output "refused with an ocsb-shell owned by someone else" "$lone/ocsb-shell: the agent's login shell must be a root-owned" "$lone/ocsb-provision" --check
 chown root "$lone/ocsb-shell"
-check_fails_output "positive control: accepted once root-owned 0755 (drift: the other path)" "drift: set the login shell of $AGENT to $lone/ocsb-shell" "$lone/ocsb-provision" --check
+check_output "positive control: accepted once root-owned 0755 (the same program: no drift)" '^ocsb-provision: 0 differences' "$lone/ocsb-provision" --check
+printf '\0' >>"$lone/ocsb-shell"
+check_fails_output "another ocsb-shell beside it: the copy is drift" "drift: write $SHELL_COPY" "$lone/ocsb-provision" --check

@@ -246,7 +246,7 @@ done
 usermod -s /bin/bash ai-dev
 check_output "doctor (root): WARN abstract-sockets, fix named, when the login shell is bash" \
 	'^WARN abstract-sockets +ssh sessions of ai-dev can connect .*its login shell is /bin/bash' bash -c "$DOC doctor; true"
-usermod -s "$OCSB_BUILD/ocsb-shell" ai-dev
+usermod -s /var/lib/ocsb/bin/ocsb-shell ai-dev
 check_output "doctor --json is valid JSON with the same checks" '^ok [1-9]' bash -c \
 	"$DOC doctor --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(\"ok\", len(d[\"checks\"]))'"
 check_output "doctor --fix (root) fixes the file" "^OK +owner-file +$OWNER_HOME/.aws/credentials was readable by every account \(0644\): fixed" \
