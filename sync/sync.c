@@ -653,7 +653,12 @@ static int sync_line_stats(
 	if ((d->old_mode && git_blob_lookup(&ob, repo, &d->old_id) < 0) ||
 		(d->new_mode && git_blob_lookup(&nb, repo, &d->new_id) < 0))
 		goto out;
-	if (git_patch_from_blobs(&p, ob, d->path, nb, d->path, NULL) < 0)
+	/*
+	 * No path: libgit2 would look up a diff driver in the owner's .gitattributes for each
+	 * file (stats and readlinks up the work tree, 5,000 times on an initial pull); lines
+	 * and binary detection need the content only.
+	 */
+	if (git_patch_from_blobs(&p, ob, NULL, nb, NULL, NULL) < 0)
 		goto out;
 	if (p) {
 		git_patch_line_stats(NULL, add, del, p);
