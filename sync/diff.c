@@ -385,7 +385,7 @@ out:
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n)
 {
-	struct oidset known = {0}, seen = {0}, todo = {0};
+	struct oidset known = {0}, seen = {0}, queue = {0};
 	size_t entries = 0;
 	int ret = 0;
 
@@ -395,10 +395,10 @@ int sync_fast_connected(
 	if (ref_tips(repo, &known) < 0)
 		goto out;
 	for (size_t i = 0; i < ntips; i++)
-		if (oidset_add(&todo, &tips[i]) < 0)
+		if (oidset_add(&queue, &tips[i]) < 0)
 			goto out;
-	while (todo.n) {
-		git_oid id = todo.v[--todo.n];
+	while (queue.n) {
+		git_oid id = queue.v[--queue.n];
 		git_commit *c;
 		unsigned parents;
 		int r;
@@ -417,8 +417,8 @@ int sync_fast_connected(
 		parents = git_commit_parentcount(c);
 		r = parents ? fast_tree(repo, c, &entries, why, n) : 0;
 		for (unsigned i = 0; r == 1 && i < parents; i++)
-			if (todo.n >= 4 * FAST_MAX_COMMITS ||
-				oidset_add(&todo, git_commit_parent_id(c, i)) < 0)
+			if (queue.n >= 4 * FAST_MAX_COMMITS ||
+				oidset_add(&queue, git_commit_parent_id(c, i)) < 0)
 				r = 0;
 		git_commit_free(c);
 		if (r != 1) {
@@ -430,7 +430,7 @@ int sync_fast_connected(
 out:
 	free(known.v);
 	free(seen.v);
-	free(todo.v);
+	free(queue.v);
 	git_error_clear();
 	return ret;
 }

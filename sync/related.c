@@ -39,8 +39,8 @@
  */
 static int no_new_root(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit)
 {
-	size_t cap = 1, nseen = 0, ntodo = 0;
-	git_oid *seen = NULL, *todo = NULL;
+	size_t cap = 1, nseen = 0, nqueue = 0;
+	git_oid *seen = NULL, *queue = NULL;
 	int ok = 0;
 
 	if (git_oid_equal(from, stop))
@@ -48,12 +48,12 @@ static int no_new_root(git_repository *repo, const git_oid *from, const git_oid 
 	while (cap < 2 * limit)
 		cap <<= 1;
 	seen = calloc(cap, sizeof(*seen));
-	todo = calloc(limit + 1, sizeof(*todo));
-	if (!seen || !todo)
+	queue = calloc(limit + 1, sizeof(*queue));
+	if (!seen || !queue)
 		goto out;
-	git_oid_cpy(&todo[ntodo++], from);
-	while (ntodo) {
-		git_oid id = todo[--ntodo];
+	git_oid_cpy(&queue[nqueue++], from);
+	while (nqueue) {
+		git_oid id = queue[--nqueue];
 		git_commit *c = NULL;
 		size_t h;
 		unsigned parents;
@@ -71,18 +71,18 @@ static int no_new_root(git_repository *repo, const git_oid *from, const git_oid 
 			goto out;
 		git_oid_cpy(&seen[h], &id);
 		parents = git_commit_parentcount(c);
-		if (parents == 0 || ntodo + parents > limit) {
+		if (parents == 0 || nqueue + parents > limit) {
 			git_commit_free(c);
 			goto out;
 		}
 		for (unsigned i = 0; i < parents; i++)
-			git_oid_cpy(&todo[ntodo++], git_commit_parent_id(c, i));
+			git_oid_cpy(&queue[nqueue++], git_commit_parent_id(c, i));
 		git_commit_free(c);
 	}
 	ok = 1;
 out:
 	free(seen);
-	free(todo);
+	free(queue);
 	git_error_clear();
 	return ok;
 }
