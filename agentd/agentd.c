@@ -33,6 +33,31 @@ int agentd_watch(
 	return 0;
 }
 
+int agent_run_dir(struct agentd *d, char *dir, size_t n, const char *what)
+{
+	char rel[128];
+	struct stat st;
+	int dfd;
+
+	snprintf(rel, sizeof(rel), "ocsb/%s", d->agent.name);
+	if (path_join(dir, n, d->paths.run, rel) < 0) {
+		log_err("%s: %s/%s: path too long", what, d->paths.run, rel);
+		return -1;
+	}
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s: %s", what, dir, strerror(-dfd));
+		return -1;
+	}
+	/* The agent must not be able to plant a link or file in it. */
+	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
+		log_err("%s: %s must be a root-owned directory not writable by others", what, dir);
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
 static int load_config(struct agentd *d)
 {
 	char err[1024];

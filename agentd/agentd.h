@@ -187,6 +187,11 @@ int netwatch_enforce(struct agentd *d, const char *why);
 int freeze_agent(struct agentd *d);
 int agent_cgroup_setup(struct agentd *d);
 void agent_cgroup_publish(struct agentd *d, int on);
+/*
+ * <run>/ocsb/<agent>, created root-owned 0755 if missing and refused unless it is root's
+ * and not writable by others: an fd to it, or -1 (logged, prefixed with what).
+ */
+int agent_run_dir(struct agentd *d, char *dir, size_t n, const char *what);
 int thaw_agent(struct agentd *d);
 void freeze_tick(struct agentd *d);
 

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -236,31 +235,16 @@ int thaw_agent(struct agentd *d)
  */
 void agent_cgroup_publish(struct agentd *d, int on)
 {
-	char dir[4096], rel[128];
+	char dir[4096];
 	struct buf b = {0};
-	struct stat st;
 	int dfd, r = 0;
 
-	snprintf(rel, sizeof(rel), "ocsb/%s", d->agent.name);
-	if (path_join(dir, sizeof(dir), d->paths.run, rel) < 0)
+	dfd = agent_run_dir(d, dir, sizeof(dir), "limits");
+	if (dfd < 0)
 		return;
 	if (!on) {
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd >= 0) {
-			if (unlinkat(dfd, AGENT_CGROUPS_FILE, 0) < 0 && errno != ENOENT)
-				log_warn("limits: %s/%s: %s", dir, AGENT_CGROUPS_FILE,
-					strerror(errno));
-			close(dfd);
-		}
-		return;
-	}
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("limits: %s: %s", dir, strerror(-dfd));
-		return;
-	}
-	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
-		log_err("limits: %s must be a root-owned directory not writable by others", dir);
+		if (unlinkat(dfd, AGENT_CGROUPS_FILE, 0) < 0 && errno != ENOENT)
+			log_warn("limits: %s/%s: %s", dir, AGENT_CGROUPS_FILE, strerror(errno));
 		close(dfd);
 		return;
 	}

@@ -71,25 +71,14 @@ static const char *ssh_project(struct agentd *d)
  */
 static int write_env_file(struct agentd *d, const struct secret_set *s)
 {
-	char dir[4096], rel[128];
+	char dir[4096];
 	char *text = NULL;
 	size_t len = 0;
-	struct stat st;
 	int dfd, r;
 
-	snprintf(rel, sizeof(rel), "ocsb/%s", d->agent.name);
-	if (path_join(dir, sizeof(dir), d->paths.run, rel) < 0)
+	dfd = agent_run_dir(d, dir, sizeof(dir), "secrets");
+	if (dfd < 0)
 		return -1;
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("secrets: %s: %s", dir, strerror(-dfd));
-		return -1;
-	}
-	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
-		log_err("secrets: %s must be a root-owned directory not writable by others", dir);
-		close(dfd);
-		return -1;
-	}
 	r = secrets_env_file(s, ssh_project(d), &text, &len);
 	/* /run is tmpfs and the file is rewritten from the record at every start: no fsync. */
 	if (r == 0)

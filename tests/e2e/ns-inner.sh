@@ -150,9 +150,9 @@ for i in "${!KEEP[@]}"; do
 done
 rm -rf "$SCRATCH/keep"
 
-# ocsb-provision gives the agent the ocsb-shell beside it as login shell and refuses one that
-# is not root-owned or is writable by group/others (a build made by a user, run with sudo):
-# a root-owned copy over it, in this namespace only.
+# ocsb-provision copies the ocsb-shell beside it into /var/lib/ocsb/bin for the agent's login
+# and refuses one that is not root-owned or is writable by group/others (a build made by a
+# user, run with sudo): a root-owned copy over it, in this namespace only.
 if [ -f "$OCSB_BUILD/ocsb-shell" ] &&
 	[ "$(stat -c %u "$OCSB_BUILD/ocsb-shell")" != 0 -o -n "$(find "$OCSB_BUILD/ocsb-shell" -perm /022)" ]; then
 	install -m 0755 -o root -g root "$OCSB_BUILD/ocsb-shell" "$SCRATCH/ocsb-shell"
