@@ -256,20 +256,13 @@ void sync_deltas_free(struct sync_deltas *d)
 #define FAST_MAX_ENTRIES 20000
 #define FAST_MAX_REFS 10000
 
-struct oidset {
+/* A stack of ids: the commits still to look at. */
+struct oidstack {
 	git_oid *v;
 	size_t n, cap;
 };
 
-static int oidset_has(const struct oidset *s, const git_oid *id)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (git_oid_equal(&s->v[i], id))
-			return 1;
-	return 0;
-}
-
-static int oidset_add(struct oidset *s, const git_oid *id)
+static int oidstack_push(struct oidstack *s, const git_oid *id)
 {
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 64;
@@ -284,8 +277,58 @@ static int oidset_add(struct oidset *s, const git_oid *id)
 	return 0;
 }
 
+/* Open addressing on the id's first bytes (ids are hashes); the zero id marks a free slot. */
+static size_t oidset_slot(const struct sync_oidset *s, const git_oid *id)
+{
+	size_t h;
+
+	memcpy(&h, id->id, sizeof(h));
+	for (h &= s->cap - 1; !git_oid_is_zero(&s->v[h]); h = (h + 1) & (s->cap - 1))
+		if (git_oid_equal(&s->v[h], id))
+			break;
+	return h;
+}
+
+int sync_oidset_has(const struct sync_oidset *s, const git_oid *id)
+{
+	return s->cap && !git_oid_is_zero(id) && !git_oid_is_zero(&s->v[oidset_slot(s, id)]);
+}
+
+int sync_oidset_add(struct sync_oidset *s, const git_oid *id)
+{
+	size_t h;
+
+	if (git_oid_is_zero(id))
+		return 1; /* never a real object: nothing to remember */
+	if (2 * (s->n + 1) > s->cap) { /* keep at most half full */
+		struct sync_oidset g = {.cap = s->cap ? 2 * s->cap : 64};
+
+		g.v = calloc(g.cap, sizeof(*g.v));
+		if (!g.v)
+			return -1;
+		for (size_t i = 0; i < s->cap; i++)
+			if (!git_oid_is_zero(&s->v[i]))
+				git_oid_cpy(&g.v[oidset_slot(&g, &s->v[i])], &s->v[i]);
+		g.n = s->n;
+		free(s->v);
+		*s = g;
+	}
+	h = oidset_slot(s, id);
+	if (!git_oid_is_zero(&s->v[h]))
+		return 0;
+	git_oid_cpy(&s->v[h], id);
+	s->n++;
+	return 1;
+}
+
+void sync_oidset_free(struct sync_oidset *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
 /* The commits the owner's branches, tags and remote-tracking refs point at. */
-static int ref_tips(git_repository *repo, struct oidset *out)
+static int ref_tips(git_repository *repo, struct sync_oidset *out)
 {
 	git_reference_iterator *it;
 	git_reference *ref;
@@ -301,7 +344,7 @@ static int ref_tips(git_repository *repo, struct oidset *out)
 			    !strncmp(n, "refs/remotes/", 13)) &&
 			git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
 			git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0) {
-			if (out->n >= FAST_MAX_REFS || oidset_add(out, git_object_id(o)) < 0)
+			if (out->n >= FAST_MAX_REFS || sync_oidset_add(out, git_object_id(o)) < 0)
 				ret = -1;
 		}
 		git_object_free(o);
@@ -385,7 +428,8 @@ out:
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n)
 {
-	struct oidset known = {0}, seen = {0}, queue = {0};
+	struct sync_oidset known = {0}, seen = {0};
+	struct oidstack queue = {0};
 	size_t entries = 0;
 	int ret = 0;
 
@@ -395,7 +439,7 @@ int sync_fast_connected(
 	if (ref_tips(repo, &known) < 0)
 		goto out;
 	for (size_t i = 0; i < ntips; i++)
-		if (oidset_add(&queue, &tips[i]) < 0)
+		if (oidstack_push(&queue, &tips[i]) < 0)
 			goto out;
 	while (queue.n) {
 		git_oid id = queue.v[--queue.n];
@@ -403,9 +447,9 @@ int sync_fast_connected(
 		unsigned parents;
 		int r;
 
-		if (oidset_has(&known, &id) || oidset_has(&seen, &id))
+		if (sync_oidset_has(&known, &id) || sync_oidset_has(&seen, &id))
 			continue;
-		if (seen.n >= FAST_MAX_COMMITS || oidset_add(&seen, &id) < 0)
+		if (seen.n >= FAST_MAX_COMMITS || sync_oidset_add(&seen, &id) < 0)
 			goto out;
 		if (git_commit_lookup(&c, repo, &id) < 0) {
 			char hex[GIT_OID_HEXSZ + 1];
@@ -418,7 +462,7 @@ int sync_fast_connected(
 		r = parents ? fast_tree(repo, c, &entries, why, n) : 0;
 		for (unsigned i = 0; r == 1 && i < parents; i++)
 			if (queue.n >= 4 * FAST_MAX_COMMITS ||
-				oidset_add(&queue, git_commit_parent_id(c, i)) < 0)
+				oidstack_push(&queue, git_commit_parent_id(c, i)) < 0)
 				r = 0;
 		git_commit_free(c);
 		if (r != 1) {
@@ -428,8 +472,8 @@ int sync_fast_connected(
 	}
 	ret = 1;
 out:
-	free(known.v);
-	free(seen.v);
+	sync_oidset_free(&known);
+	sync_oidset_free(&seen);
 	free(queue.v);
 	git_error_clear();
 	return ret;

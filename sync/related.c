@@ -39,37 +39,29 @@
  */
 static int no_new_root(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit)
 {
-	size_t cap = 1, nseen = 0, nqueue = 0;
-	git_oid *seen = NULL, *queue = NULL;
-	int ok = 0;
+	struct sync_oidset seen = {0};
+	git_oid *queue;
+	size_t nqueue = 0;
+	int ok = 0, r;
 
 	if (git_oid_equal(from, stop))
 		return 1;
-	while (cap < 2 * limit)
-		cap <<= 1;
-	seen = calloc(cap, sizeof(*seen));
 	queue = calloc(limit + 1, sizeof(*queue));
-	if (!seen || !queue)
-		goto out;
+	if (!queue)
+		return 0;
 	git_oid_cpy(&queue[nqueue++], from);
 	while (nqueue) {
 		git_oid id = queue[--nqueue];
 		git_commit *c = NULL;
-		size_t h;
 		unsigned parents;
 
 		if (git_oid_equal(&id, stop))
 			continue;
-		/* open addressing on the id's first bytes; cap > 2 * nseen */
-		memcpy(&h, id.id, sizeof(h));
-		for (h &= cap - 1; !git_oid_is_zero(&seen[h]); h = (h + 1) & (cap - 1))
-			if (git_oid_equal(&seen[h], &id))
-				break;
-		if (!git_oid_is_zero(&seen[h]))
-			continue;
-		if (++nseen > limit || git_commit_lookup(&c, repo, &id) < 0)
+		r = sync_oidset_add(&seen, &id);
+		if (r == 0)
+			continue; /* seen already */
+		if (r < 0 || seen.n > limit || git_commit_lookup(&c, repo, &id) < 0)
 			goto out;
-		git_oid_cpy(&seen[h], &id);
 		parents = git_commit_parentcount(c);
 		if (parents == 0 || nqueue + parents > limit) {
 			git_commit_free(c);
@@ -81,7 +73,7 @@ static int no_new_root(git_repository *repo, const git_oid *from, const git_oid 
 	}
 	ok = 1;
 out:
-	free(seen);
+	sync_oidset_free(&seen);
 	free(queue);
 	git_error_clear();
 	return ok;

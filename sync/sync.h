@@ -220,6 +220,16 @@ int sync_review_wants_data(const char *path, unsigned mode);
 const char *sync_flag_name(unsigned flag);
 const char *sync_flag_text(unsigned flag);
 
+/* --- diff.c: a set of object ids (open addressing, grows; the zero id is never kept) */
+struct sync_oidset {
+	git_oid *v;
+	size_t n, cap;
+};
+/* 1 added, 0 already there, -1 out of memory. */
+int sync_oidset_add(struct sync_oidset *s, const git_oid *id);
+int sync_oidset_has(const struct sync_oidset *s, const git_oid *id);
+void sync_oidset_free(struct sync_oidset *s);
+
 /* --- related.c: "these histories share no commit", carried from one pull to the next */
 /*
  * 1 if t2 and h2 provably share no commit, given that t and h share none: neither

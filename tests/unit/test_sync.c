@@ -1105,9 +1105,38 @@ static void fast_connectivity_types(void **state)
 	git_repository_free(repo);
 }
 
+/* The id set the walks share: grows, keeps each id once, never keeps the zero id. */
+static void oidset_basics(void **state)
+{
+	struct sync_oidset set = {0};
+	git_oid id, zero;
+
+	(void)state;
+	memset(&zero, 0, sizeof(zero));
+	for (unsigned i = 0; i < 5000; i++) {
+		git_odb_hash(&id, &i, sizeof(i), GIT_OBJECT_BLOB);
+		assert_int_equal(sync_oidset_add(&set, &id), 1);
+		assert_int_equal(sync_oidset_add(&set, &id), 0);
+	}
+	assert_int_equal(set.n, 5000);
+	assert_true(set.cap >= 2 * set.n);
+	for (unsigned i = 0; i < 5000; i++) {
+		git_odb_hash(&id, &i, sizeof(i), GIT_OBJECT_BLOB);
+		assert_true(sync_oidset_has(&set, &id));
+	}
+	git_odb_hash(&id, "absent", 6, GIT_OBJECT_BLOB);
+	assert_false(sync_oidset_has(&set, &id));
+	assert_int_equal(sync_oidset_add(&set, &zero), 1);
+	assert_false(sync_oidset_has(&set, &zero));
+	assert_int_equal(set.n, 5000);
+	sync_oidset_free(&set);
+	assert_false(sync_oidset_has(&set, &id));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(oidset_basics),
 		cmocka_unit_test(refs_good),
 		cmocka_unit_test(refs_outside_heads),
 		cmocka_unit_test(refs_git_syntax),
