@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "fileops.h"
 
@@ -99,25 +101,44 @@ int procs_count_uid(uid_t uid)
 	return scan(uid, 0);
 }
 
+/*
+ * 1 when pid runs exe. exe may be a link: Debian 13's /usr/sbin/squid is an alternatives
+ * link to squid-gnutls or squid-openssl, and /proc/PID/exe names the file itself. So:
+ * the same file (device and inode), or a file of exe's resolved name that an upgrade has
+ * since replaced (the kernel appends " (deleted)").
+ */
+static int exe_is(long pid, const char *exe)
+{
+	char link[64], got[PATH_MAX], real[PATH_MAX];
+	struct stat a, b;
+	size_t el;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+	if (stat(link, &a) == 0 && stat(exe, &b) == 0 && a.st_dev == b.st_dev &&
+		a.st_ino == b.st_ino)
+		return 1;
+	n = readlink(link, got, sizeof(got) - 1);
+	if (n < 0)
+		return 0;
+	got[n] = '\0';
+	if (!realpath(exe, real) && snprintf(real, sizeof(real), "%s", exe) >= (int)sizeof(real))
+		return 0;
+	el = strlen(real);
+	return strncmp(got, real, el) == 0 &&
+		(got[el] == '\0' || strcmp(got + el, " (deleted)") == 0);
+}
+
 int procs_pidfile(const char *pidfile, const char *exe)
 {
-	char *data = NULL, link[64], got[4096];
-	size_t el = strlen(exe);
-	ssize_t n;
+	char *data = NULL;
 	long pid;
 
 	if (fo_read(pidfile, 64, &data, NULL) < 0)
 		return -ENOENT;
 	pid = strtol(data, NULL, 10);
 	free(data);
-	if (pid <= 1)
-		return -ENOENT;
-	snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
-	n = readlink(link, got, sizeof(got) - 1);
-	if (n < 0)
-		return -ENOENT;
-	got[n] = '\0';
-	if (strncmp(got, exe, el) != 0 || (got[el] != '\0' && strcmp(got + el, " (deleted)") != 0))
+	if (pid <= 1 || pid > INT_MAX || !exe_is(pid, exe))
 		return -ENOENT;
 	return (int)pid;
 }

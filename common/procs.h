@@ -12,9 +12,9 @@
  */
 int procs_signal_uid(uid_t uid, int sig, int until_none);
 /*
- * The pid in pidfile when that process still runs `exe` (an absolute path; a binary
- * replaced by an upgrade, "exe (deleted)", counts too). A stale file naming another
- * program by now gives -ENOENT.
+ * The pid in pidfile when that process still runs `exe` (an absolute path, maybe a link to
+ * the real binary as alternatives make it; a binary replaced by an upgrade,
+ * "exe (deleted)", counts too). A stale file naming another program by now gives -ENOENT.
  */
 int procs_pidfile(const char *pidfile, const char *exe);
 /*

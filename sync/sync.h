@@ -9,6 +9,16 @@
 
 #include <git2.h>
 #include <git2/sys/transport.h>
+/*
+ * git_error_set_str, git_error_set_oom and git_error_clear: declared by <git2/errors.h> up to
+ * libgit2 1.7 (Debian 12 has 1.5), by <git2/sys/errors.h> from 1.8 on (Debian 13 has 1.9).
+ * The functions are the same in both; only the header moved.
+ */
+#if defined(__has_include)
+#if __has_include(<git2/sys/errors.h>)
+#include <git2/sys/errors.h>
+#endif
+#endif
 
 /*
  * ocsb sync: git exchange between the owner's repository and the agent's clone,

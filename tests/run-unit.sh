@@ -7,6 +7,10 @@
 # crashes, stops early or prints no plan counts as one failure, named.
 # Started as root, the binaries run as nobody (65534) from a copy in a temp dir:
 # unit tests must prove they need no privilege. Exit 1 on any failure.
+# Every binary gets an environment built from nothing: its own empty HOME (the caller's may
+# be one that nobody cannot enter: /root is 0700 on stock Debian), its own TMPDIR, the C
+# locale and a fixed PATH, so a result never depends on the machine's HOME, locale or
+# dotfiles. Only the sanitizers' *_OPTIONS pass through.
 set -u
 
 if [ $# -eq 0 ]; then
@@ -27,8 +31,21 @@ else
 fi
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
-# bin: copies of the binaries, readable by nobody; tmp: the tests' TMPDIR.
-chmod 0755 "$work" && mkdir "$work/bin" "$work/tmp" && chmod 1777 "$work/tmp" || exit 1
+# bin: copies of the binaries, readable by nobody; tmp: the tests' TMPDIR; home: their HOME.
+chmod 0755 "$work" && mkdir "$work/bin" "$work/tmp" "$work/home" &&
+	chmod 1777 "$work/tmp" || exit 1
+if [ $ROOT = 1 ]; then
+	chown $NOBODY:$NOBODY "$work/home" || exit 1
+fi
+
+# The environment of one test binary (see the top).
+testenv() {
+	env -i HOME="$work/home" TMPDIR="$work/tmp" PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		LC_ALL=C CMOCKA_MESSAGE_OUTPUT=TAP \
+		${ASAN_OPTIONS+ASAN_OPTIONS="$ASAN_OPTIONS"} \
+		${UBSAN_OPTIONS+UBSAN_OPTIONS="$UBSAN_OPTIONS"} \
+		${LSAN_OPTIONS+LSAN_OPTIONS="$LSAN_OPTIONS"} "$@"
+}
 
 # One binary's TAP as "plan results passed failed skipped" (plan -1: none printed).
 tally() {
@@ -59,16 +76,13 @@ for bin in "$@"; do
 	fi
 	if [ $ROOT = 1 ] && [ "${name#test_priv}" != "$name" ]; then
 		# Privilege tests need root; everything else must not.
-		TMPDIR="$work/tmp" CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "$LIMIT" \
-			"$bin" >"$out" 2>"$err"
+		testenv timeout -k 10 "$LIMIT" "$bin" >"$out" 2>"$err"
 	elif [ $ROOT = 1 ]; then
 		cp "$bin" "$work/bin/$name" && chmod 0755 "$work/bin/$name" || exit 1
-		(cd "$work/tmp" && TMPDIR="$work/tmp" CMOCKA_MESSAGE_OUTPUT=TAP \
-			timeout -k 10 "$LIMIT" setpriv --reuid=$NOBODY --regid=$NOBODY \
-			--clear-groups -- "$work/bin/$name") >"$out" 2>"$err"
+		(cd "$work/tmp" && testenv timeout -k 10 "$LIMIT" setpriv --reuid=$NOBODY \
+			--regid=$NOBODY --clear-groups -- "$work/bin/$name") >"$out" 2>"$err"
 	else
-		TMPDIR="$work/tmp" CMOCKA_MESSAGE_OUTPUT=TAP timeout -k 10 "$LIMIT" \
-			"$bin" >"$out" 2>"$err"
+		testenv timeout -k 10 "$LIMIT" "$bin" >"$out" 2>"$err"
 	fi
 	rc=$?
 	cat "$out"

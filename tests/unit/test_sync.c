@@ -1175,6 +1175,15 @@ int main(void)
 	int r;
 
 	git_libgit2_init();
+	/*
+	 * These tests need no configuration: none is read, whatever HOME says (a HOME the test
+	 * user cannot enter made every diff fail with EACCES on stock Debian, /root 0700).
+	 */
+	for (int lvl = GIT_CONFIG_LEVEL_PROGRAMDATA; lvl <= GIT_CONFIG_LEVEL_GLOBAL; lvl++)
+		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, lvl, "") < 0) {
+			fprintf(stderr, "git_libgit2_opts(SET_SEARCH_PATH, %d) failed\n", lvl);
+			return 1;
+		}
 	r = cmocka_run_group_tests(tests, NULL, NULL);
 	git_libgit2_shutdown();
 	return r;
