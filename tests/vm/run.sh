@@ -18,6 +18,7 @@
 #   OCSB_VM_KEEP=1    keep the per-run directory (tree, image, serial logs)
 #   OCSB_VM_ACCEL     kvm or tcg: skip the KVM probe
 #   OCSB_VM_MEM       guest memory in MiB (default 3072)
+#   OCSB_VM_BASE      a guest base tarball to use instead of the cached one (debugging)
 set -u
 export LC_ALL=C
 
@@ -164,7 +165,7 @@ run_guest() {
 	while :; do
 		# Copy the complete lines that arrived since the last look.
 		local total
-		total=$(grep -c '' "$tap" 2>/dev/null || echo 0)
+		total=$(wc -l <"$tap")
 		if [ "$total" -gt "$n" ]; then
 			while IFS= read -r line; do
 				line=${line%$'\r'}
