@@ -124,6 +124,18 @@ check_output "the agent's slice has a memory limit (MemoryMax)" '^MemoryMax=[0-9
 check_output "control: the owner's slice has no IPAddressDeny" '^IPAddressDeny=$' \
 	systemctl show "user-$OWNER_UID.slice" -p IPAddressDeny
 
+# --- the proxy port is ocsb's: Debian's squid package (a dependency) starts squid.service on
+# 3128 by default, which would hold the port the netlock opens to the agent.
+proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
+	local pid
+	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
+	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
+}
+wait_for 60 bash -c "ss -Htln 'sport = :3128' | grep -q LISTEN"
+check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
+check_fails "Debian's squid.service is not running beside it" systemctl -q is-active squid
+
 # --- OpenCode under the unit
 field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
 	ocsb status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" \
@@ -153,7 +165,7 @@ PW=$(field password)
 check_output "without the password: 401" '^401$' \
 	curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$URL/global/health"
 OC_PID=$(field pid 2)
-check_output "OpenCode runs as $AGENT" "^$AGENT\$" ps -o user= -p "${OC_PID:-0}"
+check_output "OpenCode runs as $AGENT" "^$AGENT\$" ps -o user= -p "${OC_PID:-1}"
 OC_CG=$(sed -n 's/^0:://p' "/proc/${OC_PID:-0}/cgroup" 2>/dev/null)
 check_output "OpenCode's cgroup is under ocsb-agentd.service" \
 	'^/system\.slice/ocsb-agentd\.service/' echo "$OC_CG"
