@@ -90,9 +90,10 @@ note "ocsb: $(dpkg-query -W -f='${Version}' ocsb 2>/dev/null || echo 'staged ins
 
 # --- an owner with a key and a project, as on a developer's machine
 useradd -m -s /bin/bash "$OWNER"
-as_owner mkdir -p "/home/$OWNER/.ssh" "$PROJECT"
+# As a user would: ssh-keygen makes ~/.ssh 0700; authorized_keys 0600.
+as_owner mkdir -p "$PROJECT"
 as_owner ssh-keygen -q -t ed25519 -N '' -f "/home/$OWNER/.ssh/id_ed25519"
-as_owner cp "/home/$OWNER/.ssh/id_ed25519.pub" "/home/$OWNER/.ssh/authorized_keys"
+as_owner install -m 0600 "/home/$OWNER/.ssh/id_ed25519.pub" "/home/$OWNER/.ssh/authorized_keys"
 as_owner git -C "$PROJECT" init -q -b main
 as_owner git -C "$PROJECT" -c user.name=Dev -c user.email=dev@example.invalid \
 	commit -q --allow-empty -m first
