@@ -80,8 +80,8 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
-.PHONY: all clean install uninstall test test-unit test-e2e test-all deps format format-check bench \
-	deb deb-install
+.PHONY: all clean install uninstall test test-unit test-e2e test-all test-vm deps format format-check \
+	bench deb deb-install
 all: $(PROGRAMS) $(UNIT_FILE)
 
 $(BUILDDIR)/%.o: %.c
@@ -149,6 +149,12 @@ test-e2e: $(PROGRAMS)
 # The whole suite with one summary line (unit + end-to-end); `test` is its alias.
 test: $(PROGRAMS) $(UNIT_BIN)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/run-all.sh $(UNIT_BIN)
+
+# The VM tier (tests/vm/): Debian 12 and 13 guests under QEMU, systemd, cgroup v2, logind.
+# Root; slow (software emulation); VM_RELEASES picks the releases (default both).
+VM_RELEASES ?=
+test-vm:
+	@tests/vm/run.sh $(VM_RELEASES)
 
 # What a fresh machine and CI run: install what the build and tests need, then everything.
 test-all: deps

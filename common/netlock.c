@@ -515,7 +515,7 @@ static const char *netlock_hint(int e)
 	return e == EPERM ? ": needs root (CAP_NET_ADMIN)" : "";
 }
 
-static long netlock_now_ms(void)
+long netlock_now_ms(void)
 {
 	struct timespec ts;
 
@@ -540,16 +540,15 @@ static struct mnl_socket *netlock_socket(int *ret_err)
 }
 
 /* Wait for the socket to be readable: 0, or -ETIMEDOUT / -errno. */
-static int netlock_wait(struct mnl_socket *nl, long deadline)
+int netlock_wait(struct mnl_socket *nl, long deadline)
 {
 	for (;;) {
 		struct pollfd pf = {.fd = mnl_socket_get_fd(nl), .events = POLLIN};
 		long left = deadline - netlock_now_ms();
 		int r;
 
-		if (left <= 0)
-			return -ETIMEDOUT;
-		r = poll(&pf, 1, (int)left);
+		/* Past the deadline, still take what is queued already. */
+		r = poll(&pf, 1, left > 0 ? (int)left : 0);
 		if (r > 0)
 			return 0;
 		if (r == 0)
@@ -566,7 +565,7 @@ static int netlock_wait(struct mnl_socket *nl, long deadline)
  */
 static int netlock_query(struct mnl_socket *nl, struct nlmsghdr *req, mnl_cb_t cb, void *data)
 {
-	long deadline = netlock_now_ms() + NETLOCK_TIMEOUT_MS;
+	long deadline;
 	uint32_t seq = req->nlmsg_seq, portid = mnl_socket_get_portid(nl);
 	char *buf = malloc(NETLOCK_RCVBUF);
 	int rc = 0;
@@ -577,6 +576,7 @@ static int netlock_query(struct mnl_socket *nl, struct nlmsghdr *req, mnl_cb_t c
 		rc = -errno;
 		goto out;
 	}
+	deadline = netlock_now_ms() + NETLOCK_TIMEOUT_MS;
 	for (;;) {
 		ssize_t n;
 		int r;
@@ -821,7 +821,7 @@ static int netlock_batch_rule(struct netlock_batch *nb, const struct netlock_rul
 static int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, size_t *ret_bad)
 {
 	struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
-	long deadline = netlock_now_ms() + NETLOCK_TIMEOUT_MS;
+	long deadline;
 	uint32_t portid = mnl_socket_get_portid(nl);
 	size_t acked = 0, bad = nb->n;
 	struct msghdr mh = {0};
@@ -849,6 +849,8 @@ static int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, s
 		rc = -errno;
 		goto out;
 	}
+	/* From here: sendmsg itself may have taken seconds (modules loaded on first use). */
+	deadline = netlock_now_ms() + NETLOCK_TIMEOUT_MS;
 	while (acked < nb->n && !fail) {
 		ssize_t got;
 		int len;

@@ -85,6 +85,16 @@ int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
 /* Delete the table; a missing table is success. 0 or -1 with err. */
 int netlock_remove(char *err, size_t errlen);
 
+/*
+ * Internal, for tests: the monotonic clock in ms, and waiting for the kernel's answer on nl
+ * until deadline (that clock). Answers already queued are reported ready even after the
+ * deadline (sending can take longer than the whole budget: the kernel loads nf_tables
+ * modules in the sender's context). 0 ready, -ETIMEDOUT, or -errno.
+ */
+struct mnl_socket;
+long netlock_now_ms(void);
+int netlock_wait(struct mnl_socket *nl, long deadline);
+
 /* 1 the table exists, 0 it does not, or a negative errno (-EPERM: no CAP_NET_ADMIN). */
 int netlock_exists(void);
 

@@ -1,0 +1,225 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# run.sh [bookworm|trixie ...]: the VM tier. For each Debian release (default: both), a real
+# guest with systemd, cgroup v2 and logind boots under QEMU with no network device, installs
+# nothing from the network, and runs tests/vm/scenario.sh from a systemd oneshot unit. The
+# scenario prints TAP to the guest's second serial port; this script copies each ok/not ok
+# line into its own output (prefixed with the release) and adds a "not ok" for a guest that
+# never reports, stops early or times out. Ends with "N passed, N failed, N skipped".
+#
+# Images (tests/vm/image.sh) are cached under $OCSB_VM_CACHE (default /var/tmp/ocsb-vm) by
+# release and package list; each run works on a copy.
+#
+# Environment:
+#   OCSB_VM_DEB       an ocsb .deb to install (one release only); default: build/matrix/
+#                     <release>/ocsb_*.deb when present, else built for the release in a chroot
+#   OCSB_VM_TIMEOUT   seconds per guest, boot to power-off (default 1500)
+#   OCSB_VM_KEEP=1    keep the per-run directory (tree, image, serial logs)
+#   OCSB_VM_ACCEL     kvm or tcg: skip the KVM probe
+#   OCSB_VM_MEM       guest memory in MiB (default 3072)
+#   OCSB_VM_BASE      a guest base tarball to use instead of the cached one (debugging)
+set -u
+export LC_ALL=C
+
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$VM_DIR/../.." && pwd)
+CACHE=${OCSB_VM_CACHE:-/var/tmp/ocsb-vm}
+TIMEOUT=${OCSB_VM_TIMEOUT:-1500}
+MEM=${OCSB_VM_MEM:-3072}
+OC_PREFIX=$(sed -n 's/^#define OCSB_OPENCODE_PREFIX "\(.*\)"$/\1/p' "$REPO/common/opencode.h")
+
+LOG=$(mktemp /tmp/ocsb-vm-log.XXXXXX)
+out() { printf '%s\n' "$*" | tee -a "$LOG"; }
+say_ok() { out "ok - $1"; }
+say_not_ok() {
+	out "not ok - $1"
+	shift
+	local t
+	for t in "$@"; do
+		[ -n "$t" ] && printf '%s\n' "$t" | tail -n 30 | sed 's/^/  # /'
+	done
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+summary() {
+	local results skips passed notok skipped
+	results=$(grep -E '^(not )?ok( [0-9]+)?( |$)' "$LOG")
+	skips=$(grep -iE '# skip' <<<"$results")
+	passed=$(grep -viE '# skip' <<<"$results" | grep -c '^ok')
+	notok=$(grep -viE '# skip' <<<"$results" | grep -c '^not ok')
+	skipped=$(grep -c . <<<"$skips")
+	echo "$passed passed, $notok failed, $skipped skipped"
+	rm -f "$LOG"
+	[ "$notok" -eq 0 ] && [ "$passed" -gt 0 ]
+}
+
+if [ "$(id -u)" -ne 0 ]; then
+	say_ok "vm tier # SKIP needs root (run: sudo make test-vm)"
+	summary
+	exit
+fi
+missing=()
+for tool in mmdebstrap qemu-system-x86_64 mkfs.ext4 unshare chroot timeout; do
+	command -v "$tool" >/dev/null || missing+=("$tool")
+done
+[ -x "$OC_PREFIX/node_modules/opencode-linux-x64/bin/opencode" ] || missing+=("OpenCode in $OC_PREFIX (make deps)")
+if [ "${#missing[@]}" -gt 0 ]; then
+	say_not_ok "vm tier prerequisites" "missing: ${missing[*]}" \
+		"apt-get install qemu-system-x86 qemu-utils mmdebstrap e2fsprogs; make deps"
+	summary
+	exit
+fi
+
+RELEASES=("$@")
+[ "${#RELEASES[@]}" -gt 0 ] || RELEASES=(bookworm trixie)
+for r in "${RELEASES[@]}"; do
+	case $r in
+	bookworm | trixie) ;;
+	*) say_not_ok "unknown release '$r' (bookworm or trixie)"; summary; exit ;;
+	esac
+done
+if [ -n "${OCSB_VM_DEB:-}" ] && [ "${#RELEASES[@]}" -ne 1 ]; then
+	say_not_ok "OCSB_VM_DEB names one package: give exactly one release"
+	summary
+	exit
+fi
+mkdir -p "$CACHE"
+
+# shellcheck source=tests/vm/image.sh
+. "$VM_DIR/image.sh"
+
+# KVM: /dev/kvm may exist and still hang guests. Boot the kernel alone under KVM and wait a
+# few seconds for its first console line; anything else is TCG. Decided once per run.
+ACCEL=${OCSB_VM_ACCEL:-}
+probe_kvm() { # probe_kvm KERNEL
+	local con pid i
+	[ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] || return 1
+	con=$(mktemp /tmp/ocsb-vm-kvm.XXXXXX)
+	qemu-system-x86_64 -accel kvm -cpu host -m 256 -kernel "$1" \
+		-append "console=ttyS0 panic=-1" -no-reboot -nic none -display none \
+		-serial "file:$con" -monitor none >/dev/null 2>&1 &
+	pid=$!
+	for i in $(seq 1 20); do
+		sleep 0.5
+		[ -s "$con" ] && break
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	if grep -q 'Linux version' "$con"; then
+		rm -f "$con"
+		return 0
+	fi
+	rm -f "$con"
+	return 1
+}
+
+# run_guest RELEASE TREE: image the tree, boot it, relay the TAP. Sets BOOT_* timings.
+run_guest() {
+	local rel=$1 tree=$2 rundir=$3 kernel initrd img con tap qpid t0 first= i n deadline
+	local line accel_args
+	kernel=$(ls "$tree"/boot/vmlinuz-* | sort -V | tail -n 1)
+	initrd=$(ls "$tree"/boot/initrd.img-* | sort -V | tail -n 1)
+	img=$rundir/disk.img
+	con=$rundir/console.log
+	tap=$rundir/tap.log
+	# The kernel and initrd are read from the host's copy; the guest keeps its own.
+	cp "$kernel" "$rundir/vmlinuz" && cp "$initrd" "$rundir/initrd.img" || return 1
+	local size_mb
+	size_mb=$(($(du -sm "$tree" | cut -f1) + 3072))
+	rm -f "$img"
+	truncate -s "${size_mb}M" "$img" || return 1
+	local t_mk
+	t_mk=$(now)
+	if ! mkfs.ext4 -q -F -L ocsb-root -d "$tree" "$img" >"$rundir/mkfs.log" 2>&1; then
+		say_not_ok "$rel: mkfs.ext4 -d of the guest tree" "$(cat "$rundir/mkfs.log")"
+		return 1
+	fi
+	out "# $rel: disk image ${size_mb} MiB made in $(elapsed "$t_mk") s"
+	if [ -z "$ACCEL" ]; then
+		if probe_kvm "$rundir/vmlinuz"; then ACCEL=kvm; else ACCEL=tcg; fi
+		out "# accelerator: $ACCEL (KVM probe: $([ "$ACCEL" = kvm ] && echo kernel printed || echo no console output or no /dev/kvm))"
+	fi
+	if [ "$ACCEL" = kvm ]; then
+		accel_args=(-accel kvm -cpu host)
+	else
+		accel_args=(-accel tcg,thread=multi -cpu max)
+	fi
+	: >"$con"
+	: >"$tap"
+	t0=$(now)
+	# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP only.
+	qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" -smp 2 \
+		-kernel "$rundir/vmlinuz" -initrd "$rundir/initrd.img" \
+		-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1" \
+		-drive "file=$img,if=virtio,format=raw" -nic none -display none -no-reboot \
+		-monitor none -serial "file:$con" -serial "file:$tap" \
+		>"$rundir/qemu.log" 2>&1 &
+	qpid=$!
+	deadline=$(($(date +%s) + TIMEOUT))
+	n=0
+	BOOT_FIRST=
+	BOOT_END=
+	local done_seen=
+	while :; do
+		# Copy the complete lines that arrived since the last look.
+		local total
+		total=$(wc -l <"$tap")
+		if [ "$total" -gt "$n" ]; then
+			while IFS= read -r line; do
+				line=${line%$'\r'}
+				case $line in
+				'ok '* | 'not ok '*)
+					[ -n "$BOOT_FIRST" ] || BOOT_FIRST=$(elapsed "$t0")
+					line=$(sed -E 's/^(not ok|ok) - /\1 - '"$rel"': /' <<<"$line")
+					out "$line"
+					;;
+				'# END'*) done_seen=1 ;;
+				'#'* | '  #'*) out "$line" ;;
+				esac
+			done < <(sed -n "$((n + 1)),${total}p" "$tap")
+			n=$total
+		fi
+		if ! kill -0 "$qpid" 2>/dev/null; then
+			break
+		fi
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			kill "$qpid" 2>/dev/null
+			wait "$qpid" 2>/dev/null
+			say_not_ok "$rel: guest finished within ${TIMEOUT} s" "last console lines:" \
+				"$(tail -n 20 "$con" | tr -d '\r')"
+			break
+		fi
+		sleep 1
+	done
+	wait "$qpid" 2>/dev/null
+	BOOT_END=$(elapsed "$t0")
+	if [ -z "$BOOT_FIRST" ]; then
+		say_not_ok "$rel: the guest reported TAP" "console:" "$(tail -n 30 "$con" | tr -d '\r')"
+	elif [ -z "$done_seen" ]; then
+		say_not_ok "$rel: the scenario ran to its end (no '# END' line)" \
+			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
+	else
+		say_ok "$rel: the scenario ran to its end and the guest powered off"
+	fi
+	return 0
+}
+
+TIER0=$(now)
+for rel in "${RELEASES[@]}"; do
+	t_rel=$(now)
+	out "# == $rel"
+	rundir=$(mktemp -d "$CACHE/run-$rel.XXXXXX")
+	if prepare_guest "$rel" "$rundir"; then
+		run_guest "$rel" "$rundir/tree" "$rundir"
+		out "# $rel timings: package ${PKG_TIME:-?} s ($PKG_HOW), image ${IMAGE_TIME:-?} s ($IMAGE_HOW), guest tree ${TREE_TIME:-?} s, boot to first TAP line ${BOOT_FIRST:-none} s, boot to power-off ${BOOT_END:-?} s, release total $(elapsed "$t_rel") s"
+	fi
+	if [ "${OCSB_VM_KEEP:-}" = 1 ]; then
+		out "# $rel: kept $rundir"
+	else
+		rm -rf "$rundir"
+	fi
+done
+out "# vm tier: $(elapsed "$TIER0") s for ${RELEASES[*]}"
+summary

@@ -1,0 +1,233 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# The VM tier's scenario, run as root inside a Debian guest by ocsb-vm-scenario.service once
+# the machine is up (tests/vm/run.sh builds the guest). It does what a user does on a real
+# machine with systemd, cgroup v2 and logind: provisions an owner's project, then checks the
+# unit, the slice drop-in, OpenCode under the unit, an ssh session of the agent and its cgroup,
+# and `ocsb doctor`. TAP ("ok - ...", "not ok - ...", details "  # ...") goes to /dev/ttyS1,
+# which the host reads; "# END" last. The unit powers the guest off afterwards.
+set -u
+export LC_ALL=C PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+TAP=${OCSB_VM_TAP:-/dev/ttyS1}
+exec 3>"$TAP"
+REL=$(cat /usr/local/lib/ocsb-vm/release 2>/dev/null || echo unknown)
+OWNER=dev
+AGENT=ai-dev
+PROJECT=/home/$OWNER/code/p
+WORK=/var/tmp/ocsb-vm-work
+mkdir -p "$WORK"
+
+tap() { printf '%s\n' "$*" >&3; echo "TAP: $*"; }
+pass() { tap "ok - $1"; }
+fail() {
+	tap "not ok - $1"
+	shift
+	local t
+	for t in "$@"; do
+		[ -n "$t" ] && printf '%s\n' "$t" | tail -n 25 | sed 's/^/  # /' >&3
+	done
+}
+skip() { tap "ok - $1 # SKIP $2"; }
+note() { tap "# $*"; }
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# check DESC CMD...: ok when CMD exits 0 (its output as detail otherwise)
+check() {
+	local d=$1 o
+	shift
+	if o=$("$@" 2>&1); then pass "$d"; else fail "$d" "$o"; fi
+}
+# check_output DESC ERE CMD...: ok when CMD's output matches ERE
+check_output() {
+	local d=$1 re=$2 o
+	shift 2
+	o=$("$@" 2>&1)
+	if grep -qE -- "$re" <<<"$o"; then pass "$d"; else fail "$d" "expected /$re/ in:" "$o"; fi
+}
+# check_fails DESC CMD...: ok when CMD exits non-zero
+check_fails() {
+	local d=$1 o
+	shift
+	if o=$("$@" 2>&1); then fail "$d" "succeeded:" "$o"; else pass "$d"; fi
+}
+wait_for() { # wait_for SECONDS CMD...
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 1
+	done
+}
+as_owner() { runuser -u "$OWNER" -- "$@"; }
+owner_ssh() { # owner_ssh USER@HOST CMD...
+	local to=$1
+	shift
+	as_owner ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new -o ConnectTimeout=20 \
+		-o LogLevel=ERROR "$to" "$@"
+}
+
+note "release $REL, kernel $(uname -r), systemd $(systemctl --version | sed -n '1s/^systemd \([0-9]*\).*/\1/p'), scenario started at uptime $(uptime_s) s"
+
+# --- the machine is what the tier is for
+check_output "PID 1 is systemd" '/systemd$' readlink /proc/1/exe
+check_output "cgroup v2 only (unified hierarchy)" '^cgroup2fs$' stat -fc %T /sys/fs/cgroup
+CONTROLLERS=$(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)
+note "cgroup v2 controllers: $CONTROLLERS"
+check "cgroup v2 controllers include cpu, memory, pids" \
+	bash -c 'c=" $1 "; [[ $c == *" cpu "* && $c == *" memory "* && $c == *" pids "* ]] || { echo "$1"; exit 1; }' sh "$CONTROLLERS"
+check "systemd-logind is active" systemctl is-active systemd-logind
+DMI_NAME=$(cat /sys/class/dmi/id/product_name 2>/dev/null)
+if [ -n "$DMI_NAME" ]; then
+	pass "the guest has DMI (/sys/class/dmi/id/product_name: $DMI_NAME)"
+else
+	fail "the guest has DMI (/sys/class/dmi/id/product_name)" "$(ls -l /sys/class/dmi/id 2>&1)"
+fi
+check_fails "no network device but loopback" bash -c 'ls /sys/class/net | grep -vx lo'
+check "the package is installed (dpkg)" bash -c 'dpkg-query -W -f="\${Status} \${Version}\n" ocsb | grep "install ok installed" || test -x /usr/sbin/ocsb-provision'
+note "ocsb: $(dpkg-query -W -f='${Version}' ocsb 2>/dev/null || echo 'staged install, no package')"
+
+# --- an owner with a key and a project, as on a developer's machine
+useradd -m -s /bin/bash "$OWNER"
+# As a user would: ssh-keygen makes ~/.ssh 0700; authorized_keys 0600.
+as_owner mkdir -p "$PROJECT"
+as_owner ssh-keygen -q -t ed25519 -N '' -f "/home/$OWNER/.ssh/id_ed25519"
+as_owner install -m 0600 "/home/$OWNER/.ssh/id_ed25519.pub" "/home/$OWNER/.ssh/authorized_keys"
+as_owner git -C "$PROJECT" init -q -b main
+as_owner git -C "$PROJECT" -c user.name=Dev -c user.email=dev@example.invalid \
+	commit -q --allow-empty -m first
+
+t_prov=$(uptime_s)
+if prov_out=$(ocsb-provision --owner "$OWNER" --project "$PROJECT" 2>&1); then
+	pass "ocsb-provision --owner $OWNER --project $PROJECT"
+else
+	fail "ocsb-provision --owner $OWNER --project $PROJECT (exit $?)" "$prov_out"
+fi
+echo "$prov_out"
+note "provisioning took $(awk -v a="$t_prov" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }') s"
+AGENT_UID=$(id -u "$AGENT" 2>/dev/null)
+OWNER_UID=$(id -u "$OWNER")
+
+# --- the unit and the slice drop-in
+check_output "ocsb-agentd.service is enabled" '^enabled$' systemctl is-enabled ocsb-agentd
+check_output "ocsb-agentd.service is active" '^active$' systemctl is-active ocsb-agentd
+check_output "the agent's slice loads ocsb's drop-in" "user-$AGENT_UID.slice.d/ocsb.conf" \
+	systemctl show "user-$AGENT_UID.slice" -p DropInPaths
+check_output "the agent's slice denies every address (IPAddressDeny)" \
+	'^IPAddressDeny=.*(0\.0\.0\.0/0|any)' systemctl show "user-$AGENT_UID.slice" -p IPAddressDeny
+check_output "the agent's slice allows loopback only (IPAddressAllow)" \
+	'^IPAddressAllow=.*127\.0\.0\.0/8' systemctl show "user-$AGENT_UID.slice" -p IPAddressAllow
+check_output "the agent's slice has a task limit (TasksMax)" '^TasksMax=[0-9]+$' \
+	systemctl show "user-$AGENT_UID.slice" -p TasksMax
+check_output "the agent's slice has a memory limit (MemoryMax)" '^MemoryMax=[0-9]+$' \
+	systemctl show "user-$AGENT_UID.slice" -p MemoryMax
+check_output "control: the owner's slice has no IPAddressDeny" '^IPAddressDeny=$' \
+	systemctl show "user-$OWNER_UID.slice" -p IPAddressDeny
+
+# --- the proxy port is ocsb's: Debian's squid package (a dependency) starts squid.service on
+# 3128 by default, which would hold the port the netlock opens to the agent.
+proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
+	local pid
+	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
+	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
+}
+wait_for 60 bash -c "ss -Htln 'sport = :3128' | grep -q LISTEN"
+check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
+check_fails "Debian's squid.service is not running beside it" systemctl -q is-active squid
+
+# --- OpenCode under the unit
+field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
+	ocsb status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" \
+		'$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'
+}
+answers() {
+	local url pw
+	url=$(field url)
+	pw=$(field password)
+	[ -n "$url" ] && [ -n "$pw" ] || return 1
+	[ "$(curl -s --max-time 2 -o /dev/null -w '%{http_code}' -u "opencode:$pw" \
+		"$url/global/health")" = 200 ]
+}
+t_oc=$(uptime_s)
+# (No wait when the unit is not running: nothing would answer.)
+if systemctl -q is-active ocsb-agentd && wait_for 300 answers; then
+	t_ready=$(uptime_s)
+	pass "OpenCode answers under the unit (200 with the password from ocsb status)"
+	note "OpenCode ready at uptime $t_ready s, $(awk -v a="$t_oc" -v b="$t_ready" 'BEGIN { printf "%.1f", b - a }') s after provisioning returned"
+	tap "# TIMING opencode-ready-uptime $t_ready"
+else
+	fail "OpenCode answers under the unit within 300 s" "$(ocsb status 2>&1)" \
+		"$(journalctl -u ocsb-agentd --no-pager -n 30 2>&1)"
+fi
+URL=$(field url)
+PW=$(field password)
+check_output "without the password: 401" '^401$' \
+	curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$URL/global/health"
+OC_PID=$(field pid 2)
+check_output "OpenCode runs as $AGENT" "^$AGENT\$" ps -o user= -p "${OC_PID:-1}"
+OC_CG=$(sed -n 's/^0:://p' "/proc/${OC_PID:-0}/cgroup" 2>/dev/null)
+check_output "OpenCode's cgroup is under ocsb-agentd.service" \
+	'^/system\.slice/ocsb-agentd\.service/' echo "$OC_CG"
+
+# --- ssh as the agent: the session's cgroup is the agent's, with its limits
+sess_cg=$(owner_ssh "$AGENT@localhost" cat /proc/self/cgroup 2>"$WORK/ssh.err")
+if [ -n "$sess_cg" ]; then
+	pass "ssh $AGENT@localhost as $OWNER works"
+else
+	fail "ssh $AGENT@localhost as $OWNER works" "$(cat "$WORK/ssh.err")" \
+		"$(journalctl -u ssh --no-pager -n 20 2>&1)"
+fi
+SESS_CG=$(sed -n 's/^0:://p' <<<"$sess_cg")
+note "agent session cgroup: $SESS_CG; OpenCode's: $OC_CG"
+check_output "the agent's ssh session is in ocsb-agentd's agent cgroup" \
+	'^/system\.slice/ocsb-agentd\.service/ocsb-' echo "$SESS_CG"
+limits_of() { # limits_of CGROUP: pids.max and memory.max of it or the nearest ancestor with one
+	local d=/sys/fs/cgroup$1 p=max m=max
+	while [ "$d" != /sys/fs/cgroup ] && [ "$d" != / ]; do
+		[ "$p" = max ] && [ -r "$d/pids.max" ] && p=$(cat "$d/pids.max")
+		[ "$m" = max ] && [ -r "$d/memory.max" ] && m=$(cat "$d/memory.max")
+		d=$(dirname "$d")
+	done
+	echo "pids.max=$p memory.max=$m"
+}
+check_output "the session's cgroup has the agent's limits (pids.max, memory.max)" \
+	'^pids\.max=[0-9]+ memory\.max=[0-9]+$' limits_of "$SESS_CG"
+note "session limits: $(limits_of "$SESS_CG")"
+own_cg=$(owner_ssh "$OWNER@localhost" cat /proc/self/cgroup 2>&1 | sed -n 's/^0:://p')
+check_output "control: the owner's own ssh session is in user-$OWNER_UID.slice" \
+	"^/user\.slice/user-$OWNER_UID\.slice/session-" echo "$own_cg"
+
+# --- ocsb doctor as root, and what the distribution kernel changes
+doctor_out=$(ocsb doctor 2>&1)
+echo "$doctor_out"
+fails=$(grep -E '^FAIL' <<<"$doctor_out")
+if [ -z "$fails" ]; then
+	pass "ocsb doctor (root): no FAIL ($(grep -c '^OK' <<<"$doctor_out") OK, $(grep -c '^WARN' <<<"$doctor_out") WARN)"
+else
+	fail "ocsb doctor (root): no FAIL" "$fails"
+fi
+grep -E '^WARN' <<<"$doctor_out" | sed 's/^/# doctor: /' >&3
+kmaj=$(uname -r | cut -d. -f1)
+kmin=$(uname -r | cut -d. -f2)
+if [ "$kmaj" -gt 6 ] || { [ "$kmaj" -eq 6 ] && [ "$kmin" -ge 12 ]; }; then
+	check_output "kernel $(uname -r): doctor says abstract-sockets OK (Landlock scope)" \
+		'^OK +abstract-sockets' echo "$doctor_out"
+else
+	check_output "kernel $(uname -r): doctor WARNs abstract-sockets with the reason (no Landlock scope before 6.12)" \
+		'^WARN +abstract-sockets +the kernel is before 6\.12' echo "$doctor_out"
+fi
+if [ -n "$DMI_NAME" ] && [ -n "${OC_PID:-}" ]; then
+	oc_dmi=$(nsenter -t "$OC_PID" -m cat /sys/class/dmi/id/product_name 2>&1)
+	if [ "$oc_dmi" != "$DMI_NAME" ]; then
+		pass "OpenCode does not see the machine's DMI product name (sees: ${oc_dmi:-nothing})"
+	else
+		fail "OpenCode does not see the machine's DMI product name" "it reads: $oc_dmi"
+	fi
+	check_output "control: root reads the DMI product name" "^$DMI_NAME\$" \
+		cat /sys/class/dmi/id/product_name
+fi
+
+note "scenario ended at uptime $(uptime_s) s"
+tap "# END"
