@@ -29,6 +29,7 @@
 
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
+#define PROXY_WAIT_MS 5000 /* OpenCode waits while a foreign proxy holds the port */
 #define STABLE_MS 60000 /* running this long resets the backoff */
 #define CRASH_LOOP 5 /* this many crashes in a row is reported as a loop */
 #define PROBE_EVERY_MS 250
@@ -248,6 +249,21 @@ int child_start(struct agentd *d, struct child *c)
 		snprintf(c->last_error, sizeof(c->last_error), "%s", bin_err);
 		log_err("%s: %s", c->name, bin_err);
 		c->state = CH_STOPPED;
+		return -1;
+	}
+	if (c->is_opencode && !d->egress.off &&
+		procs_port_holder(d->cfg.proxy_port, d->proxy_child.pid) == -EADDRINUSE) {
+		/*
+		 * OpenCode's only way out is the proxy port: a proxy there that is not ours
+		 * (Debian's squid.service) would carry its traffic without ocsb's rules.
+		 */
+		snprintf(c->last_error, sizeof(c->last_error),
+			"127.0.0.1:%u, the agent's proxy port, is held by another process, not "
+			"ocsb's squid: OpenCode not started (systemctl disable --now squid)",
+			d->cfg.proxy_port);
+		log_err("%s: %s", c->name, c->last_error);
+		c->state = CH_BACKOFF;
+		arm(c, PROXY_WAIT_MS);
 		return -1;
 	}
 	if (c->is_opencode) {

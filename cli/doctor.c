@@ -34,6 +34,7 @@
 #include "loginshell.h"
 #include "netlock.h"
 #include "procs.h"
+#include "proxy.h"
 #include "spawn.h"
 
 #define AGENTD_SOCK "/run/ocsb/agentd.sock"
@@ -435,6 +436,26 @@ static void check_proxy(struct doctor *dr)
 	if (dr->c->egress.off) {
 		add(dr, DR_OK, "proxy", NULL, "egress off: no proxy by design");
 		return;
+	}
+	struct proxy px;
+	int held;
+
+	if (dr->root && proxy_init(&px, &dr->c->paths, dr->c->cfg.proxy_port) == 0) {
+		/* The agent reaches this port whoever listens: it must be ocsb's squid. */
+		held = procs_port_holder(dr->c->cfg.proxy_port, proxy_pid(&px));
+		if (held == -EADDRINUSE) {
+			add(dr, DR_FAIL, "proxy",
+				"sudo systemctl disable --now squid; sudo ocsb-provision",
+				"127.0.0.1:%u is held by a process that is not ocsb's squid: the "
+				"agent's traffic would bypass ocsb's rules",
+				dr->c->cfg.proxy_port);
+			return;
+		}
+		if (held == 1) {
+			add(dr, DR_OK, "proxy", NULL, "ocsb's squid listens on 127.0.0.1:%u",
+				dr->c->cfg.proxy_port);
+			return;
+		}
 	}
 	if (procs_port_open(dr->c->cfg.proxy_port) == 1)
 		add(dr, DR_OK, "proxy", NULL, "listening on 127.0.0.1:%u", dr->c->cfg.proxy_port);

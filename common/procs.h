@@ -24,6 +24,12 @@ int procs_pidfile(const char *pidfile, const char *exe);
 int procs_port_owner_is(pid_t pid, unsigned port);
 /* 1 when something accepts TCP on 127.0.0.1:port. */
 int procs_port_open(unsigned port);
+/*
+ * Who answers on TCP 127.0.0.1:port: 1 pid's own listening socket, 0 nothing listens,
+ * -EADDRINUSE another process (an IPv6 any-address socket taking 127.0.0.1 too), -errno
+ * when pid's descriptors cannot be read (not root).
+ */
+int procs_port_holder(unsigned port, pid_t pid);
 
 /* Calls fn for every process with uid (any of the four); returns how many, or -errno. */
 int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx);

@@ -98,6 +98,18 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 	pid_t pid;
 	int st;
 
+	/*
+	 * The netlock lets the agent reach this port, whoever listens on it: it must be ocsb's
+	 * squid. Debian's squid package starts squid.service on *:3128, ocsb's default port.
+	 */
+	if (procs_port_holder(px->port, proxy_pid(px)) == -EADDRINUSE) {
+		snprintf(err, errlen,
+			"127.0.0.1:%u, the agent's proxy port, is held by another process, not "
+			"ocsb's squid: stop it (Debian's squid.service: systemctl disable --now "
+			"squid) or set another proxy-port in ocsb.conf",
+			px->port);
+		return -1;
+	}
 	pid = fork();
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
@@ -121,7 +133,7 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 	waitpid(pid, &st, 0);
 	deadline = mono_ms() + timeout_ms;
 	while (mono_ms() < deadline) {
-		if (procs_port_open(px->port) && proxy_pid(px) > 0)
+		if (procs_port_holder(px->port, proxy_pid(px)) == 1)
 			return 0;
 		usleep(20000);
 	}

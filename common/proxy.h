@@ -26,6 +26,8 @@ struct proxy {
 };
 
 #define PROXY_USER "proxy"
+/* The port of Debian's squid.service (squid.conf: http_port 3128), ocsb's default too. */
+#define SQUID_DEFAULT_PORT 3128
 
 int proxy_init(struct proxy *px, const struct paths *p, unsigned port);
 /* squid.conf for these rules, for this proxy's port and state directory. */

@@ -13,7 +13,9 @@
 #include "fileops.h"
 #include "log.h"
 #include "netlock.h"
+#include "procs.h"
 #include "provision.h"
+#include "spawn.h"
 
 /*
  * The network side: /etc/ocsb/egress.conf, the squid configuration rendered from it, the
@@ -145,6 +147,63 @@ static int ensure_netlock(struct prov *p)
 	return 0;
 }
 
+/* 0 when `systemctl VERB --quiet unit` says yes. */
+static int systemctl_yes(const char *verb, const char *unit)
+{
+	const char *argv[] = {"/usr/bin/systemctl", verb, "--quiet", unit, NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 20000};
+	struct spawn_result res;
+	int r = spawn_run(argv, &o, &res);
+
+	if (r < 0)
+		return r;
+	r = res.status == 0 ? 0 : -1;
+	spawn_result_free(&res);
+	return r;
+}
+
+/*
+ * Debian's squid package enables squid.service, which listens on *:3128: ocsb's default
+ * proxy port, and the port the netlock lets the agent reach whoever listens on it. A
+ * squid with Debian's rules (localhost allowed) there would be the agent's way around
+ * ocsb's, and ocsb's own squid could not listen. ocsb needs only the squid binary: where
+ * that service holds the port, or would take it at the next boot (the default port),
+ * it is stopped and disabled. Another holder is an error naming the fix.
+ */
+static int ensure_no_squid_service(struct prov *p)
+{
+	const char *disable[] = {"/usr/bin/systemctl", "disable", "--now", "squid.service", NULL};
+	struct stat st;
+	int held, on;
+
+	held = procs_port_holder(p->cfg.proxy_port, proxy_pid(&p->proxy)) == -EADDRINUSE;
+	on = stat("/run/systemd/system", &st) == 0 &&
+		(systemctl_yes("is-enabled", "squid.service") == 0 ||
+			systemctl_yes("is-active", "squid.service") == 0);
+	if (on && (held || p->cfg.proxy_port == SQUID_DEFAULT_PORT)) {
+		if (!prov_change(p,
+			    "stop and disable squid.service (Debian's own squid, on 127.0.0.1:%u, "
+			    "the agent's proxy port; ocsb runs its own squid)",
+			    p->cfg.proxy_port))
+			return 0;
+		if (prov_exec(p, disable, NULL) < 0)
+			return -1;
+		for (int i = 0; i < 100 &&
+			procs_port_holder(p->cfg.proxy_port, proxy_pid(&p->proxy)) == -EADDRINUSE;
+			i++)
+			usleep(50000);
+		prov_done(p);
+		held = procs_port_holder(p->cfg.proxy_port, proxy_pid(&p->proxy)) == -EADDRINUSE;
+	}
+	if (held && p->mode == PROV_APPLY) {
+		log_err("127.0.0.1:%u, the agent's proxy port, is held by another process, not "
+			"ocsb's squid: stop it, or set another proxy-port in %s/ocsb/ocsb.conf",
+			p->cfg.proxy_port, p->paths.etc);
+		return -1;
+	}
+	return 0;
+}
+
 static int ensure_proxy(struct prov *p)
 {
 	struct passwd *pw = getpwnam(PROXY_USER);
@@ -161,6 +220,8 @@ static int ensure_proxy(struct prov *p)
 		}
 		return 0;
 	}
+	if (ensure_no_squid_service(p) < 0)
+		return -1;
 	if (proxy_render(&p->proxy, &p->egress, &conf) < 0)
 		return -1;
 	same = fo_same(p->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1;
