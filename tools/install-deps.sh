@@ -12,7 +12,8 @@ libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev lib
 openssh-server openssh-client git passwd nftables
 iproute2 util-linux procps coreutils clang-format
 squid curl python3
-dbus dbus-x11 gnome-keyring libsecret-tools at cron libpam-modules"
+dbus dbus-x11 gnome-keyring libsecret-tools at cron libpam-modules
+mmdebstrap"
 
 # OpenCode: the version and the prefix are written once, in common/opencode.h.
 hdr() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$here/common/opencode.h"; }
