@@ -8,6 +8,8 @@ MANDIR    ?= $(PREFIX)/share/man
 DOCDIR    ?= $(PREFIX)/share/doc/ocsb
 DESTDIR   ?=
 BUILDDIR  ?= build
+# The project's version is written once, in debian/changelog's first line.
+VERSION   := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
 
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
@@ -30,8 +32,22 @@ endif
 PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
-ALL_CFLAGS  = -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) $(CFLAGS) -Icommon -I$(BUILDDIR)/gen \
-              $(PKG_CFLAGS) -MMD -MP
+# Where the installed programs live: the tools they run and the unit they name follow PREFIX,
+# so a package built with PREFIX=/usr looks for nothing under /usr/local.
+ifeq ($(PREFIX),/usr)
+PREFIX_PATH_BIN  :=
+PREFIX_PATH_SBIN :=
+else
+PREFIX_PATH_BIN  := $(PREFIX)/bin:
+PREFIX_PATH_SBIN := $(PREFIX)/sbin:
+endif
+DIRDEFS     = -DOCSB_VERSION='"$(VERSION)"' -DOCSB_PREFIX='"$(PREFIX)"' \
+              -DOCSB_SBINDIR='"$(SBINDIR)"' -DOCSB_PREFIX_PATH_BIN='"$(PREFIX_PATH_BIN)"' \
+              -DOCSB_PREFIX_PATH_SBIN='"$(PREFIX_PATH_SBIN)"'
+# CPPFLAGS/CFLAGS/LDFLAGS from the environment (dpkg-buildflags) come after ours: they add to
+# the hardening flags above, they do not replace them.
+ALL_CFLAGS  = -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) $(DIRDEFS) \
+              -Icommon -I$(BUILDDIR)/gen $(PKG_CFLAGS) -MMD -MP
 ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SANFLAGS) $(LDFLAGS)
 
 COMMON_SRC    := $(wildcard common/*.c)
@@ -65,8 +81,8 @@ MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
 .PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all deps format format-check \
-        bench
-all: $(PROGRAMS)
+	bench deb deb-install
+all: $(PROGRAMS) $(UNIT_FILE)
 
 $(BUILDDIR)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -80,8 +96,16 @@ $(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
 	@mkdir -p $(dir $@)
 	tools/embed.sh egress_defaults $< > $@
 $(BUILDDIR)/provision/net.o $(BUILDDIR)/tests/unit/test_egress.o: $(BUILDDIR)/gen/egress_defaults.h
-# The unit ocsb-provision installs names the installed supervisor.
-$(BUILDDIR)/provision/systemd.o: CFLAGS += -DOCSB_SBINDIR='"$(SBINDIR)"'
+# The supervisor's systemd unit, one text: the package installs this file, and
+# ocsb-provision carries it to write /etc/systemd/system/ocsb-agentd.service where no
+# packaged copy exists (make install). It names the installed supervisor.
+UNIT_FILE := $(BUILDDIR)/gen/ocsb-agentd.service
+$(UNIT_FILE): conf/ocsb-agentd.service.in Makefile
+	@mkdir -p $(dir $@)
+	sed 's|@SBINDIR@|$(SBINDIR)|g' $< > $@.tmp && mv $@.tmp $@
+$(BUILDDIR)/gen/unit_text.h: $(UNIT_FILE) tools/embed.sh
+	tools/embed.sh unit_text $< > $@
+$(BUILDDIR)/provision/systemd.o $(BUILDDIR)/tests/unit/test_systemd.o: $(BUILDDIR)/gen/unit_text.h
 
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
@@ -150,7 +174,33 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refr
 deps:
 	@tools/install-deps.sh
 
-install: $(PROGRAMS)
+# The Debian package for the release this runs on: ocsb_<version>_<arch>.deb in the tree's
+# root (apt install ./ocsb_*.deb). dpkg-buildpackage writes beside the source directory,
+# so it builds a copy under $(BUILDDIR)/deb: the .buildinfo, .changes and build tree stay
+# there and nothing lands in the parent directory. lintian, when present, must find no error.
+DEB_ARCH   = $(shell dpkg --print-architecture)
+DEB_FILE   = ocsb_$(VERSION)_$(DEB_ARCH).deb
+DEB_DIR    = $(BUILDDIR)/deb
+DEB_JOBS  ?= 2
+deb:
+	@command -v dpkg-buildpackage >/dev/null || { echo "deb: dpkg-buildpackage missing: sudo make deps" >&2; exit 1; }
+	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/ocsb-$(VERSION)
+	tar -C . --exclude=./.git --exclude='./build*' --exclude='./$(BUILDDIR)' \
+		--exclude='./ocsb_*.deb' -cf - . | tar -C $(DEB_DIR)/ocsb-$(VERSION) -xf -
+	cd $(DEB_DIR)/ocsb-$(VERSION) && DEB_BUILD_OPTIONS="parallel=$(DEB_JOBS) $(DEB_BUILD_OPTIONS)" \
+		dpkg-buildpackage -b --no-sign
+	rm -rf $(DEB_DIR)/ocsb-$(VERSION)
+	rm -f ocsb_*.deb
+	cp $(DEB_DIR)/$(DEB_FILE) .
+	@if command -v lintian >/dev/null; then lintian --fail-on error $(DEB_FILE); \
+	else echo "deb: lintian not installed, not checked"; fi
+	@echo "deb: $(DEB_FILE)"
+
+# Build and install the package on this machine (root).
+deb-install: deb
+	apt-get install -y ./$(DEB_FILE)
+
+install: $(PROGRAMS) $(UNIT_FILE)
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/

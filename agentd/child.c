@@ -25,6 +25,7 @@
 #include "procs.h"
 #include "opencode.h"
 #include "spawn.h"
+#include "dirs.h"
 
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
@@ -107,11 +108,10 @@ int opencode_exec(struct agentd *d, struct child *c)
 {
 	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
 		HSP[64];
-	char *const base[] = {home, user, logname, "SHELL=/bin/bash",
-		"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", hp, hsp, HP, HSP,
-		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", pw,
-		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
-		"OPENCODE_DISABLE_MODELS_FETCH=1"};
+	char *const base[] = {home, user, logname, "SHELL=/bin/bash", "PATH=" OCSB_USER_PATH,
+		"LANG=C.UTF-8", hp, hsp, HP, HSP, "no_proxy=localhost,127.0.0.1,::1",
+		"NO_PROXY=localhost,127.0.0.1,::1", pw, "OPENCODE_DISABLE_AUTOUPDATE=1",
+		OPENCODE_PERMISSION_ENV, "OPENCODE_DISABLE_MODELS_FETCH=1"};
 	/* The owner's secrets last (their names never collide with the ones above). */
 	char *env[ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1];
 	size_t ne = 0;

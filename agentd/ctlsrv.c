@@ -17,10 +17,7 @@
 #include "ctl.h"
 #include "fileops.h"
 #include "log.h"
-
-#ifndef OCSB_VERSION
-#define OCSB_VERSION "0.1.0"
-#endif
+#include "dirs.h"
 
 /*
  * The control socket. Anyone can connect (mode 0666): the peer's uid, from the kernel

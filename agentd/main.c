@@ -9,10 +9,7 @@
 #include "agentd.h"
 #include "ctl.h"
 #include "log.h"
-
-#ifndef OCSB_VERSION
-#define OCSB_VERSION "0.1.0"
-#endif
+#include "dirs.h"
 
 static void usage(FILE *f)
 {

@@ -6,10 +6,7 @@
 #include "log.h"
 #include "../secrets/secrets.h"
 #include "../sync/sync.h"
-
-#ifndef OCSB_VERSION
-#define OCSB_VERSION "0.1.0"
-#endif
+#include "dirs.h"
 
 static void usage(FILE *f)
 {

@@ -14,6 +14,7 @@ struct paths {
 	char varlib[PATH_MAX]; /* /var/lib */
 	char home[PATH_MAX]; /* /home: parent of the agent's home */
 	char sshd[PATH_MAX]; /* /usr/sbin/sshd */
+	char pkgroot[PATH_MAX]; /* "": where the package's /lib and /usr/lib trees are */
 };
 
 void paths_default(struct paths *p);

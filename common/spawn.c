@@ -15,11 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dirs.h"
 #include "spawn.h"
 #include "util.h"
 
 static char *const default_env[] = {
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"PATH=" OCSB_ROOT_PATH,
 	"LC_ALL=C",
 	NULL,
 };

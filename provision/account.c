@@ -118,6 +118,25 @@ int state_record(struct prov *p, const char *origin)
 	return r;
 }
 
+int state_other_agents(struct prov *p)
+{
+	char dir[4096];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	if (path_join(dir, sizeof(dir), p->paths.varlib, "ocsb/agents") < 0)
+		return -ENAMETOOLONG;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.' && strcmp(e->d_name, p->cfg.agent) != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
 static int state_uid(struct prov *p, uid_t *ret)
 {
 	char v[32];

@@ -9,10 +9,7 @@
 #include "log.h"
 #include "opencode.h"
 #include "provision.h"
-
-#ifndef OCSB_VERSION
-#define OCSB_VERSION "0.1.0"
-#endif
+#include "dirs.h"
 
 static void usage(FILE *f)
 {

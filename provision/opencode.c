@@ -19,12 +19,13 @@
 #include "opencode.h"
 #include "provision.h"
 #include "spawn.h"
+#include "dirs.h"
 
 #define NPM_TIMEOUT_MS (15 * 60 * 1000) /* two ~60 MB tarballs on a slow link */
 #define VERSION_TIMEOUT_MS 60000
 #define NOBODY_ID 65534 /* nobody:nogroup; only the uid matters, no passwd entry needed */
 #define MARKER "ocsb/opencode-install"
-#define TOOL_PATH "/usr/local/bin:/usr/bin:/bin"
+#define TOOL_PATH OCSB_USER_PATH
 /* Makes the staging directory npm's project root; npm adds the dependency. */
 #define PACKAGE_JSON "{\n  \"description\": \"OpenCode for ocsb-agentd\",\n  \"private\": true\n}\n"
 
@@ -303,7 +304,8 @@ static int installed(const char *prefix, const char *version, char *why, size_t 
 /* npm and the node it runs under, looked up in a fixed PATH and checked like OpenCode. */
 static int find_tool(const char *name, char *ret, size_t n)
 {
-	static const char *const dirs[] = {"/usr/local/bin", "/usr/bin", "/bin"};
+	/* OCSB_USER_PATH's directories: the install prefix's bin only when it is not /usr. */
+	static const char *const dirs[] = {OCSB_PREFIX "/bin", "/usr/bin", "/bin"};
 	char err[1024];
 	struct stat st;
 
@@ -318,7 +320,7 @@ static int find_tool(const char *name, char *ret, size_t n)
 		}
 		return 0;
 	}
-	log_err("%s not found (looked in /usr/local/bin, /usr/bin and /bin): install Node.js "
+	log_err("%s not found (looked in " TOOL_PATH "): install Node.js "
 		"and npm first (Debian/Ubuntu: sudo apt-get install nodejs npm)",
 		name);
 	return -ENOENT;

@@ -313,12 +313,45 @@ static int remove_config(struct prov *p)
 	return 0;
 }
 
+/*
+ * --purge of the last agent ocsb provisioned here: the machine-wide state goes too
+ * (<varlib>/ocsb: proxy, mirror, identities, agentd's keys, the login shell's copy) and
+ * /etc/ocsb once emptied. OpenCode's tree is software, not state: it is named, not removed
+ * (apt purge ocsb removes it).
+ */
+static int purge_machine(struct prov *p)
+{
+	char dir[4096], etc[4096], keys[4096];
+	struct stat st;
+	int r = 0;
+
+	if (path_join(dir, sizeof(dir), p->paths.varlib, "ocsb") < 0 ||
+		path_join(etc, sizeof(etc), p->paths.etc, "ocsb") < 0 ||
+		path_join(keys, sizeof(keys), etc, "keys") < 0)
+		return -1;
+	if (lstat(dir, &st) == 0 && prov_change(p, "remove %s (no agent is left)", dir)) {
+		r = fo_rmtree(dir);
+		if (r < 0)
+			log_err("%s: %s", dir, strerror(-r));
+		else
+			prov_done(p);
+	}
+	rmdir(keys);
+	if (rmdir(etc) < 0 && errno != ENOENT)
+		printf("kept %s: it holds files ocsb-provision did not write\n", etc);
+	if (lstat(OCSB_OPENCODE_PREFIX, &st) == 0)
+		printf("kept OpenCode in %s (rm -rf it, or apt purge ocsb, when no longer "
+		       "needed)\n",
+			OCSB_OPENCODE_PREFIX);
+	return r < 0 ? -1 : 0;
+}
+
 static int run_remove(struct prov *p)
 {
 	struct ctl_request ping = {.verb = CTL_PING};
 	struct ctl_response resp;
 	char err[256], sock[4096];
-	int r = 0, n;
+	int r = 0, n, others;
 
 	/* A running supervisor would put the table back and restart OpenCode under our feet. */
 	if (path_join(sock, sizeof(sock), p->paths.run, "ocsb/agentd.sock") == 0 &&
@@ -348,6 +381,13 @@ static int run_remove(struct prov *p)
 		r = -1;
 	if (secrets_remove(p) < 0)
 		r = -1;
+	others = state_other_agents(p);
+	if (others < 0) {
+		log_err("%s/ocsb/agents: %s", p->paths.varlib, strerror(-others));
+		r = -1;
+	} else if (systemd_remove(p, others == 0) < 0) {
+		r = -1;
+	}
 	if (p->purge) {
 		if (account_purge(p) < 0)
 			r = -1;
@@ -356,6 +396,8 @@ static int run_remove(struct prov *p)
 			p->agent.name, p->agent.home);
 	}
 	if (r == 0 && remove_config(p) < 0)
+		r = -1;
+	if (r == 0 && p->purge && others == 0 && purge_machine(p) < 0)
 		r = -1;
 	return r;
 }

@@ -101,6 +101,8 @@ int state_root(struct prov *p);
 int state_record(struct prov *p, const char *origin);
 int state_origin(struct prov *p, char *ret, size_t n);
 int state_remove(struct prov *p);
+/* How many other agents ocsb provisioned here (state files besides this agent's), or -errno. */
+int state_other_agents(struct prov *p);
 
 /* keys.c */
 int keys_parse_pubkey(const char *line, struct buf *ret_normalized, char *err, size_t errlen);
@@ -126,9 +128,16 @@ int net_ensure(struct prov *p);
 int net_remove(struct prov *p);
 
 /* systemd.c */
+/* The unit's text as provisioning writes it to /etc (make install: no packaged unit). */
 int systemd_render_unit(struct buf *out);
+/* 1 when text starts with the header ocsb-provision writes: a copy that is ours. */
+int systemd_unit_is_ours(const char *text, size_t len);
+/* The package's unit under <pkgroot>/usr/lib or /lib/systemd/system: 1 and its path, or 0. */
+int systemd_packaged_unit(const struct paths *p, char *ret, size_t n);
 int systemd_render_slice(const struct ocsb_config *c, struct buf *out);
 int systemd_ensure(struct prov *p);
+/* The agent's slice limits; with last_agent also the supervisor's unit and its enabling. */
+int systemd_remove(struct prov *p, int last_agent);
 
 /* opencode.c */
 /* An exact release number ("1.18.33"): no tags or ranges. */

@@ -2,48 +2,62 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dirs.h"
 #include "fileops.h"
 #include "log.h"
 #include "provision.h"
-
-#ifndef OCSB_SBINDIR
-#define OCSB_SBINDIR "/usr/local/sbin"
-#endif
+/* conf/ocsb-agentd.service.in with the install's sbin directory: the unit's one text. */
+#include "unit_text.h"
 
 /*
  * Where systemd runs, ocsb-agentd becomes a service, and the agent's user slice gets a
  * second network layer that survives an nftables flush: IPAddressDeny=any with only
  * loopback allowed (the proxy). Without systemd, the supervisor runs in the foreground
  * (sudo ocsb-agentd --foreground) and nothing here applies.
+ *
+ * The unit's text exists once (conf/ocsb-agentd.service.in). The Debian package installs
+ * it under /lib or /usr/lib/systemd/system and provisioning only enables it; a `make
+ * install` has no packaged copy, so provisioning writes it to /etc/systemd/system with
+ * the header below, which also marks a copy in /etc as ours to replace or remove.
  */
+
+#define UNIT_NAME "ocsb-agentd.service"
+#define UNIT_HEADER "# Written by ocsb-provision; edits are overwritten.\n"
+#define WANTS_REL "systemd/system/multi-user.target.wants/" UNIT_NAME
 
 int systemd_render_unit(struct buf *out)
 {
-	return buf_printf(out,
-		"# Written by ocsb-provision; edits are overwritten.\n"
-		"[Unit]\n"
-		"Description=ocsb supervisor: OpenCode in the agent account, behind the netlock\n"
-		"After=network.target ssh.service\n"
-		"\n"
-		"[Service]\n"
-		"Type=simple\n"
-		"ExecStart=%s/ocsb-agentd --foreground\n"
-		"ExecReload=/bin/kill -HUP $MAINPID\n"
-		"# OpenCode is stopped by agentd itself; then whatever is left of the unit.\n"
-		"KillMode=mixed\n"
-		"# agentd keeps the agent's cgroup (limits, freezer) in a subtree of its own.\n"
-		"Delegate=yes\n"
-		"TimeoutStopSec=15\n"
-		"Restart=on-failure\n"
-		"RestartSec=2\n"
-		"\n"
-		"[Install]\n"
-		"WantedBy=multi-user.target\n",
-		OCSB_SBINDIR);
+	return buf_puts(out, UNIT_HEADER) < 0 || buf_puts(out, unit_text) < 0 ? -1 : 0;
+}
+
+int systemd_unit_is_ours(const char *text, size_t len)
+{
+	size_t n = strlen(UNIT_HEADER);
+
+	return len >= n && memcmp(text, UNIT_HEADER, n) == 0;
+}
+
+int systemd_packaged_unit(const struct paths *p, char *ret, size_t n)
+{
+	/* Debian 13's debhelper installs under /usr/lib, Debian 12's under /lib. */
+	static const char *const dirs[] = {"usr/lib/systemd/system", "lib/systemd/system"};
+	char dir[4096];
+	struct stat st;
+
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		if (path_join(dir, sizeof(dir), p->pkgroot[0] ? p->pkgroot : "/", dirs[i]) < 0 ||
+			path_join(ret, n, dir, UNIT_NAME) < 0)
+			return -ENAMETOOLONG;
+		if (stat(ret, &st) == 0 && S_ISREG(st.st_mode))
+			return 1;
+	}
+	ret[0] = '\0';
+	return 0;
 }
 
 int systemd_render_slice(const struct ocsb_config *c, struct buf *out)
@@ -77,39 +91,141 @@ int systemd_render_slice(const struct ocsb_config *c, struct buf *out)
 	return r ? -1 : 0;
 }
 
+/* <etc>/systemd/system/ocsb-agentd.service: 1 ours (our header), 0 absent, 2 the admin's. */
+static int etc_unit_state(struct prov *p, char *path, size_t n)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int r;
+
+	if (path_join(path, n, p->paths.etc, "systemd/system/" UNIT_NAME) < 0)
+		return -ENAMETOOLONG;
+	r = fo_read(path, 1 << 16, &data, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return 2; /* unreadable or odd (a link, a directory): not ours to touch */
+	r = systemd_unit_is_ours(data, len) ? 1 : 2;
+	free(data);
+	return r;
+}
+
+static int slice_paths(struct prov *p, uid_t uid, char *dir, size_t dn, char *file, size_t fn)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "systemd/system/user-%u.slice.d", (unsigned)uid);
+	if (path_join(dir, dn, p->paths.etc, rel) < 0 || path_join(file, fn, dir, "ocsb.conf") < 0)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int systemd_running(void)
+{
+	struct stat st;
+
+	return stat("/run/systemd/system", &st) == 0;
+}
+
 int systemd_ensure(struct prov *p)
 {
 	const char *reload[] = {"/usr/bin/systemctl", "daemon-reload", NULL};
-	const char *enable[] = {
-		"/usr/bin/systemctl", "enable", "--now", "ocsb-agentd.service", NULL};
+	const char *enable[] = {"/usr/bin/systemctl", "enable", "--now", UNIT_NAME, NULL};
 	struct buf unit = {0}, slice = {0};
-	char upath[4096], spath[4096], rel[128];
+	char upath[4096], spath[4096], sdir[4096], packaged[4096], wants[4096];
 	struct stat st;
-	int changed = 0, r = -1;
+	/* prov_write_file and prov_remove_file act only in these modes. */
+	int acting = p->mode == PROV_APPLY || p->mode == PROV_REMOVE;
+	int changed = 0, r = -1, ours;
 
-	if (stat("/run/systemd/system", &st) < 0) {
+	if (!systemd_running()) {
 		if (p->mode == PROV_APPLY && p->changes)
 			printf("note: no systemd here: run the supervisor with "
 			       "'sudo ocsb-agentd --foreground'\n");
 		return 0;
 	}
-	snprintf(rel, sizeof(rel), "systemd/system/user-%u.slice.d/ocsb.conf",
-		(unsigned)p->agent.uid);
-	if (path_join(upath, sizeof(upath), p->paths.etc, "systemd/system/ocsb-agentd.service") <
-			0 ||
-		path_join(spath, sizeof(spath), p->paths.etc, rel) < 0)
+	if (path_join(wants, sizeof(wants), p->paths.etc, WANTS_REL) < 0 ||
+		systemd_packaged_unit(&p->paths, packaged, sizeof(packaged)) < 0 ||
+		slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
 		return -1;
-	if (systemd_render_unit(&unit) < 0 || systemd_render_slice(&p->cfg, &slice) < 0)
-		goto out;
-	if (prov_write_file(p, upath, &unit, 0644, &changed) < 0)
-		goto out;
-	if (p->agent_exists && prov_write_file(p, spath, &slice, 0644, &changed) < 0)
-		goto out;
+	ours = etc_unit_state(p, upath, sizeof(upath));
+	if (ours < 0)
+		return -1;
+	if (packaged[0]) {
+		/* The package's unit is the one: a copy an older ocsb wrote would shadow it. */
+		if (ours == 1) {
+			if (prov_remove_file(p, upath, "the old unit copy") < 0)
+				return -1;
+			changed = acting;
+		}
+	} else {
+		if (systemd_render_unit(&unit) < 0)
+			goto out;
+		if (prov_write_file(p, upath, &unit, 0644, &changed) < 0)
+			goto out;
+	}
+	if (p->agent_exists) {
+		if (systemd_render_slice(&p->cfg, &slice) < 0 ||
+			prov_write_file(p, spath, &slice, 0644, &changed) < 0)
+			goto out;
+	}
 	r = 0;
-	if (changed && (prov_exec(p, reload, NULL) < 0 || prov_exec(p, enable, NULL) < 0))
+	if (changed && prov_exec(p, reload, NULL) < 0)
 		r = -1;
+	/* Enabled means the wants link exists: `systemctl enable` makes exactly that link. */
+	if (r == 0 && (changed || lstat(wants, &st) < 0) &&
+		prov_change(
+			p, "enable and start %s (%s)", UNIT_NAME, packaged[0] ? packaged : upath)) {
+		if (prov_exec(p, enable, NULL) < 0)
+			r = -1;
+		else
+			prov_done(p);
+	}
 out:
 	buf_free(&unit);
 	buf_free(&slice);
+	return r;
+}
+
+int systemd_remove(struct prov *p, int last_agent)
+{
+	const char *reload[] = {"/usr/bin/systemctl", "daemon-reload", NULL};
+	const char *disable[] = {"/usr/bin/systemctl", "disable", UNIT_NAME, NULL};
+	char upath[4096], spath[4096], sdir[4096], wants[4096];
+	struct stat st;
+	int running = systemd_running(), changed = 0, r = 0, ours;
+
+	if (p->agent_exists) {
+		if (slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
+			return -1;
+		if (lstat(spath, &st) == 0) {
+			if (prov_remove_file(p, spath, "the agent's slice limits") < 0)
+				return -1;
+			rmdir(sdir); /* only when nothing else is in it */
+			changed = 1;
+		}
+	}
+	/* The supervisor serves every agent of the machine: it goes with the last one. */
+	if (!last_agent)
+		goto reload;
+	if (path_join(wants, sizeof(wants), p->paths.etc, WANTS_REL) < 0)
+		return -1;
+	if (lstat(wants, &st) == 0 && prov_change(p, "disable %s", UNIT_NAME)) {
+		/* Without a running systemd, the link is all `disable` would remove. */
+		if (running ? prov_exec(p, disable, NULL) < 0 : fo_unlink(wants) < 0)
+			r = -1;
+		else
+			prov_done(p);
+		changed = 1;
+	}
+	ours = etc_unit_state(p, upath, sizeof(upath));
+	if (ours == 1) {
+		if (prov_remove_file(p, upath, "the unit") < 0)
+			r = -1;
+		changed = 1;
+	}
+reload:
+	if (changed && running && prov_exec(p, reload, NULL) < 0)
+		r = -1;
 	return r;
 }

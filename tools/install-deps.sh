@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs every Debian package that building ocsb, running it and running its tests need,
-# and the pinned OpenCode release that ocsb-agentd runs (and its tests start).
+# Installs every Debian package that building ocsb and its Debian package (make deb),
+# running it and running its tests need, and the pinned OpenCode release that ocsb-agentd
+# runs (and its tests start).
 # Idempotent: when everything is present it only says so.
 set -eu
 
@@ -13,6 +14,7 @@ openssh-server openssh-client git passwd nftables
 iproute2 util-linux procps coreutils clang-format
 squid curl python3
 dbus dbus-x11 gnome-keyring libsecret-tools at cron libpam-modules
+debhelper dpkg-dev fakeroot lintian
 mmdebstrap"
 
 # OpenCode: the version and the prefix are written once, in common/opencode.h.

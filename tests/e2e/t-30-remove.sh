@@ -27,6 +27,18 @@ sleep 0.2
 check "positive control: the agent's process runs" pgrep -u "$uid" sleep
 check "positive control: files owned by the uid exist" test -n "$(find /tmp /dev/shm /var/tmp -uid "$uid" -print -quit)"
 
+# What provisioning writes where systemd runs (there is none in the namespace): the unit's
+# /etc copy of a make install, its enabling link and the agent's slice drop-in. The
+# guest test found all three left after --remove --purge.
+units=/etc/systemd/system
+mkdir -p "$units/multi-user.target.wants" "$units/user-$uid.slice.d"
+{ echo "# Written by ocsb-provision; edits are overwritten."; cat "$OCSB_BUILD/gen/ocsb-agentd.service"; } \
+	>"$units/ocsb-agentd.service"
+ln -sf "$units/ocsb-agentd.service" "$units/multi-user.target.wants/ocsb-agentd.service"
+printf '# Written by ocsb-provision; edits are overwritten.\n[Slice]\nIPAddressDeny=any\n' \
+	>"$units/user-$uid.slice.d/ocsb.conf"
+check "positive control: state under /var/lib/ocsb before the purge" test -d /var/lib/ocsb/agents
+
 check_output "--remove --purge succeeds" '^ocsb-provision: [1-9]' prov --remove --purge
 check_fails "account deleted" getent passwd "$AGENT"
 check_fails "group deleted" getent group "$AGENT"
@@ -36,6 +48,17 @@ left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/spool /var/ma
 [ -z "$left" ] && pass "no file owned by uid $uid anywhere" || fail "files of uid $uid remain" "$left"
 check_fails "config removed by --purge" test -e /etc/ocsb/ocsb.conf
 check_fails "state removed by --purge" test -e /var/lib/ocsb/agents/$AGENT
+check_fails "unit copy in /etc removed by --purge" test -e "$units/ocsb-agentd.service"
+check_fails "unit's enabling link removed by --purge" test -L "$units/multi-user.target.wants/ocsb-agentd.service"
+check_fails "slice drop-in removed by --purge" test -e "$units/user-$uid.slice.d/ocsb.conf"
+check_fails "empty slice drop-in directory removed" test -e "$units/user-$uid.slice.d"
+check_fails "/var/lib/ocsb removed with the last agent" test -e /var/lib/ocsb
+check_fails "/etc/ocsb removed with the last agent" test -e /etc/ocsb
+check_fails "pam_namespace line gone from /etc/pam.d/sshd" grep -q 'ocsb-provision' /etc/pam.d/sshd
+check_fails "agent gone from cron.deny and at.deny" grep -qx "$AGENT" /etc/cron.deny /etc/at.deny
+left=$(find /etc /var/lib /var/log /var/spool /home -xdev -name '*ocsb*' 2>/dev/null | head)
+[ -z "$left" ] && pass "no file named *ocsb* left in /etc, /var/lib, /var/log, /var/spool, /home" ||
+	fail "ocsb files remain after --remove --purge" "$left"
 check "sshd config still valid after purge" sshd -t
 check_output "positive control: the owner still logs in to her own account" "^$OWNER$" owner_ssh "$OWNER" id -un
 check_output "provisioning again after a purge works" '^ocsb-provision: [1-9]' provision
