@@ -225,8 +225,8 @@ copy_source() { # DEST
 }
 
 # Paths of the root (and a checksum of each file in /etc), to compare before and after.
-SNAPSHOT='find / -xdev \( -path /proc -o -path /dev -o -path /tmp -o -path /src \) -prune \
-	-o -print | LC_ALL=C sort; find /etc -xdev -type f -exec md5sum {} + | LC_ALL=C sort -k2'
+SNAPSHOT='{ find / -xdev \( -path /proc -o -path /dev -o -path /tmp -o -path /src \) -prune \
+	-o -print; find /etc -xdev -type f -exec md5sum {} +; } | LC_ALL=C sort'
 # apt's and dpkg's bookkeeping, and caches rebuilt by triggers: not the package's files.
 BOOKKEEPING='^(/var/lib/dpkg|/var/lib/apt|/var/cache/apt|/var/log/apt|/var/cache/man|/var/cache/debconf|/var/cache/ldconfig)(/|$)|^/var/log/(dpkg|alternatives)\.log$|^/etc/ld\.so\.cache$|[0-9a-f]{32}  /etc/ld\.so\.cache$'
 
@@ -346,7 +346,7 @@ package() { # RELEASE DIR
 	fi
 	grep '^W:' "$dir/lintian.log" | head -n 20 | sed 's/^/#   /'
 
-	in_root 600 sh -c "$SNAPSHOT" >"$work/before.lst" 2>"$dir/snapshot.log"
+	in_root 600 sh -c "$SNAPSHOT" >"$dir/files-before.lst" 2>"$dir/snapshot.log"
 	# Everything it depends on is in the root and there is no network: no download.
 	in_root "$step_limit" apt-get install -y "/src/$deb" >"$dir/install.log" 2>&1
 	rc=$?
@@ -366,8 +366,8 @@ package() { # RELEASE DIR
 	in_root "$step_limit" apt-get purge -y ocsb >"$dir/purge.log" 2>&1
 	rc=$?
 	report $rc "$rel: apt-get purge ocsb" "$dir/purge.log"
-	in_root 600 sh -c "$SNAPSHOT" >"$work/after.lst" 2>>"$dir/snapshot.log"
-	LC_ALL=C comm -13 "$work/before.lst" "$work/after.lst" | grep -vE "$BOOKKEEPING" \
+	in_root 600 sh -c "$SNAPSHOT" >"$dir/files-after.lst" 2>>"$dir/snapshot.log"
+	LC_ALL=C comm -13 "$dir/files-before.lst" "$dir/files-after.lst" | grep -vE "$BOOKKEEPING" \
 		>"$dir/left-after-purge.lst"
 	if [ -s "$dir/left-after-purge.lst" ]; then
 		echo "not ok - $rel: purge leaves nothing new ($(grep -c . \
