@@ -29,7 +29,7 @@ skip_all() {
 	echo "ok - build matrix # SKIP $1"
 	exit 0
 }
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (mmdebstrap, chroot, mounts)"
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (mmdebstrap, mounts, namespaces)"
 command -v mmdebstrap >/dev/null 2>&1 || skip_all "mmdebstrap not installed (sudo make deps)"
 for t in unshare pivot_root ip timeout sha256sum; do
 	command -v $t >/dev/null 2>&1 || skip_all "$t not installed"
@@ -413,7 +413,9 @@ for rel in "$@"; do
 		continue
 		;;
 	esac
+	t=$SECONDS
 	release "$rel"
+	rel_time[$rel]=$(secs "$t")
 done
 summary=
 for rel in "$@"; do
