@@ -80,8 +80,8 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
-.PHONY: all clean install uninstall test test-unit test-e2e test-all test-vm deps format format-check \
-	bench deb deb-install
+.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps \
+	format format-check bench deb deb-install
 all: $(PROGRAMS) $(UNIT_FILE)
 
 $(BUILDDIR)/%.o: %.c
@@ -146,7 +146,13 @@ test-unit: $(UNIT_BIN)
 test-e2e: $(PROGRAMS)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/e2e/run.sh
 
-# The whole suite with one summary line (unit + end-to-end); `test` is its alias.
+# Build and unit tests in minimal Debian roots (mmdebstrap, cached under /var/tmp/ocsb-matrix),
+# and the package when debian/ exists: `make test-matrix MATRIX="trixie"` for one release.
+MATRIX ?=
+test-matrix:
+	@tests/matrix/run.sh $(MATRIX)
+
+# The whole suite with one summary line (unit + end-to-end + build matrix).
 test: $(PROGRAMS) $(UNIT_BIN)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/run-all.sh $(UNIT_BIN)
 

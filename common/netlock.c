@@ -368,7 +368,8 @@ static int netlock_expr_match(struct nftnl_rule *r, const struct netlock_match *
 			return -ENOMEM;
 		return netlock_expr_cmp(r, NFT_CMP_EQ, &lo, sizeof(lo));
 	case NM_DPORT_RANGE:
-		/* nft 1.0.6 encodes a range match as two comparisons, even for lo == hi. */
+		/* nft 1.0.6 encodes a range match as two comparisons, even for lo == hi (verify
+		 * also accepts nft 1.1's forms: netlock_exprs_canon). */
 		lo = htons((uint16_t)m->b);
 		hi = htons((uint16_t)m->c);
 		if (netlock_expr_l4proto(r, m->a) < 0 ||
@@ -487,6 +488,47 @@ int netlock_render_expr(const struct netlock_spec *s, struct buf *out)
 			nftnl_rule_free(r);
 	}
 	return rc;
+}
+
+void netlock_exprs_canon(char *text)
+{
+	const char *p = text;
+	char *w = text;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+		unsigned r1, r2;
+		char lo[16], hi[16];
+		int n1 = -1, n2 = -1;
+
+		/* Both lines whole (each ends at '\n', the second possibly at the end), one
+		 * register, values of one width (libnftnl prints 32 bits per 0x word). */
+		if (sscanf(p, "  [ cmp gte reg %u %15[0x0-9a-f] ]%n", &r1, lo, &n1) == 2 &&
+			n1 > 0 && p[n1] == '\n' &&
+			sscanf(p + n1 + 1, "  [ cmp lte reg %u %15[0x0-9a-f] ]%n", &r2, hi, &n2) ==
+				2 &&
+			n2 > 0 && (p[n1 + 1 + n2] == '\n' || p[n1 + 1 + n2] == '\0') && r1 == r2 &&
+			strlen(lo) == strlen(hi)) {
+			char line[64];
+			int m = strcmp(lo, hi) == 0
+				? snprintf(line, sizeof(line), "  [ cmp eq reg %u %s ]", r1, lo)
+				: snprintf(line, sizeof(line), "  [ range eq reg %u %s %s ]", r1,
+					  lo, hi);
+
+			/* Never longer than the two lines it replaces: w stays behind p. */
+			if (m > 0 && m < n1 + 1 + n2) {
+				memcpy(w, line, (size_t)m);
+				w += m;
+				p += n1 + 1 + n2; /* the second line's '\n' is copied next */
+				continue;
+			}
+		}
+		memmove(w, p, len);
+		w += len;
+		p += len;
+	}
+	*w = '\0';
 }
 
 /* ---- netlink plumbing ---- */
@@ -1233,6 +1275,25 @@ static void netlock_oneline(const char *in, char *out, size_t n)
 	out[o] = '\0';
 }
 
+/* Are want and have the same expressions, port ranges in either form? On ENOMEM *rc is set. */
+static int netlock_exprs_same(const char *want, const char *have, int *rc)
+{
+	char *w = strdup(want), *h = strdup(have);
+	int same = 0;
+
+	if (w && h) {
+		netlock_exprs_canon(w);
+		netlock_exprs_canon(h);
+		same = strcmp(w, h) == 0;
+	} else {
+		*rc = -ENOMEM;
+		same = 1; /* no "differs" message: the error is the allocation */
+	}
+	free(w);
+	free(h);
+	return same;
+}
+
 /* 0 equal, 1 different (err says where), -errno. */
 static int netlock_compare_chain(const struct netlock_live *l, const struct netlock_rule *nr,
 	size_t n, const char *chain, char *err, size_t errlen)
@@ -1264,7 +1325,7 @@ static int netlock_compare_chain(const struct netlock_live *l, const struct netl
 			if (!wexprs || netlock_rule_text(w, &text) < 0)
 				rc = -ENOMEM;
 		}
-		if (rc == 0 && w && h && strcmp(wexprs, h) != 0) {
+		if (rc == 0 && w && h && !netlock_exprs_same(wexprs, h, &rc)) {
 			netlock_oneline(wexprs, w1, sizeof(w1));
 			netlock_oneline(h, h1, sizeof(h1));
 			netlock_seterr(err, errlen,

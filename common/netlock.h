@@ -62,6 +62,16 @@ int netlock_render_nft(const struct netlock_spec *s, struct buf *out);
 int netlock_render_expr(const struct netlock_spec *s, struct buf *out);
 
 /*
+ * Expression text ("  [ expr ]" lines) with every port range in one form, in place. nft
+ * 1.0.6 (Debian 12) sends `dport lo-hi` as two comparisons, "cmp gte reg N lo" then "cmp lte
+ * reg N hi"; nft 1.1 (Debian 13) as one "range eq reg N lo hi", and a range of one port
+ * as "cmp eq reg N lo". All compare the register's bytes with memcmp: the same match. Rules
+ * are compared in nft 1.1's form, so a table that nft of either version installed verifies,
+ * and the unit tests' oracle holds with both.
+ */
+void netlock_exprs_canon(char *text);
+
+/*
  * Install or replace the table in one atomic batch (NEWTABLE, DELTABLE,
  * NEWTABLE, chains, rules), every message acknowledged. 0, or -1 with a
  * one-line reason in err.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole suite: unit tests (unprivileged), then the end-to-end suite (root, namespaces).
-# Ends with one line "N passed, N failed, N skipped" counting every check of both.
+# The whole suite: unit tests (unprivileged), the end-to-end suite (root, namespaces), then the
+# build matrix (root: other Debian releases in chroots, tests/matrix/run.sh).
+# Ends with one line "N passed, N failed, N skipped" counting every check of all three.
 # Usage: tests/run-all.sh UNIT_BINARY...   (OCSB_BUILD names the build directory)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,8 +13,10 @@ echo "== unit tests"
 "$here/run-unit.sh" "$@" 2>&1 | tee -a "$log"
 echo "== end-to-end tests"
 "$here/e2e/run.sh" 2>&1 | tee -a "$log"
+echo "== build matrix"
+"$here/matrix/run.sh" 2>&1 | tee -a "$log"
 
-# TAP lines of both runners: "ok N - d", "ok - d", "not ok ...". A skip is marked
+# TAP lines of the runners: "ok N - d", "ok - d", "not ok ...". A skip is marked
 # "# SKIP" (cmocka 1.1.5 prints skips as "not ok N # SKIP").
 results=$(grep -E '^(not )?ok( [0-9]+)?( |$)' "$log")
 skips=$(grep -iE '# skip' <<<"$results")
