@@ -239,7 +239,7 @@ root_doc=$_out
 printf '%s\n' "$root_doc" | sed 's/^/# doctor: /'
 for re in '^OK +netlock +table inet ocsb live' '^OK +sshd +for ai-dev' '^OK +persistence +/etc/cron.deny lists ai-dev' \
 	'^OK +persistence +/etc/at.deny lists ai-dev' '^OK +probe-files +ai-dev cannot open' \
-	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +listening' '^OK +agent-groups' \
+	'^OK +probe-network +ai-dev cannot connect to 127.0.0.1:22' '^OK +proxy +ocsb'\''s squid listens on 127.0.0.1:' '^OK +agent-groups' \
 	'^OK +abstract-sockets +ssh sessions of ai-dev start under .*/ocsb-shell'; do
 	check_output "doctor (root): /$re/" "$re" printf '%s\n' "$root_doc"
 done
