@@ -98,6 +98,28 @@ as_owner git -C "$PROJECT" init -q -b main
 as_owner git -C "$PROJECT" -c user.name=Dev -c user.email=dev@example.invalid \
 	commit -q --allow-empty -m first
 
+# --- Debian's squid package (a dependency) enables squid.service on *:3128, ocsb's proxy port:
+# the positive control for the checks after provisioning that it is stopped and disabled.
+proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
+	local pid
+	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
+	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
+}
+port_held() { ss -Htln 'sport = :3128' | grep -q LISTEN; }
+wait_for 60 port_held
+check_output "control: before provisioning, Debian's squid.service is active" '^active$' \
+	systemctl is-active squid
+check_output "control: before provisioning, squid.service is enabled" '^enabled$' \
+	systemctl is-enabled squid
+pre_owner=$(proxy_owner 2>&1)
+if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-agentd ] && port_held; then
+	pass "control: before provisioning, the proxy port's listener is not ocsb-agentd's (parent: $pre_owner)"
+else
+	fail "control: before provisioning, the proxy port's listener is not ocsb-agentd's" \
+		"parent: $pre_owner" "$(ss -Htlnp 'sport = :3128' 2>&1)"
+fi
+
 t_prov=$(uptime_s)
 if prov_out=$(ocsb-provision --owner "$OWNER" --project "$PROJECT" 2>&1); then
 	pass "ocsb-provision --owner $OWNER --project $PROJECT"
@@ -125,17 +147,13 @@ check_output "the agent's slice has a memory limit (MemoryMax)" '^MemoryMax=[0-9
 check_output "control: the owner's slice has no IPAddressDeny" '^IPAddressDeny=$' \
 	systemctl show "user-$OWNER_UID.slice" -p IPAddressDeny
 
-# --- the proxy port is ocsb's: Debian's squid package (a dependency) starts squid.service on
-# 3128 by default, which would hold the port the netlock opens to the agent.
-proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
-	local pid
-	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
-	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
-	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
-}
-wait_for 60 bash -c "ss -Htln 'sport = :3128' | grep -q LISTEN"
+# --- the proxy port is ocsb's: squid.service stopped and disabled by provisioning
+wait_for 60 port_held
 check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
-check_fails "Debian's squid.service is not running beside it" systemctl -q is-active squid
+check_output "Debian's squid.service is inactive after provisioning" '^inactive$' \
+	systemctl is-active squid
+check_output "Debian's squid.service is disabled after provisioning" '^disabled$' \
+	systemctl is-enabled squid
 
 # --- OpenCode under the unit
 field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
@@ -225,9 +243,78 @@ if [ -n "$DMI_NAME" ] && [ -n "${OC_PID:-}" ]; then
 	else
 		fail "OpenCode does not see the machine's DMI product name" "it reads: $oc_dmi"
 	fi
-	check_output "control: root reads the DMI product name" "^$DMI_NAME\$" \
-		cat /sys/class/dmi/id/product_name
+	root_dmi=$(cat /sys/class/dmi/id/product_name 2>&1)
+	if [ "$root_dmi" = "$DMI_NAME" ]; then
+		pass "control: root reads the DMI product name"
+	else
+		fail "control: root reads the DMI product name" "it reads: $root_dmi"
+	fi
 fi
+
+# --- removal (issue 18, item 9): ocsb-provision --remove --purge, then apt-get purge ocsb.
+# Nothing of ocsb's may be left: no file of the agent's old uid, no unit, drop-in, enablement
+# link, nftables table, /etc/ocsb, /var/lib/ocsb or /opt/ocsb (OpenCode's prefix).
+DROPIN=/etc/systemd/system/user-$AGENT_UID.slice.d/ocsb.conf
+WANTS=/etc/systemd/system/multi-user.target.wants/ocsb-agentd.service
+uid_files() { # files of the agent's uid on the root and the memory file systems
+	find / /tmp /var/tmp /run /dev/shm -xdev -uid "$AGENT_UID" 2>/dev/null | sort -u | head -n 20
+}
+ocsb_units() { # ocsb's unit files wherever systemd looks, and what systemd has loaded
+	# (not this scenario's own ocsb-vm-scenario.service)
+	find /etc/systemd /run/systemd/system /lib/systemd/system /usr/lib/systemd/system \
+		-name 'ocsb*' ! -name 'ocsb-vm-*' 2>/dev/null
+	systemctl list-units --all --no-legend --plain 'ocsb*' 2>/dev/null |
+		grep -v -e '^$' -e '^ocsb-vm-'
+}
+left_over() { # left_over: what of ocsb is left, one line each
+	local f
+	[ -n "$(uid_files)" ] && echo "files of uid $AGENT_UID"
+	[ -n "$(ocsb_units)" ] && echo "an ocsb unit"
+	for f in "$DROPIN" "$WANTS" /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+		[ -e "$f" ] || [ -L "$f" ] && echo "$f"
+	done
+	nft list table inet ocsb >/dev/null 2>&1 && echo "nft table inet ocsb"
+}
+# Control: each of these is there before the removal (the checks below can fail).
+present=$(left_over)
+want="files of uid $AGENT_UID
+an ocsb unit
+$DROPIN
+$WANTS
+/etc/ocsb
+/var/lib/ocsb
+/opt/ocsb
+nft table inet ocsb"
+if [ -n "$AGENT_UID" ] && [ "$present" = "$want" ]; then
+	pass "control: before removal, all of it is present (uid $AGENT_UID's files, unit, drop-in, link, table, /etc/ocsb, /var/lib/ocsb, /opt/ocsb)"
+else
+	fail "control: before removal, all of it is present" "expected:" "$want" "found:" "$present"
+fi
+if rm_out=$(ocsb-provision --remove --purge 2>&1); then
+	pass "ocsb-provision --remove --purge"
+else
+	fail "ocsb-provision --remove --purge (exit $?)" "$rm_out"
+fi
+echo "$rm_out"
+if purge_out=$(apt-get purge -y ocsb 2>&1); then
+	pass "apt-get purge -y ocsb"
+else
+	fail "apt-get purge -y ocsb (exit $?)" "$purge_out"
+fi
+echo "$purge_out"
+grep -E '^ocsb:' <<<"$purge_out" | sed 's/^/# purge: /' >&3
+check_fails "the agent account is gone" id "$AGENT"
+o=$(uid_files)
+if [ -z "$o" ]; then pass "no file of the agent's old uid $AGENT_UID (find / -xdev -uid, and /tmp /run /dev/shm)"; else fail "no file of the agent's old uid $AGENT_UID" "$o"; fi
+o=$(ocsb_units)
+if [ -z "$o" ]; then pass "no ocsb unit (file or loaded)"; else fail "no ocsb unit (file or loaded)" "$o"; fi
+check_fails "no slice drop-in $DROPIN" test -e "$DROPIN"
+check_fails "no enablement link $WANTS" test -L "$WANTS" -o -e "$WANTS"
+check_fails "no nft table inet ocsb" nft list table inet ocsb
+for d in /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+	check_fails "no $d" test -e "$d"
+done
+check_fails "the package is gone (dpkg)" bash -c 'dpkg-query -W -f="\${Status}\n" ocsb 2>/dev/null | grep -qv "not-installed"'
 
 note "scenario ended at uptime $(uptime_s) s"
 tap "# END"
