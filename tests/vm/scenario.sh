@@ -251,6 +251,63 @@ if [ -n "$DMI_NAME" ] && [ -n "${OC_PID:-}" ]; then
 	fi
 fi
 
+# --- the netlock under systemd (issue 18, item 4): `nft flush ruleset` while the agent loops
+# on direct connects to an address outside (a veth pair into a network namespace: the guest
+# has no network device), none gets through; root's do (control).
+FAR=10.99.0.2
+FAR_PORT=8080
+ip netns add ocsb-far && ip link add ocsb-v0 type veth peer name ocsb-v1 netns ocsb-far &&
+	ip addr add 10.99.0.1/24 dev ocsb-v0 && ip link set ocsb-v0 up &&
+	ip -n ocsb-far addr add "$FAR/24" dev ocsb-v1 && ip -n ocsb-far link set ocsb-v1 up &&
+	ip -n ocsb-far link set lo up
+ip netns exec ocsb-far perl -MIO::Socket::INET -e '
+	my $s = IO::Socket::INET->new(LocalAddr => $ARGV[0], LocalPort => $ARGV[1], Listen => 128,
+		ReuseAddr => 1) or die "listen: $!";
+	while (my $c = $s->accept) { print $c "HTTP/1.0 200 OK\r\n\r\nFAR\n"; close $c }' \
+	"$FAR" "$FAR_PORT" >"$WORK/far.log" 2>&1 &
+FAR_PID=$!
+far_open() { timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "$FAR" "$FAR_PORT"; }
+check "control: root connects to $FAR:$FAR_PORT (a veth pair into a namespace)" wait_for 20 far_open
+restores() { field netlock-restores; }
+r0=$(restores)
+# The agent's loop, in an ssh session of the agent (its cgroup, its login): a line when it
+# starts, then the tries and the ones that got through.
+owner_ssh "$AGENT@localhost" "echo started; ok=0; n=0; end=\$((SECONDS + 25));
+	while [ \$SECONDS -lt \$end ]; do n=\$((n + 1));
+		timeout 1 bash -c 'exec 3<>/dev/tcp/$FAR/$FAR_PORT' 2>/dev/null && ok=\$((ok + 1));
+		sleep 0.05; done; echo tries=\$n through=\$ok" >"$WORK/loop.out" 2>"$WORK/loop.err" &
+loop_pid=$!
+if wait_for 60 grep -q started "$WORK/loop.out"; then
+	flushes=0
+	for i in 1 2 3 4 5; do
+		sleep 1
+		nft flush ruleset && flushes=$((flushes + 1))
+		# restored before the next one: each flush opens its own window
+		wait_for 10 nft list table inet ocsb
+	done
+	wait "$loop_pid"
+	res=$(grep -o 'tries=[0-9]* through=[0-9]*' "$WORK/loop.out")
+	tries=$(sed -n 's/^tries=\([0-9]*\).*/\1/p' <<<"$res")
+	through=$(sed -n 's/.*through=\([0-9]*\)$/\1/p' <<<"$res")
+	note "agent's direct connects during $flushes flushes: ${res:-no result}; netlock-restores ${r0:-?} -> $(restores)"
+	check "the table is back after the flushes" nft list table inet ocsb
+	check_output "control: agentd restored the table after the flushes (netlock-restores grew)" \
+		'^yes$' bash -c '[ "${2:-0}" -gt "${1:-0}" ] && echo yes || echo "no: $1 -> $2"' sh "$r0" "$(restores)"
+	if [ -n "$tries" ] && [ "$tries" -ge 10 ] && [ "$through" = 0 ]; then
+		pass "nft flush ruleset x$flushes while the agent loops on direct connects to $FAR: 0 of $tries get through"
+	else
+		fail "nft flush ruleset x$flushes while the agent loops on direct connects to $FAR: 0 get through" \
+			"${res:-no result}" "$(cat "$WORK/loop.err")"
+	fi
+else
+	kill "$loop_pid" 2>/dev/null
+	fail "the agent's connect loop started (ssh $AGENT@localhost)" "$(cat "$WORK/loop.err")"
+fi
+check "control: root still connects to $FAR:$FAR_PORT" far_open
+kill "$FAR_PID" 2>/dev/null
+ip netns del ocsb-far 2>/dev/null
+ip link del ocsb-v0 2>/dev/null
+
 # --- removal (issue 18, item 9): ocsb-provision --remove --purge, then apt-get purge ocsb.
 # Nothing of ocsb's may be left: no file of the agent's old uid, no unit, drop-in, enablement
 # link, nftables table, /etc/ocsb, /var/lib/ocsb or /opt/ocsb (OpenCode's prefix).
