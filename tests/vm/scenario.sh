@@ -304,6 +304,29 @@ else
 	fail "the agent's connect loop started (ssh $AGENT@localhost)" "$(cat "$WORK/loop.err")"
 fi
 check "control: root still connects to $FAR:$FAR_PORT" far_open
+
+# --- the second layer (issue 18, item 4): with ocsb-agentd stopped (nothing restores the
+# table) and the ruleset flushed, a new ssh session of the agent is in its user slice, whose
+# IPAddressDeny still stops direct connects; the owner's session (no IPAddressDeny) gets
+# through (control: without the table, only the slice stops the agent).
+probe_far() { # probe_far USER: its ssh session's cgroup, then THROUGH or BLOCKED
+	owner_ssh "$1@localhost" "sed -n 's/^0:://p' /proc/self/cgroup;
+		timeout 3 bash -c 'exec 3<>/dev/tcp/$FAR/$FAR_PORT' 2>/dev/null && echo THROUGH || echo BLOCKED" 2>&1
+}
+systemctl stop ocsb-agentd
+nft flush ruleset
+check_fails "agentd stopped, ruleset flushed: no table inet ocsb" nft list table inet ocsb
+agent_far=$(probe_far "$AGENT")
+owner_far=$(probe_far "$OWNER")
+note "agent's session: $(tr '\n' ' ' <<<"$agent_far"); owner's: $(tr '\n' ' ' <<<"$owner_far")"
+check_output "agentd stopped: the agent's new ssh session is in user-$AGENT_UID.slice" \
+	"^/user\.slice/user-$AGENT_UID\.slice/" echo "$agent_far"
+check_output "no table, agentd stopped: the slice's IPAddressDeny stops the agent's direct connect" \
+	'^BLOCKED$' echo "$agent_far"
+check_output "control: no table, the owner's session connects directly (its slice has no IPAddressDeny)" \
+	'^THROUGH$' echo "$owner_far"
+systemctl start ocsb-agentd
+check "ocsb-agentd started again: the table is back" wait_for 60 nft list table inet ocsb
 kill "$FAR_PID" 2>/dev/null
 ip netns del ocsb-far 2>/dev/null
 ip link del ocsb-v0 2>/dev/null
