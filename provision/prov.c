@@ -351,9 +351,12 @@ static int run_remove(struct prov *p)
 	struct ctl_request ping = {.verb = CTL_PING};
 	struct ctl_response resp;
 	char err[256], sock[4096];
-	int r = 0, n, others;
+	int r = 0, n, others, stopped;
 
 	/* A running supervisor would put the table back and restart OpenCode under our feet. */
+	stopped = systemd_stop_agentd(p);
+	if (stopped < 0)
+		return -1;
 	if (path_join(sock, sizeof(sock), p->paths.run, "ocsb/agentd.sock") == 0 &&
 		ctl_call(sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
 		ctl_response_free(&resp);
@@ -398,6 +401,9 @@ static int run_remove(struct prov *p)
 	if (r == 0 && remove_config(p) < 0)
 		r = -1;
 	if (r == 0 && p->purge && others == 0 && purge_machine(p) < 0)
+		r = -1;
+	/* The supervisor serves every agent: it goes on for the others. */
+	if (stopped == 1 && others > 0 && systemd_start_agentd(p) < 0)
 		r = -1;
 	return r;
 }

@@ -138,6 +138,10 @@ int systemd_render_slice(const struct ocsb_config *c, struct buf *out);
 int systemd_ensure(struct prov *p);
 /* The agent's slice limits; with last_agent also the supervisor's unit and its enabling. */
 int systemd_remove(struct prov *p, int last_agent);
+/* --remove: stop ocsb-agentd.service when systemd runs it: 1 stopped, 0 not active, -1. */
+int systemd_stop_agentd(struct prov *p);
+/* ... and start it again afterwards (other agents remain): 0 or -1. */
+int systemd_start_agentd(struct prov *p);
 
 /* opencode.c */
 /* An exact release number ("1.18.33"): no tags or ranges. */

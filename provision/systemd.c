@@ -11,6 +11,7 @@
 #include "fileops.h"
 #include "log.h"
 #include "provision.h"
+#include "spawn.h"
 /* conf/ocsb-agentd.service.in with the install's sbin directory: the unit's one text. */
 #include "unit_text.h"
 
@@ -185,6 +186,51 @@ out:
 	buf_free(&unit);
 	buf_free(&slice);
 	return r;
+}
+
+/* 1 when `systemctl is-active ocsb-agentd.service` says so (systemd running), else 0. */
+static int unit_active(void)
+{
+	const char *argv[] = {"/usr/bin/systemctl", "is-active", "--quiet", UNIT_NAME, NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 20000};
+	struct spawn_result res;
+	int active;
+
+	if (!systemd_running() || spawn_run(argv, &o, &res) < 0)
+		return 0;
+	active = res.status == 0;
+	spawn_result_free(&res);
+	return active;
+}
+
+int systemd_stop_agentd(struct prov *p)
+{
+	const char *stop[] = {"/usr/bin/systemctl", "stop", UNIT_NAME, NULL};
+
+	/*
+	 * Provisioning enabled and started the unit: undoing it stops it first (a running
+	 * supervisor would put the table back and restart OpenCode during the removal). A
+	 * supervisor started by hand is not ours to stop: the caller refuses then.
+	 */
+	if (!unit_active() || !prov_change(p, "stop %s", UNIT_NAME))
+		return 0;
+	if (prov_exec(p, stop, NULL) < 0)
+		return -1;
+	prov_done(p);
+	return 1;
+}
+
+int systemd_start_agentd(struct prov *p)
+{
+	const char *start[] = {"/usr/bin/systemctl", "start", UNIT_NAME, NULL};
+
+	if (!systemd_running() ||
+		!prov_change(p, "start %s again (other agents remain)", UNIT_NAME))
+		return 0;
+	if (prov_exec(p, start, NULL) < 0)
+		return -1;
+	prov_done(p);
+	return 0;
 }
 
 int systemd_remove(struct prov *p, int last_agent)

@@ -18,6 +18,7 @@
 #   OCSB_VM_KEEP=1    keep the per-run directory (tree, image, serial logs)
 #   OCSB_VM_ACCEL     kvm or tcg: skip the KVM probe
 #   OCSB_VM_MEM       guest memory in MiB (default 3072)
+#   OCSB_VM_POWEROFF_WAIT  seconds the guest has to power off after "# END" (default 120)
 #   OCSB_VM_BASE      a guest base tarball to use instead of the cached one (debugging)
 set -u
 export LC_ALL=C
@@ -27,6 +28,7 @@ REPO=$(cd "$VM_DIR/../.." && pwd)
 CACHE=${OCSB_VM_CACHE:-/var/tmp/ocsb-vm}
 TIMEOUT=${OCSB_VM_TIMEOUT:-1500}
 MEM=${OCSB_VM_MEM:-3072}
+POWEROFF_WAIT=${OCSB_VM_POWEROFF_WAIT:-120}
 OC_PREFIX=$(sed -n 's/^#define OCSB_OPENCODE_PREFIX "\(.*\)"$/\1/p' "$REPO/common/opencode.h")
 
 LOG=$(mktemp /tmp/ocsb-vm-log.XXXXXX)
@@ -161,7 +163,7 @@ run_guest() {
 	n=0
 	BOOT_FIRST=
 	BOOT_END=
-	local done_seen=
+	local done_seen= t_end= stuck=
 	while :; do
 		# Copy the complete lines that arrived since the last look.
 		local total
@@ -184,6 +186,16 @@ run_guest() {
 		if ! kill -0 "$qpid" 2>/dev/null; then
 			break
 		fi
+		# After "# END" the guest powers itself off; one that does not is stopped here.
+		if [ -n "$done_seen" ] && [ -z "$t_end" ]; then
+			t_end=$(date +%s)
+		fi
+		if [ -n "$t_end" ] && [ "$(date +%s)" -ge $((t_end + POWEROFF_WAIT)) ]; then
+			kill "$qpid" 2>/dev/null
+			wait "$qpid" 2>/dev/null
+			stuck=1
+			break
+		fi
 		if [ "$(date +%s)" -ge "$deadline" ]; then
 			kill "$qpid" 2>/dev/null
 			wait "$qpid" 2>/dev/null
@@ -200,8 +212,11 @@ run_guest() {
 	elif [ -z "$done_seen" ]; then
 		say_not_ok "$rel: the scenario ran to its end (no '# END' line)" \
 			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
+	elif [ -n "$stuck" ]; then
+		say_not_ok "$rel: the guest powered off within ${POWEROFF_WAIT} s of the scenario's end (stopped)" \
+			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
 	else
-		say_ok "$rel: the scenario ran to its end and the guest powered off"
+		say_ok "$rel: the scenario ran to its end and the guest powered off${t_end:+ ($(($(date +%s) - t_end)) s after # END)}"
 	fi
 	return 0
 }

@@ -98,6 +98,28 @@ as_owner git -C "$PROJECT" init -q -b main
 as_owner git -C "$PROJECT" -c user.name=Dev -c user.email=dev@example.invalid \
 	commit -q --allow-empty -m first
 
+# --- Debian's squid package (a dependency) enables squid.service on *:3128, ocsb's proxy port:
+# the positive control for the checks after provisioning that it is stopped and disabled.
+proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
+	local pid
+	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
+	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
+	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
+}
+port_held() { ss -Htln 'sport = :3128' | grep -q LISTEN; }
+wait_for 60 port_held
+check_output "control: before provisioning, Debian's squid.service is active" '^active$' \
+	systemctl is-active squid
+check_output "control: before provisioning, squid.service is enabled" '^enabled$' \
+	systemctl is-enabled squid
+pre_owner=$(proxy_owner 2>&1)
+if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-agentd ] && port_held; then
+	pass "control: before provisioning, the proxy port's listener is not ocsb-agentd's (parent: $pre_owner)"
+else
+	fail "control: before provisioning, the proxy port's listener is not ocsb-agentd's" \
+		"parent: $pre_owner" "$(ss -Htlnp 'sport = :3128' 2>&1)"
+fi
+
 t_prov=$(uptime_s)
 if prov_out=$(ocsb-provision --owner "$OWNER" --project "$PROJECT" 2>&1); then
 	pass "ocsb-provision --owner $OWNER --project $PROJECT"
@@ -125,17 +147,13 @@ check_output "the agent's slice has a memory limit (MemoryMax)" '^MemoryMax=[0-9
 check_output "control: the owner's slice has no IPAddressDeny" '^IPAddressDeny=$' \
 	systemctl show "user-$OWNER_UID.slice" -p IPAddressDeny
 
-# --- the proxy port is ocsb's: Debian's squid package (a dependency) starts squid.service on
-# 3128 by default, which would hold the port the netlock opens to the agent.
-proxy_owner() { # the parent's command name of whatever listens on 127.0.0.1:3128
-	local pid
-	pid=$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)
-	[ -n "$pid" ] || { echo "nothing listens on 3128"; return 1; }
-	ps -o comm= -p "$(ps -o ppid= -p "$pid" | tr -d ' ')"
-}
-wait_for 60 bash -c "ss -Htln 'sport = :3128' | grep -q LISTEN"
+# --- the proxy port is ocsb's: squid.service stopped and disabled by provisioning
+wait_for 60 port_held
 check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
-check_fails "Debian's squid.service is not running beside it" systemctl -q is-active squid
+check_output "Debian's squid.service is inactive after provisioning" '^inactive$' \
+	systemctl is-active squid
+check_output "Debian's squid.service is disabled after provisioning" '^disabled$' \
+	systemctl is-enabled squid
 
 # --- OpenCode under the unit
 field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
@@ -225,9 +243,158 @@ if [ -n "$DMI_NAME" ] && [ -n "${OC_PID:-}" ]; then
 	else
 		fail "OpenCode does not see the machine's DMI product name" "it reads: $oc_dmi"
 	fi
-	check_output "control: root reads the DMI product name" "^$DMI_NAME\$" \
-		cat /sys/class/dmi/id/product_name
+	root_dmi=$(cat /sys/class/dmi/id/product_name 2>&1)
+	if [ "$root_dmi" = "$DMI_NAME" ]; then
+		pass "control: root reads the DMI product name"
+	else
+		fail "control: root reads the DMI product name" "it reads: $root_dmi"
+	fi
 fi
+
+# --- the netlock under systemd (issue 18, item 4): `nft flush ruleset` while the agent loops
+# on direct connects to an address outside (a veth pair into a network namespace: the guest
+# has no network device), none gets through; root's do (control).
+FAR=10.99.0.2
+FAR_PORT=8080
+ip netns add ocsb-far && ip link add ocsb-v0 type veth peer name ocsb-v1 netns ocsb-far &&
+	ip addr add 10.99.0.1/24 dev ocsb-v0 && ip link set ocsb-v0 up &&
+	ip -n ocsb-far addr add "$FAR/24" dev ocsb-v1 && ip -n ocsb-far link set ocsb-v1 up &&
+	ip -n ocsb-far link set lo up
+ip netns exec ocsb-far perl -MIO::Socket::INET -e '
+	my $s = IO::Socket::INET->new(LocalAddr => $ARGV[0], LocalPort => $ARGV[1], Listen => 128,
+		ReuseAddr => 1) or die "listen: $!";
+	while (my $c = $s->accept) { print $c "HTTP/1.0 200 OK\r\n\r\nFAR\n"; close $c }' \
+	"$FAR" "$FAR_PORT" >"$WORK/far.log" 2>&1 &
+FAR_PID=$!
+far_open() { timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "$FAR" "$FAR_PORT"; }
+check "control: root connects to $FAR:$FAR_PORT (a veth pair into a namespace)" wait_for 20 far_open
+restores() { field netlock-restores; }
+r0=$(restores)
+# The agent's loop, in an ssh session of the agent (its cgroup, its login): a line when it
+# starts, then the tries and the ones that got through.
+owner_ssh "$AGENT@localhost" "echo started; ok=0; n=0; end=\$((SECONDS + 25));
+	while [ \$SECONDS -lt \$end ]; do n=\$((n + 1));
+		timeout 1 bash -c 'exec 3<>/dev/tcp/$FAR/$FAR_PORT' 2>/dev/null && ok=\$((ok + 1));
+		sleep 0.05; done; echo tries=\$n through=\$ok" >"$WORK/loop.out" 2>"$WORK/loop.err" &
+loop_pid=$!
+if wait_for 60 grep -q started "$WORK/loop.out"; then
+	flushes=0
+	for i in 1 2 3 4 5; do
+		sleep 1
+		nft flush ruleset && flushes=$((flushes + 1))
+		# restored before the next one: each flush opens its own window
+		wait_for 10 nft list table inet ocsb
+	done
+	wait "$loop_pid"
+	res=$(grep -o 'tries=[0-9]* through=[0-9]*' "$WORK/loop.out")
+	tries=$(sed -n 's/^tries=\([0-9]*\).*/\1/p' <<<"$res")
+	through=$(sed -n 's/.*through=\([0-9]*\)$/\1/p' <<<"$res")
+	note "agent's direct connects during $flushes flushes: ${res:-no result}; netlock-restores ${r0:-?} -> $(restores)"
+	check "the table is back after the flushes" nft list table inet ocsb
+	check_output "control: agentd restored the table after the flushes (netlock-restores grew)" \
+		'^yes$' bash -c '[ "${2:-0}" -gt "${1:-0}" ] && echo yes || echo "no: $1 -> $2"' sh "$r0" "$(restores)"
+	if [ -n "$tries" ] && [ "$tries" -ge 10 ] && [ "$through" = 0 ]; then
+		pass "nft flush ruleset x$flushes while the agent loops on direct connects to $FAR: 0 of $tries get through"
+	else
+		fail "nft flush ruleset x$flushes while the agent loops on direct connects to $FAR: 0 get through" \
+			"${res:-no result}" "$(cat "$WORK/loop.err")"
+	fi
+else
+	kill "$loop_pid" 2>/dev/null
+	fail "the agent's connect loop started (ssh $AGENT@localhost)" "$(cat "$WORK/loop.err")"
+fi
+check "control: root still connects to $FAR:$FAR_PORT" far_open
+
+# --- the second layer (issue 18, item 4): with ocsb-agentd stopped (nothing restores the
+# table) and the ruleset flushed, a new ssh session of the agent is in its user slice, whose
+# IPAddressDeny still stops direct connects; the owner's session (no IPAddressDeny) gets
+# through (control: without the table, only the slice stops the agent).
+probe_far() { # probe_far USER: its ssh session's cgroup, then THROUGH or BLOCKED
+	owner_ssh "$1@localhost" "sed -n 's/^0:://p' /proc/self/cgroup;
+		timeout 3 bash -c 'exec 3<>/dev/tcp/$FAR/$FAR_PORT' 2>/dev/null && echo THROUGH || echo BLOCKED" 2>&1
+}
+systemctl stop ocsb-agentd
+nft flush ruleset
+check_fails "agentd stopped, ruleset flushed: no table inet ocsb" nft list table inet ocsb
+agent_far=$(probe_far "$AGENT")
+owner_far=$(probe_far "$OWNER")
+note "agent's session: $(tr '\n' ' ' <<<"$agent_far"); owner's: $(tr '\n' ' ' <<<"$owner_far")"
+check_output "agentd stopped: the agent's new ssh session is in user-$AGENT_UID.slice" \
+	"^/user\.slice/user-$AGENT_UID\.slice/" echo "$agent_far"
+check_output "no table, agentd stopped: the slice's IPAddressDeny stops the agent's direct connect" \
+	'^BLOCKED$' echo "$agent_far"
+check_output "control: no table, the owner's session connects directly (its slice has no IPAddressDeny)" \
+	'^THROUGH$' echo "$owner_far"
+systemctl start ocsb-agentd
+check "ocsb-agentd started again: the table is back" wait_for 60 nft list table inet ocsb
+kill "$FAR_PID" 2>/dev/null
+ip netns del ocsb-far 2>/dev/null
+ip link del ocsb-v0 2>/dev/null
+
+# --- removal (issue 18, item 9): ocsb-provision --remove --purge, then apt-get purge ocsb.
+# Nothing of ocsb's may be left: no file of the agent's old uid, no unit, drop-in, enablement
+# link, nftables table, /etc/ocsb, /var/lib/ocsb or /opt/ocsb (OpenCode's prefix).
+DROPIN=/etc/systemd/system/user-$AGENT_UID.slice.d/ocsb.conf
+WANTS=/etc/systemd/system/multi-user.target.wants/ocsb-agentd.service
+uid_files() { # files of the agent's uid on the root and the memory file systems
+	find / /tmp /var/tmp /run /dev/shm -xdev -uid "$AGENT_UID" 2>/dev/null | sort -u | head -n 20
+}
+ocsb_units() { # ocsb's unit files wherever systemd looks, and what systemd has loaded
+	# (not this scenario's own ocsb-vm-scenario.service)
+	find /etc/systemd /run/systemd/system /lib/systemd/system /usr/lib/systemd/system \
+		-name 'ocsb*' ! -name 'ocsb-vm-*' 2>/dev/null
+	systemctl list-units --all --no-legend --plain 'ocsb*' 2>/dev/null |
+		grep -v -e '^$' -e '^ocsb-vm-'
+}
+left_over() { # left_over: what of ocsb is left, one line each
+	local f
+	[ -n "$(uid_files)" ] && echo "files of uid $AGENT_UID"
+	[ -n "$(ocsb_units)" ] && echo "an ocsb unit"
+	for f in "$DROPIN" "$WANTS" /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+		[ -e "$f" ] || [ -L "$f" ] && echo "$f"
+	done
+	nft list table inet ocsb >/dev/null 2>&1 && echo "nft table inet ocsb"
+}
+# Control: each of these is there before the removal (the checks below can fail).
+present=$(left_over)
+want="files of uid $AGENT_UID
+an ocsb unit
+$DROPIN
+$WANTS
+/etc/ocsb
+/var/lib/ocsb
+/opt/ocsb
+nft table inet ocsb"
+if [ -n "$AGENT_UID" ] && [ "$present" = "$want" ]; then
+	pass "control: before removal, all of it is present (uid $AGENT_UID's files, unit, drop-in, link, table, /etc/ocsb, /var/lib/ocsb, /opt/ocsb)"
+else
+	fail "control: before removal, all of it is present" "expected:" "$want" "found:" "$present"
+fi
+if rm_out=$(ocsb-provision --remove --purge 2>&1); then
+	pass "ocsb-provision --remove --purge"
+else
+	fail "ocsb-provision --remove --purge (exit $?)" "$rm_out"
+fi
+echo "$rm_out"
+if purge_out=$(apt-get purge -y ocsb 2>&1); then
+	pass "apt-get purge -y ocsb"
+else
+	fail "apt-get purge -y ocsb (exit $?)" "$purge_out"
+fi
+echo "$purge_out"
+grep -E '^ocsb:' <<<"$purge_out" | sed 's/^/# purge: /' >&3
+check_fails "the agent account is gone" id "$AGENT"
+o=$(uid_files)
+if [ -z "$o" ]; then pass "no file of the agent's old uid $AGENT_UID (find / -xdev -uid, and /tmp /run /dev/shm)"; else fail "no file of the agent's old uid $AGENT_UID" "$o"; fi
+o=$(ocsb_units)
+if [ -z "$o" ]; then pass "no ocsb unit (file or loaded)"; else fail "no ocsb unit (file or loaded)" "$o"; fi
+check_fails "no slice drop-in $DROPIN" test -e "$DROPIN"
+check_fails "no enablement link $WANTS" test -L "$WANTS" -o -e "$WANTS"
+check_fails "no nft table inet ocsb" nft list table inet ocsb
+for d in /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+	check_fails "no $d" test -e "$d"
+done
+check_fails "the package is gone (dpkg)" bash -c 'dpkg-query -W -f="\${Status}\n" ocsb 2>/dev/null | grep -qv "not-installed"'
 
 note "scenario ended at uptime $(uptime_s) s"
 tap "# END"
