@@ -15,7 +15,7 @@ iproute2 util-linux procps coreutils clang-format
 squid curl python3
 dbus dbus-x11 gnome-keyring libsecret-tools at cron libpam-modules
 debhelper dpkg-dev fakeroot lintian
-mmdebstrap"
+mmdebstrap qemu-system-x86 qemu-utils e2fsprogs"
 
 # OpenCode: the version and the prefix are written once, in common/opencode.h.
 hdr() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$here/common/opencode.h"; }

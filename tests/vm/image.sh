@@ -41,7 +41,8 @@ cached_tar() {
 	CACHED=
 	if [ ! -s "$out" ]; then
 		tmp=$CACHE/.$kind-$rel.$BASHPID.tmp.tar
-		if ! mmdebstrap --variant=apt --include="$(comma_list "$@")" "$rel" "$tmp" \
+		# Bounded: a hung download is a failure, not a CI run that never ends.
+		if ! timeout 1800 mmdebstrap --variant=apt --include="$(comma_list "$@")" "$rel" "$tmp" \
 			>"$CACHE/.$kind-$rel.$BASHPID.log" 2>&1; then
 			rm -f "$tmp"
 			echo "mmdebstrap $kind $rel failed; see $CACHE/.$kind-$rel.$BASHPID.log:" >&2
@@ -50,6 +51,8 @@ cached_tar() {
 		fi
 		mv -f "$tmp" "$out" || return 1
 		rm -f "$CACHE/.$kind-$rel.$BASHPID.log"
+		# Older keys of the same kind and release are dead weight (~0.8 GB each).
+		find "$CACHE" -maxdepth 1 -name "$kind-$rel-*.tar" ! -name "${out##*/}" -delete
 		MADE=1
 	fi
 	CACHED=$out
@@ -141,6 +144,8 @@ ensure_pkg() {
 		fi
 		cp "$build/make.log" "$dir.tmp/" && touch "$dir.tmp/done" && rm -rf "$dir" &&
 			mv "$dir.tmp" "$dir" || return 1
+		# One package per release is kept: the one of this source.
+		find "$CACHE" -maxdepth 1 -name "pkg-$rel-*" ! -name "${dir##*/}" -exec rm -rf {} +
 		rm -rf "$build"
 		PKG_HOW="built for $rel in a chroot"
 	else
