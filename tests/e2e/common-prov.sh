@@ -41,3 +41,30 @@ bg_owner() {
 }
 
 provision() { prov --owner "$OWNER" --project "$PROJECT" "$@"; }
+
+# fake_opencode [MiB]: a root-owned stand-in for OpenCode (opencode-bin must be root's) at
+# /etc/fakeoc/opencode, named in ocsb.conf. `serve --port N` answers 200 on 127.0.0.1:N;
+# with MiB, it also writes that much to stdout, then FLOOD-DONE.
+fake_opencode() {
+	mkdir -p /etc/fakeoc
+	cat >/etc/fakeoc/opencode <<PY
+#!/usr/bin/python3
+import http.server, sys, threading
+port = int(sys.argv[sys.argv.index("--port") + 1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a): pass
+def flood(mib):
+    line = b"x" * 1023 + b"\\n"
+    for _ in range(mib * 1024):
+        sys.stdout.buffer.write(line)
+    sys.stdout.buffer.write(b"FLOOD-DONE\\n")
+    sys.stdout.flush()
+if ${1:-0}:
+    threading.Thread(target=flood, args=(${1:-0},), daemon=True).start()
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+	chmod 755 /etc/fakeoc /etc/fakeoc/opencode
+	echo 'opencode-bin /etc/fakeoc/opencode' >>/etc/ocsb/ocsb.conf
+}

@@ -42,19 +42,7 @@ check_output "doctor (root): ocsb's squid holds the port" "OK +proxy +ocsb's squ
 # root-owned stand-in) must not start then, and must once the port is ocsb's again.
 kill "$(cat /var/lib/ocsb/proxy/state/squid.pid)"
 wait_for 10 bash -c "! (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null"
-mkdir -p /etc/fakeoc
-cat >/etc/fakeoc/opencode <<'PY'
-#!/usr/bin/python3
-import http.server, sys
-port = int(sys.argv[sys.argv.index("--port") + 1])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
-    def log_message(self, *a): pass
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
-chmod 755 /etc/fakeoc /etc/fakeoc/opencode
-echo 'opencode-bin /etc/fakeoc/opencode' >>/etc/ocsb/ocsb.conf
+fake_opencode
 check "a foreign listener holds the port again" foreign_up
 check_output "doctor (root) FAILs the foreign proxy" "FAIL +proxy +127.0.0.1:$PORT is held by a process that is not ocsb's squid" \
 	doctor

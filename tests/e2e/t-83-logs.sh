@@ -8,27 +8,7 @@
 OCSB=$OCSB_BUILD/ocsb
 make_project
 check_output "provisioned" '^ocsb-provision: [1-9]' provision
-mkdir -p /etc/fakeoc
-cat >/etc/fakeoc/opencode <<'PY'
-#!/usr/bin/python3
-# serve --hostname H --port N: answer 200, and write 30 MiB to stdout in the meantime.
-import http.server, sys, threading
-port = int(sys.argv[sys.argv.index("--port") + 1])
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
-    def log_message(self, *a): pass
-def flood():
-    line = b"x" * 1023 + b"\n"
-    for _ in range(30 * 1024):
-        sys.stdout.buffer.write(line)
-    sys.stdout.buffer.write(b"FLOOD-DONE\n")
-    sys.stdout.flush()
-threading.Thread(target=flood, daemon=True).start()
-http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
-PY
-chmod 755 /etc/fakeoc /etc/fakeoc/opencode
-echo 'opencode-bin /etc/fakeoc/opencode' >>/etc/ocsb/ocsb.conf
+fake_opencode 30
 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 LOG=/var/log/ocsb/opencode-shop.log
