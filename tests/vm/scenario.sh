@@ -331,6 +331,43 @@ kill "$FAR_PID" 2>/dev/null
 ip netns del ocsb-far 2>/dev/null
 ip link del ocsb-v0 2>/dev/null
 
+# --- limits on cgroup v2 (issue 18, item 3), from an ssh session of the agent: a fork bomb
+# stops below limit-tasks and a memory hog is killed at limit-memory, while the owner still
+# logs in; the same loads as the owner, outside the agent's cgroup, are the controls. Last
+# before removal: OpenCode shares the cgroup and may not live under 256M.
+sed -i '/^limit-tasks /d; /^limit-memory /d' /etc/ocsb/ocsb.conf
+printf 'limit-tasks 150\nlimit-memory 256M\n' >>/etc/ocsb/ocsb.conf
+check "re-provisioning with the lower limits, and ocsb-agentd reloads them" \
+	bash -c "ocsb-provision --owner $OWNER --project $PROJECT && systemctl reload ocsb-agentd"
+sleep 3
+new_cg=$(owner_ssh "$AGENT@localhost" cat /proc/self/cgroup 2>&1 | sed -n 's/^0:://p')
+check_output "limit-tasks 150 and limit-memory 256M are in force for a new session" \
+	'^pids\.max=150 memory\.max=268435456$' limits_of "$new_cg"
+# The bomb: perl (essential in Debian), which counts its own forks and stops at the first
+# that fails (bash retries each failed fork for seconds). The children live a minute.
+BOMB='perl -e '"'"'$n = 0; for (1 .. 300) { $p = fork; last unless defined $p; if (!$p) { sleep 60; exit 0 } $n++ } print "started=$n\n"'"'"''
+owner_ssh "$AGENT@localhost" "$BOMB" >"$WORK/bomb.agent" 2>&1 &
+bomb_pid=$!
+sleep 5
+check_output "the owner still logs in during the agent's fork bomb" "^$OWNER\$" \
+	owner_ssh "$OWNER@localhost" id -un
+wait "$bomb_pid"
+agent_started=$(sed -n 's/^started=//p' "$WORK/bomb.agent" | tail -n 1)
+pkill -x -u "$AGENT" perl
+note "fork bomb of 300: the agent's session started ${agent_started:-?}"
+if [ -n "$agent_started" ] && [ "$agent_started" -lt 150 ]; then
+	pass "a fork bomb from the agent's ssh session stops below limit-tasks 150 ($agent_started of 300)"
+else
+	fail "a fork bomb from the agent's ssh session stops below limit-tasks 150" "$(tail -n 5 "$WORK/bomb.agent")"
+fi
+own_started=$(owner_ssh "$OWNER@localhost" "$BOMB" 2>&1 | sed -n 's/^started=//p' | tail -n 1)
+pkill -x -u "$OWNER" perl
+check_output "control: the same bomb as the owner starts all 300 (${own_started:-?})" '^300$' echo "$own_started"
+HOG='dd if=/dev/zero of=/dev/null bs=400M count=1 2>/dev/null; echo "exit=$?"'
+check_output "a 400 MiB hog in the agent's ssh session is killed at limit-memory 256M" \
+	'^exit=(137|9)$|Killed' owner_ssh "$AGENT@localhost" "$HOG"
+check_output "control: the same hog as the owner completes" '^exit=0$' owner_ssh "$OWNER@localhost" "$HOG"
+
 # --- removal (issue 18, item 9): ocsb-provision --remove --purge, then apt-get purge ocsb.
 # Nothing of ocsb's may be left: no file of the agent's old uid, no unit, drop-in, enablement
 # link, nftables table, /etc/ocsb, /var/lib/ocsb or /opt/ocsb (OpenCode's prefix).
