@@ -8,8 +8,9 @@
 
 #include "agentd.h"
 #include "ctl.h"
-#include "log.h"
 #include "dirs.h"
+#include "log.h"
+#include "sdnotify.h"
 
 static void usage(FILE *f)
 {
@@ -43,7 +44,7 @@ int main(int argc, char **argv)
 	struct agentd *d;
 	struct ctl_request ping = {.verb = CTL_PING};
 	struct ctl_response resp;
-	char err[512];
+	char err[512], notify[108];
 	const char *config = NULL;
 	int c, verbose = 0, use_syslog = 0, r;
 
@@ -90,6 +91,9 @@ int main(int argc, char **argv)
 		snprintf(d->config_path, sizeof(d->config_path), "%s", config);
 	else
 		path_join(d->config_path, sizeof(d->config_path), d->paths.etc, "ocsb/ocsb.conf");
+	/* systemd's notify socket: ours to use, not our children's to inherit. */
+	if (sd_notify_take(notify, sizeof(notify)) < 0)
+		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
 	d->fault_apply = getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1");
 	/* One supervisor per machine: a live one answers on the socket. */
 	if (ctl_call("/run/ocsb/agentd.sock", &ping, &resp, 1000, err, sizeof(err)) == 0) {
@@ -106,6 +110,13 @@ int main(int argc, char **argv)
 	}
 	log_notice("running: agent %s, %zu OpenCode instance%s, control %s", d->agent.name, d->n_oc,
 		d->n_oc == 1 ? "" : "s", d->ctl_path);
+	/*
+	 * Under the unit (Type=notify), ready means the netlock tables are verified: ssh,
+	 * cron, at and logins (systemd-user-sessions) are ordered after this, so no process
+	 * of the agent runs at boot before the table does.
+	 */
+	if ((r = sd_notify_send(notify, "READY=1\nSTATUS=netlock verified; supervising")) < 0)
+		log_warn("telling systemd we are ready: %s", strerror(-r));
 	r = agentd_run(d);
 	log_notice("stopped");
 	agentd_free(d);

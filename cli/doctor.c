@@ -575,6 +575,7 @@ static void check_persistence(struct doctor *dr)
 {
 	static const char *const files[] = {"cron.deny", "at.deny"};
 	char linger[4096], fix[300];
+	struct passwd *pw;
 	struct stat st;
 
 	/* systemd's lingering keeps a user manager (and its services) running after logout. */
@@ -588,6 +589,29 @@ static void check_persistence(struct doctor *dr)
 		else
 			add(dr, DR_OK, "persistence", NULL, "%s does not linger (%s absent)",
 				dr->c->cfg.agent, linger);
+	}
+
+	/*
+	 * Where systemd runs, the agent's user manager is masked (ocsb-provision): what it
+	 * would start (systemd-run --user, systemctl --user) lives outside agentd's cgroup.
+	 */
+	if (lstat("/run/systemd/system", &st) == 0 && (pw = getpwnam(dr->c->cfg.agent))) {
+		char mask[4096], rel[64], t[32];
+		ssize_t k = -1;
+
+		snprintf(rel, sizeof(rel), "systemd/system/user@%u.service", (unsigned)pw->pw_uid);
+		if (path_join(mask, sizeof(mask), dr->c->paths.etc, rel) == 0)
+			k = readlink(mask, t, sizeof(t) - 1);
+		if (k == 9 && memcmp(t, "/dev/null", 9) == 0)
+			add(dr, DR_OK, "persistence", NULL,
+				"user@%u.service is masked: %s has no user manager (systemd-run "
+				"--user, systemctl --user)",
+				(unsigned)pw->pw_uid, dr->c->cfg.agent);
+		else
+			add(dr, DR_FAIL, "persistence", "sudo ocsb-provision",
+				"user@%u.service is not masked: %s's user services would run "
+				"outside ocsb-agentd's cgroup and outlive its stop",
+				(unsigned)pw->pw_uid, dr->c->cfg.agent);
 	}
 
 	for (size_t i = 0; i < 2; i++) {

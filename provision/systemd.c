@@ -121,6 +121,88 @@ static int slice_paths(struct prov *p, uid_t uid, char *dir, size_t dn, char *fi
 	return 0;
 }
 
+/*
+ * The agent gets no user manager: <etc>/systemd/system/user@UID.service is a link to
+ * /dev/null (masked). What it would run (systemd-run --user, systemctl --user units, the
+ * services a lingering user keeps) would live outside ocsb-agentd's cgroup: its limits,
+ * its freezer, and the stop that ends everything of the agent. Logins still work: logind
+ * goes on without the user manager. Lingering is dropped as well (a masked manager runs
+ * nothing, but a linger file says otherwise to whoever reads it).
+ */
+static int mask_path(struct prov *p, uid_t uid, char *path, size_t n)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "systemd/system/user@%u.service", (unsigned)uid);
+	return path_join(path, n, p->paths.etc, rel) < 0 ? -ENAMETOOLONG : 0;
+}
+
+/* 1 when path is a link to /dev/null (masked), 0 absent, 2 something else. */
+static int mask_state(const char *path)
+{
+	char t[32];
+	ssize_t k = readlink(path, t, sizeof(t) - 1);
+	struct stat st;
+
+	if (k == 9 && memcmp(t, "/dev/null", 9) == 0)
+		return 1;
+	return lstat(path, &st) < 0 && errno == ENOENT ? 0 : 2;
+}
+
+static int mask_user_manager(struct prov *p, int *changed)
+{
+	char path[4096], tmp[4200], dir[4096];
+	int dfd, st;
+
+	if (mask_path(p, p->agent.uid, path, sizeof(path)) < 0)
+		return -1;
+	st = mask_state(path);
+	if (st == 1)
+		return 0;
+	if (st == 2) {
+		log_err("%s exists and is not a mask (a link to /dev/null): the agent would get a "
+			"user manager outside ocsb-agentd's cgroup; remove it, then run "
+			"ocsb-provision again",
+			path);
+		return -1;
+	}
+	if (!prov_change(p, "mask user@%u.service: %s gets no user manager (systemd-run "
+			    "--user, systemctl --user and lingering run nothing)",
+		    (unsigned)p->agent.uid, p->agent.name))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0) {
+		log_err("%s: %s", dir, strerror(-dfd));
+		return -1;
+	}
+	close(dfd);
+	snprintf(tmp, sizeof(tmp), "%s.ocsb-tmp", path);
+	unlink(tmp);
+	if (symlink("/dev/null", tmp) < 0 || rename(tmp, path) < 0) {
+		log_err("%s: %s", path, strerror(errno));
+		unlink(tmp);
+		return -1;
+	}
+	*changed = 1;
+	prov_done(p);
+	return 0;
+}
+
+static int drop_linger(struct prov *p)
+{
+	char path[4096], rel[300];
+	struct stat st;
+
+	snprintf(rel, sizeof(rel), "systemd/linger/%s", p->agent.name);
+	if (path_join(path, sizeof(path), p->paths.varlib, rel) < 0)
+		return -1;
+	if (lstat(path, &st) < 0)
+		return 0;
+	return prov_remove_file(p, path, "the agent's lingering (loginctl enable-linger)");
+}
+
 static int systemd_running(void)
 {
 	struct stat st;
@@ -167,7 +249,8 @@ int systemd_ensure(struct prov *p)
 	}
 	if (p->agent_exists) {
 		if (systemd_render_slice(&p->cfg, &slice) < 0 ||
-			prov_write_file(p, spath, &slice, 0644, &changed) < 0)
+			prov_write_file(p, spath, &slice, 0644, &changed) < 0 ||
+			mask_user_manager(p, &changed) < 0 || drop_linger(p) < 0)
 			goto out;
 	}
 	r = 0;
@@ -248,6 +331,13 @@ int systemd_remove(struct prov *p, int last_agent)
 			if (prov_remove_file(p, spath, "the agent's slice limits") < 0)
 				return -1;
 			rmdir(sdir); /* only when nothing else is in it */
+			changed = 1;
+		}
+		if (mask_path(p, p->agent.uid, spath, sizeof(spath)) < 0)
+			return -1;
+		if (mask_state(spath) == 1) {
+			if (prov_remove_file(p, spath, "the mask of the agent's user manager") < 0)
+				return -1;
 			changed = 1;
 		}
 	}

@@ -97,6 +97,28 @@ static void unit_names_the_installed_supervisor(void **state)
 	assert_null(strstr(unit_text, "@SBINDIR@"));
 }
 
+/*
+ * The boot order (issue 18, the reboot probe in tests/vm): agentd says ready only once its
+ * tables are verified, and logins, sshd, cron and at start after that; nothing orders
+ * agentd after sshd (the window the probe found).
+ */
+static void unit_orders_the_netlock_before_logins(void **state)
+{
+	const char *b = strstr(unit_text, "\nBefore=");
+	char line[512];
+
+	(void)state;
+	assert_non_null(strstr(unit_text, "\nType=notify\n"));
+	assert_non_null(b);
+	snprintf(line, sizeof(line), "%.*s ", (int)strcspn(b + 8, "\n"), b + 8);
+	assert_non_null(strstr(line, "systemd-user-sessions.service "));
+	assert_non_null(strstr(line, "ssh.service "));
+	assert_non_null(strstr(line, "cron.service "));
+	assert_non_null(strstr(line, "atd.service "));
+	assert_non_null(strstr(unit_text, "\nAfter=network.target\n"));
+	assert_null(strstr(unit_text, "ssh.service\n[Service]"));
+}
+
 static void packaged_unit_found_in_usr_lib_or_lib(void **state)
 {
 	struct paths p;
@@ -159,6 +181,7 @@ int main(void)
 		cmocka_unit_test(unit_delegates_cgroups),
 		cmocka_unit_test(unit_is_the_packaged_text_with_a_header),
 		cmocka_unit_test(unit_names_the_installed_supervisor),
+		cmocka_unit_test(unit_orders_the_netlock_before_logins),
 		cmocka_unit_test_setup_teardown(
 			packaged_unit_found_in_usr_lib_or_lib, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(

@@ -244,7 +244,10 @@ prepare_guest() {
 
 	# The scenario and its unit: after multi-user, TAP to ttyS1, then power-off.
 	install -d "$tree/usr/local/lib/ocsb-vm"
-	install -m 0755 "$VM_DIR/scenario.sh" "$tree/usr/local/lib/ocsb-vm/scenario.sh"
+	install -m 0755 "$VM_DIR/scenario.sh" "$VM_DIR/probe.sh" "$VM_DIR/far.sh" "$tree/usr/local/lib/ocsb-vm/"
+	# The boot probes, installed by the scenario itself before its reboots.
+	install -m 0644 "$VM_DIR"/ocsb-vm-far.service "$VM_DIR"/ocsb-vm-probe-*.service \
+		"$tree/usr/local/lib/ocsb-vm/"
 	install -m 0644 "$VM_DIR/ocsb-vm-scenario.service" "$tree/etc/systemd/system/"
 	ln -sf ../ocsb-vm-scenario.service \
 		"$tree/etc/systemd/system/multi-user.target.wants/ocsb-vm-scenario.service"

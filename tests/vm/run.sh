@@ -14,7 +14,7 @@
 # Environment:
 #   OCSB_VM_DEB       an ocsb .deb to install (one release only); default: build/matrix/
 #                     <release>/ocsb_*.deb when present, else built for the release in a chroot
-#   OCSB_VM_TIMEOUT   seconds per guest, boot to power-off (default 1500)
+#   OCSB_VM_TIMEOUT   seconds per guest, first boot to last power-off (default 2400)
 #   OCSB_VM_KEEP=1    keep the per-run directory (tree, image, serial logs)
 #   OCSB_VM_ACCEL     kvm or tcg: skip the KVM probe
 #   OCSB_VM_MEM       guest memory in MiB (default 3072)
@@ -26,7 +26,7 @@ export LC_ALL=C
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$VM_DIR/../.." && pwd)
 CACHE=${OCSB_VM_CACHE:-/var/tmp/ocsb-vm}
-TIMEOUT=${OCSB_VM_TIMEOUT:-1500}
+TIMEOUT=${OCSB_VM_TIMEOUT:-2400}
 MEM=${OCSB_VM_MEM:-3072}
 POWEROFF_WAIT=${OCSB_VM_POWEROFF_WAIT:-120}
 OC_PREFIX=$(sed -n 's/^#define OCSB_OPENCODE_PREFIX "\(.*\)"$/\1/p' "$REPO/common/opencode.h")
@@ -119,7 +119,7 @@ probe_kvm() { # probe_kvm KERNEL
 
 # run_guest RELEASE TREE: image the tree, boot it, relay the TAP. Sets BOOT_* timings.
 run_guest() {
-	local rel=$1 tree=$2 rundir=$3 kernel initrd img con tap qpid t0 first= i n deadline
+	local rel=$1 tree=$2 rundir=$3 kernel initrd img con tap qpid t0 n deadline
 	local line accel_args
 	kernel=$(ls "$tree"/boot/vmlinuz-* | sort -V | tail -n 1)
 	initrd=$(ls "$tree"/boot/initrd.img-* | sort -V | tail -n 1)
@@ -148,75 +148,90 @@ run_guest() {
 	else
 		accel_args=(-accel tcg,thread=multi -cpu max)
 	fi
-	: >"$con"
-	: >"$tap"
 	t0=$(now)
-	# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP only.
-	qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" -smp 2 \
-		-kernel "$rundir/vmlinuz" -initrd "$rundir/initrd.img" \
-		-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1" \
-		-drive "file=$img,if=virtio,format=raw" -nic none -display none -no-reboot \
-		-monitor none -serial "file:$con" -serial "file:$tap" \
-		>"$rundir/qemu.log" 2>&1 &
-	qpid=$!
 	deadline=$(($(date +%s) + TIMEOUT))
-	n=0
 	BOOT_FIRST=
 	BOOT_END=
-	local done_seen= t_end= stuck=
-	while :; do
-		# Copy the complete lines that arrived since the last look.
-		local total
-		total=$(wc -l <"$tap")
-		if [ "$total" -gt "$n" ]; then
-			while IFS= read -r line; do
-				line=${line%$'\r'}
-				case $line in
-				'ok '* | 'not ok '*)
-					[ -n "$BOOT_FIRST" ] || BOOT_FIRST=$(elapsed "$t0")
-					line=$(sed -E 's/^(not ok|ok) - /\1 - '"$rel"': /' <<<"$line")
-					out "$line"
-					;;
-				'# END'*) done_seen=1 ;;
-				'#'* | '  #'*) out "$line" ;;
-				esac
-			done < <(sed -n "$((n + 1)),${total}p" "$tap")
-			n=$total
-		fi
-		if ! kill -0 "$qpid" 2>/dev/null; then
-			break
-		fi
-		# After "# END" the guest powers itself off; one that does not is stopped here.
-		if [ -n "$done_seen" ] && [ -z "$t_end" ]; then
-			t_end=$(date +%s)
-		fi
-		if [ -n "$t_end" ] && [ "$(date +%s)" -ge $((t_end + POWEROFF_WAIT)) ]; then
-			kill "$qpid" 2>/dev/null
-			wait "$qpid" 2>/dev/null
-			stuck=1
-			break
-		fi
-		if [ "$(date +%s)" -ge "$deadline" ]; then
-			kill "$qpid" 2>/dev/null
-			wait "$qpid" 2>/dev/null
-			say_not_ok "$rel: guest finished within ${TIMEOUT} s" "last console lines:" \
-				"$(tail -n 20 "$con" | tr -d '\r')"
-			break
-		fi
-		sleep 1
+	BOOTS=0
+	local done_seen= t_end= stuck= reboot_seen= boot con_all=$rundir/console.log
+	: >"$con_all"
+	# One QEMU per boot: the scenario says "# REBOOT" and reboots the guest, which ends QEMU
+	# (-no-reboot: a kernel panic must not boot again unseen); the same disk boots again.
+	for boot in 1 2 3 4 5 6; do
+		BOOTS=$boot
+		con=$rundir/console.$boot.log
+		tap=$rundir/tap.$boot.log
+		: >"$con"
+		: >"$tap"
+		reboot_seen=
+		# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP.
+		qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" -smp 2 \
+			-kernel "$rundir/vmlinuz" -initrd "$rundir/initrd.img" \
+			-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1" \
+			-drive "file=$img,if=virtio,format=raw" -nic none -display none -no-reboot \
+			-monitor none -serial "file:$con" -serial "file:$tap" \
+			>"$rundir/qemu.$boot.log" 2>&1 &
+		qpid=$!
+		n=0
+		while :; do
+			# Copy the complete lines that arrived since the last look.
+			local total
+			total=$(wc -l <"$tap")
+			if [ "$total" -gt "$n" ]; then
+				while IFS= read -r line; do
+					line=${line%$'\r'}
+					case $line in
+					'ok '* | 'not ok '*)
+						[ -n "$BOOT_FIRST" ] || BOOT_FIRST=$(elapsed "$t0")
+						line=$(sed -E 's/^(not ok|ok) - /\1 - '"$rel"': /' <<<"$line")
+						out "$line"
+						;;
+					'# END'*) done_seen=1 ;;
+					'# REBOOT'*) reboot_seen=1 ;;
+					'#'* | '  #'*) out "$line" ;;
+					esac
+				done < <(sed -n "$((n + 1)),${total}p" "$tap")
+				n=$total
+			fi
+			if ! kill -0 "$qpid" 2>/dev/null; then
+				break
+			fi
+			# After "# END" the guest powers itself off; one that does not is stopped here.
+			if [ -n "$done_seen" ] && [ -z "$t_end" ]; then
+				t_end=$(date +%s)
+			fi
+			if [ -n "$t_end" ] && [ "$(date +%s)" -ge $((t_end + POWEROFF_WAIT)) ]; then
+				kill "$qpid" 2>/dev/null
+				wait "$qpid" 2>/dev/null
+				stuck=1
+				break
+			fi
+			if [ "$(date +%s)" -ge "$deadline" ]; then
+				kill "$qpid" 2>/dev/null
+				wait "$qpid" 2>/dev/null
+				say_not_ok "$rel: guest finished within ${TIMEOUT} s (boot $boot)" "last console lines:" \
+					"$(tail -n 20 "$con" | tr -d '\r')"
+				break
+			fi
+			sleep 1
+		done
+		wait "$qpid" 2>/dev/null
+		cat "$con" >>"$con_all"
+		[ -n "$reboot_seen" ] && [ -z "$done_seen" ] && [ "$(date +%s)" -lt "$deadline" ] || break
+		out "# $rel: the guest rebooted (boot $boot ended at $(elapsed "$t0") s); booting the same disk again"
 	done
-	wait "$qpid" 2>/dev/null
+	con=$con_all
 	BOOT_END=$(elapsed "$t0")
 	if [ -z "$BOOT_FIRST" ]; then
 		say_not_ok "$rel: the guest reported TAP" "console:" "$(tail -n 30 "$con" | tr -d '\r')"
 	elif [ -z "$done_seen" ]; then
-		say_not_ok "$rel: the scenario ran to its end (no '# END' line)" \
+		say_not_ok "$rel: the scenario ran to its end (no '# END' line; $BOOTS boots)" \
 			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
 	elif [ -n "$stuck" ]; then
 		say_not_ok "$rel: the guest powered off within ${POWEROFF_WAIT} s of the scenario's end (stopped)" \
 			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
 	else
-		say_ok "$rel: the scenario ran to its end and the guest powered off${t_end:+ ($(($(date +%s) - t_end)) s after # END)}"
+		say_ok "$rel: the scenario ran to its end over $BOOTS boots and the guest powered off${t_end:+ ($(($(date +%s) - t_end)) s after # END)}"
 	fi
 	return 0
 }
@@ -228,7 +243,7 @@ for rel in "${RELEASES[@]}"; do
 	rundir=$(mktemp -d "$CACHE/run-$rel.XXXXXX")
 	if prepare_guest "$rel" "$rundir"; then
 		run_guest "$rel" "$rundir/tree" "$rundir"
-		out "# $rel timings: package ${PKG_TIME:-?} s ($PKG_HOW), image ${IMAGE_TIME:-?} s ($IMAGE_HOW), guest tree ${TREE_TIME:-?} s, boot to first TAP line ${BOOT_FIRST:-none} s, boot to power-off ${BOOT_END:-?} s, release total $(elapsed "$t_rel") s"
+		out "# $rel timings: package ${PKG_TIME:-?} s ($PKG_HOW), image ${IMAGE_TIME:-?} s ($IMAGE_HOW), guest tree ${TREE_TIME:-?} s, boot to first TAP line ${BOOT_FIRST:-none} s, ${BOOTS:-?} boots to power-off ${BOOT_END:-?} s, release total $(elapsed "$t_rel") s"
 	fi
 	if [ "${OCSB_VM_KEEP:-}" = 1 ]; then
 		out "# $rel: kept $rundir"
