@@ -132,12 +132,17 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	w = vsnprintf(raw, sizeof(raw), fmt, ap);
 	if (w < 0)
 		w = 0;
+	if ((size_t)w >= sizeof(raw))
+		w = sizeof(raw) - 1;
+	/* Output of a command often ends its last line: that is the end of ours, not text. */
+	while (w > 0 && (raw[w - 1] == '\n' || raw[w - 1] == '\r'))
+		w--;
 	/*
 	 * Names, git output and errors often come from the agent: every control byte is
 	 * escaped (like OpenSSH's strnvis), so no line is forged and no escape sequence
 	 * reaches root's terminal or log. A backslash is doubled: the output reads one way.
 	 */
-	log_vis(raw, (size_t)w < sizeof(raw) ? (size_t)w : sizeof(raw) - 1, line, sizeof(line));
+	log_vis(raw, (size_t)w, line, sizeof(line));
 	if (log_syslog) {
 		syslog(level, "%s", line);
 	} else if (log_journal) {
