@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fileops.h"
@@ -115,6 +118,49 @@ int fo_open_parent(
 	}
 	strcpy(ret_name, name);
 	return walk(dirfd, dir, create, mode, (uid_t)-1, (gid_t)-1);
+}
+
+int fo_no_openat2;
+
+int fo_open_beneath(int dirfd, const char *rel, int flags)
+{
+	char name[256];
+	int pfd, fd;
+
+	if (!*rel || rel[0] == '/')
+		return -EINVAL;
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+#ifdef SYS_openat2
+	if (!fo_no_openat2) {
+		struct open_how how = {
+			.flags = (unsigned)flags,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+
+		fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOSYS)
+			return -errno;
+	}
+#endif
+	/* No openat2: every directory on the way opened O_NOFOLLOW, ".." refused. */
+	pfd = fo_open_parent(dirfd, rel, 0, 0, name, sizeof(name));
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, flags);
+	if (fd < 0)
+		fd = -errno;
+	close(pfd);
+	return fd;
+}
+
+int fo_fchmod_path(int fd, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, mode) < 0 ? -errno : 0;
 }
 
 static int write_all(int fd, const void *data, size_t len)

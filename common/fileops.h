@@ -19,6 +19,22 @@ int fo_open_dir(int dirfd, const char *path);
 /* Like fo_open_dir, creating missing components with mode/uid/gid (uid -1: keep). */
 int fo_mkdir_p(int dirfd, const char *path, mode_t mode, uid_t uid, gid_t gid);
 
+/*
+ * Open `rel` (relative, no "..") below dirfd with `flags` (O_NOFOLLOW is added), never
+ * following a link on the way: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) when the kernel
+ * has it, else one O_NOFOLLOW component at a time. A link as the last component is opened
+ * itself only with O_PATH; otherwise ELOOP. Returns the fd or a negative errno.
+ */
+int fo_open_beneath(int dirfd, const char *rel, int flags);
+/* For tests: 1 makes fo_open_beneath take the component walk, as on a kernel before 5.6. */
+extern int fo_no_openat2;
+
+/*
+ * chmod the file an O_PATH descriptor holds (fchmod refuses O_PATH before Linux 6.6):
+ * through /proc/self/fd, which names that very inode, never a path that could change.
+ */
+int fo_fchmod_path(int fd, mode_t mode);
+
 /* Split an absolute or relative path into an opened parent dir and the last name. */
 int fo_open_parent(
 	int dirfd, const char *path, int create, mode_t mode, char *ret_name, size_t namelen);
