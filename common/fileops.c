@@ -12,8 +12,32 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "log.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+void (*fo_test_race)(int dirfd, const char *name);
+
+/*
+ * A directory that appeared between our failed open and our mkdir is not ours: another
+ * process made it, maybe a less privileged one that keeps a descriptor or filled it first.
+ * It is adopted (given the owner and mode asked for, through its descriptor) only when it
+ * already belongs to root or to the owner asked for; otherwise the walk stops.
+ */
+static int adopt(int fd, const char *name, uid_t uid)
+{
+	uid_t want = uid != (uid_t)-1 ? uid : geteuid();
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode) && (st.st_uid == 0 || st.st_uid == want))
+		return 0;
+	log_err("%s: appeared while it was being created, owned by uid %u (not root or %u): "
+		"not adopting it; remove it and try again",
+		name, (unsigned)st.st_uid, (unsigned)want);
+	return -EPERM;
+}
 
 /* Walk `path` component by component; create missing ones when `create`. */
 static int walk(int dirfd, const char *path, int create, mode_t mode, uid_t uid, gid_t gid)
@@ -50,12 +74,22 @@ static int walk(int dirfd, const char *path, int create, mode_t mode, uid_t uid,
 		}
 		next = openat(fd, comp, DIR_FLAGS);
 		if (next < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, comp, mode) < 0 && errno != EEXIST) {
+			int made;
+
+			if (fo_test_race)
+				fo_test_race(fd, comp);
+			made = mkdirat(fd, comp, mode) == 0;
+			if (!made && errno != EEXIST) {
 				r = -errno;
 				close(fd);
 				return r;
 			}
 			next = openat(fd, comp, DIR_FLAGS);
+			if (next >= 0 && !made && (r = adopt(next, comp, uid)) < 0) {
+				close(next);
+				close(fd);
+				return r;
+			}
 			if (next >= 0 && (uid != (uid_t)-1 || gid != (gid_t)-1) &&
 				fchown(next, uid, gid) < 0) {
 				r = -errno;
@@ -252,7 +286,7 @@ int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t 
 	return r;
 }
 
-static int read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
+int fo_read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
 {
 	struct stat st;
 	char *data = NULL;
@@ -309,7 +343,7 @@ int fo_read_at(int dirfd, const char *name, size_t max, char **ret_data, size_t 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	r = read_fd(fd, max, ret_data, ret_len);
+	r = fo_read_fd(fd, max, ret_data, ret_len);
 	close(fd);
 	return r;
 }
