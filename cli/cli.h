@@ -2,6 +2,8 @@
 #ifndef OCSB_CLI_H
 #define OCSB_CLI_H
 
+#include <sys/stat.h>
+
 #include "config.h"
 #include "egress.h"
 #include "paths.h"
@@ -43,6 +45,13 @@ int doctor_listed(const char *text, const char *user);
  */
 int doctor_shell_verdict(const char *login_shell, int shell_safe, long abi);
 int doctor_sensitive(const char *rel);
+/*
+ * --fix as root: chmod go-rwx home/rel through a descriptor opened below homefd without
+ * following links, only if it is still the regular file `seen` (device, inode) of `owner`.
+ * 0, or -1 with why it was left alone.
+ */
+int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t owner,
+	char *why, size_t n);
 struct buf;
 void doctor_json_str(struct buf *b, const char *s);
 

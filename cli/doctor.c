@@ -31,6 +31,7 @@
 #include "ctl.h"
 #include "fileops.h"
 #include "landlock.h"
+#include "log.h"
 #include "loginshell.h"
 #include "netlock.h"
 #include "procs.h"
@@ -242,6 +243,8 @@ static void check_deps(struct doctor *dr)
 struct scan {
 	struct doctor *dr;
 	const char *home;
+	uid_t owner;
+	int homefd; /* the home, opened once: fixes are made below it, never by path */
 	size_t files;
 	unsigned exposed;
 };
@@ -263,6 +266,82 @@ static int reachable_by_others(const char *home, const char *path)
 	return 1;
 }
 
+/*
+ * Test hook, off unless OCSB_TEST_HOOKS=1 is in root's environment: while
+ * <run>/ocsb/test-doctor-pause exists, --fix waits before each fix (after the scan saw the
+ * file), so a test can swap a link in at the worst moment. It only delays.
+ */
+static void test_pause(struct doctor *dr)
+{
+	char pause[4096], paused[4096];
+	const char *h = getenv("OCSB_TEST_HOOKS");
+	int fd;
+
+	if (!h || strcmp(h, "1") != 0 ||
+		snprintf(pause, sizeof(pause), "%s/ocsb/test-doctor-pause", dr->c->paths.run) >=
+			(int)sizeof(pause) ||
+		snprintf(paused, sizeof(paused), "%s/ocsb/test-doctor-paused", dr->c->paths.run) >=
+			(int)sizeof(paused) ||
+		access(pause, F_OK) < 0)
+		return;
+	fd = open(paused, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 600 && access(pause, F_OK) == 0; i++)
+		usleep(50 * 1000);
+	unlink(paused);
+}
+
+/*
+ * Take go-rwx off home/rel as root. The name is the owner's to change at any moment: the
+ * file is opened below the home without following any link (O_PATH, openat2
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS or an O_NOFOLLOW walk), checked on the descriptor
+ * (the regular file the scan saw, same device and inode, the owner's), and chmod'ed through
+ * that descriptor. 0, or -1 with the reason it was left alone in why.
+ */
+int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t owner,
+	char *why, size_t n)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = fo_open_beneath(homefd, rel, O_PATH);
+	if (fd < 0) {
+		snprintf(why, n, "%s",
+			fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR
+				? "a symbolic link (or another file) is on its path now"
+			: fd == -ENOENT ? "it is gone"
+					: strerror(-fd));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, n, "%s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode))
+		snprintf(why, n, "it was replaced by a symbolic link since the scan");
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, n, "it is no longer a regular file");
+	else if (st.st_dev != seen->st_dev || st.st_ino != seen->st_ino)
+		snprintf(why, n, "it was replaced by another file since the scan");
+	else if (st.st_uid != owner)
+		snprintf(why, n, "it belongs to uid %u, not to the owner", (unsigned)st.st_uid);
+	else
+		why[0] = '\0';
+	if (why[0]) {
+		close(fd);
+		return -1;
+	}
+	r = fo_fchmod_path(fd, st.st_mode & 0700);
+	close(fd);
+	if (r < 0) {
+		snprintf(why, n, "chmod: %s", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
 static int scan_one(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
 	struct scan *s = scan_ctx;
@@ -282,11 +361,21 @@ static int scan_one(const char *path, const struct stat *st, int flag, struct FT
 		return 0;
 	s->exposed++;
 	snprintf(fix, sizeof(fix), "chmod go-rwx '%s'", path);
-	if (s->dr->fix && s->dr->root && chmod(path, st->st_mode & 0700) == 0) {
-		add(s->dr, DR_OK, "owner-file", NULL,
-			"%s was readable by every account (%04o): fixed", path,
-			st->st_mode & 07777);
-		s->exposed--;
+	if (s->dr->fix && s->dr->root) {
+		char why[128] = "the home could not be opened";
+
+		test_pause(s->dr);
+		if (s->homefd >= 0 &&
+			doctor_fix_mode(s->homefd, rel, st, s->owner, why, sizeof(why)) == 0) {
+			add(s->dr, DR_OK, "owner-file", NULL,
+				"%s was readable by every account (%04o): fixed", path,
+				st->st_mode & 07777);
+			s->exposed--;
+			return 0;
+		}
+		add(s->dr, DR_FAIL, "owner-file", fix,
+			"%s is readable by every account (%04o); not fixed, left alone: %s", path,
+			st->st_mode & 07777, why);
 		return 0;
 	}
 	add(s->dr, DR_FAIL, "owner-file", fix,
@@ -298,7 +387,7 @@ static int scan_one(const char *path, const struct stat *st, int flag, struct FT
 static void check_owner_home(struct doctor *dr)
 {
 	const struct user_info *o = &dr->c->owner;
-	struct scan s = {.dr = dr, .home = o->home};
+	struct scan s = {.dr = dr, .home = o->home, .owner = o->uid, .homefd = -1};
 	char fix[4200];
 	struct stat st;
 
@@ -325,9 +414,14 @@ static void check_owner_home(struct doctor *dr)
 	/* Only reachable files matter; with a closed home nothing below is reachable. */
 	if (!(st.st_mode & S_IXOTH))
 		return;
+	/* The home's own path comes from passwd (root's); below it, everything is the owner's. */
+	if (dr->fix && dr->root)
+		s.homefd = open(o->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	scan_ctx = &s;
 	nftw(o->home, scan_one, 32, FTW_PHYS | FTW_ACTIONRETVAL);
 	scan_ctx = NULL;
+	if (s.homefd >= 0)
+		close(s.homefd);
 	if (!s.exposed)
 		add(dr, DR_OK, "owner-files", NULL,
 			"no readable secrets (.ssh, .aws, .config, .docker, .kube, .netrc, "
@@ -866,10 +960,15 @@ static int report(struct doctor *dr)
 		buf_free(&b);
 	} else {
 		for (size_t i = 0; i < dr->n; i++) {
+			/* File names under the owner's home are anyone's bytes: no raw controls. */
+			char vis[4 * sizeof(dr->v[i].detail)];
+
+			log_vis(dr->v[i].detail, strlen(dr->v[i].detail), vis, sizeof(vis));
 			printf("%-4s %-16s %s\n", doctor_status_name(dr->v[i].st), dr->v[i].name,
-				dr->v[i].detail);
+				vis);
+			log_vis(dr->v[i].fix, strlen(dr->v[i].fix), vis, sizeof(vis));
 			if (dr->v[i].st != DR_OK && dr->v[i].fix[0])
-				printf("     %-16s fix: %s\n", "", dr->v[i].fix);
+				printf("     %-16s fix: %s\n", "", vis);
 		}
 		printf("doctor: %u FAIL, %u WARN, %zu checks\n", fails, warns, dr->n);
 	}

@@ -212,14 +212,17 @@ static void print_lines(const struct egress *e, const char *data, size_t len)
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		char line[4096], out[4600];
+		char line[4096], out[4600], vis[4 * sizeof(out)];
 		size_t l = nl ? (size_t)(nl - p) : (size_t)(end - p);
 
 		if (l < sizeof(line)) {
 			memcpy(line, p, l);
 			line[l] = '\0';
-			if (egress_log_line(e, line, out, sizeof(out)) == 0)
-				puts(out);
+			/* Host names and methods are what the agent asked for: no raw controls. */
+			if (egress_log_line(e, line, out, sizeof(out)) == 0) {
+				log_vis(out, strlen(out), vis, sizeof(vis));
+				puts(vis);
+			}
 		}
 		p += l + 1;
 	}

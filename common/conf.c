@@ -179,7 +179,7 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 	struct stat st;
 	char *data = NULL;
 	size_t len = 0;
-	int dfd, r;
+	int dfd, fd, r;
 
 	dfd = fo_open_parent(AT_FDCWD, path, 0, 0, name, sizeof(name));
 	if (dfd < 0) {
@@ -193,24 +193,40 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 			return -EPERM;
 		}
 	}
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+	/*
+	 * Opened once, checked and read through the same descriptor: a file swapped in
+	 * after the checks is never the one read. O_NONBLOCK: a FIFO cannot hang us.
+	 */
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	close(dfd);
+	if (fd < 0) {
+		r = -errno;
+		if (errno == ELOOP) {
+			snprintf(err, errlen,
+				"%s: not a regular file (symbolic links are not followed)", path);
+			return -EINVAL;
+		}
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return r;
+	}
+	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		close(dfd);
+		close(fd);
 		return r;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: not a regular file (symbolic links are not followed)",
 			path);
-		close(dfd);
+		close(fd);
 		return -EINVAL;
 	}
 	if (owner != (uid_t)-1 && check_owner(&st, owner, "file", path, err, errlen) < 0) {
-		close(dfd);
+		close(fd);
 		return -EPERM;
 	}
-	r = fo_read_at(dfd, name, CONF_MAX_FILE, &data, &len);
-	close(dfd);
+	r = fo_read_fd(fd, CONF_MAX_FILE, &data, &len);
+	close(fd);
 	if (r < 0) {
 		snprintf(err, errlen, "%s: %s", path,
 			r == -EFBIG ? "file too large (limit 1 MiB)" : strerror(-r));

@@ -1,16 +1,43 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "fileops.h"
+#include "log.h"
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+void (*fo_test_race)(int dirfd, const char *name);
+
+/*
+ * A directory that appeared between our failed open and our mkdir is not ours: another
+ * process made it, maybe a less privileged one that keeps a descriptor or filled it first.
+ * It is adopted (given the owner and mode asked for, through its descriptor) only when it
+ * already belongs to root or to the owner asked for; otherwise the walk stops.
+ */
+static int adopt(int fd, const char *name, uid_t uid)
+{
+	uid_t want = uid != (uid_t)-1 ? uid : geteuid();
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode) && (st.st_uid == 0 || st.st_uid == want))
+		return 0;
+	log_err("%s: appeared while it was being created, owned by uid %u (not root or %u): "
+		"not adopting it; remove it and try again",
+		name, (unsigned)st.st_uid, (unsigned)want);
+	return -EPERM;
+}
 
 /* Walk `path` component by component; create missing ones when `create`. */
 static int walk(int dirfd, const char *path, int create, mode_t mode, uid_t uid, gid_t gid)
@@ -47,12 +74,22 @@ static int walk(int dirfd, const char *path, int create, mode_t mode, uid_t uid,
 		}
 		next = openat(fd, comp, DIR_FLAGS);
 		if (next < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, comp, mode) < 0 && errno != EEXIST) {
+			int made;
+
+			if (fo_test_race)
+				fo_test_race(fd, comp);
+			made = mkdirat(fd, comp, mode) == 0;
+			if (!made && errno != EEXIST) {
 				r = -errno;
 				close(fd);
 				return r;
 			}
 			next = openat(fd, comp, DIR_FLAGS);
+			if (next >= 0 && !made && (r = adopt(next, comp, uid)) < 0) {
+				close(next);
+				close(fd);
+				return r;
+			}
 			if (next >= 0 && (uid != (uid_t)-1 || gid != (gid_t)-1) &&
 				fchown(next, uid, gid) < 0) {
 				r = -errno;
@@ -115,6 +152,49 @@ int fo_open_parent(
 	}
 	strcpy(ret_name, name);
 	return walk(dirfd, dir, create, mode, (uid_t)-1, (gid_t)-1);
+}
+
+int fo_no_openat2;
+
+int fo_open_beneath(int dirfd, const char *rel, int flags)
+{
+	char name[256];
+	int pfd, fd;
+
+	if (!*rel || rel[0] == '/')
+		return -EINVAL;
+	flags |= O_NOFOLLOW | O_CLOEXEC;
+#ifdef SYS_openat2
+	if (!fo_no_openat2) {
+		struct open_how how = {
+			.flags = (unsigned)flags,
+			.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+
+		fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOSYS)
+			return -errno;
+	}
+#endif
+	/* No openat2: every directory on the way opened O_NOFOLLOW, ".." refused. */
+	pfd = fo_open_parent(dirfd, rel, 0, 0, name, sizeof(name));
+	if (pfd < 0)
+		return pfd;
+	fd = openat(pfd, name, flags);
+	if (fd < 0)
+		fd = -errno;
+	close(pfd);
+	return fd;
+}
+
+int fo_fchmod_path(int fd, mode_t mode)
+{
+	char proc[64];
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, mode) < 0 ? -errno : 0;
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -206,7 +286,7 @@ int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t 
 	return r;
 }
 
-static int read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
+int fo_read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
 {
 	struct stat st;
 	char *data = NULL;
@@ -263,7 +343,7 @@ int fo_read_at(int dirfd, const char *name, size_t max, char **ret_data, size_t 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	r = read_fd(fd, max, ret_data, ret_len);
+	r = fo_read_fd(fd, max, ret_data, ret_len);
 	close(fd);
 	return r;
 }

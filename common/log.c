@@ -38,18 +38,111 @@ void log_setlevel(int verbosity)
 		log_max = LOG_LVL_ERR;
 }
 
+/*
+ * Decode one UTF-8 sequence at s (n bytes available): its length with *cp set, or 0 for
+ * an invalid, overlong, surrogate or truncated sequence.
+ */
+static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
+{
+	unsigned c = s[0], min;
+	size_t len;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if ((c & 0xe0) == 0xc0)
+		len = 2, c &= 0x1f, min = 0x80;
+	else if ((c & 0xf0) == 0xe0)
+		len = 3, c &= 0x0f, min = 0x800;
+	else if ((c & 0xf8) == 0xf0)
+		len = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/*
+ * Code points a terminal acts on, or that make text read as something else: C0 and C1
+ * controls (ESC, CSI 0x9b, OSC 0x9d...), DEL, bidi embeddings, overrides and isolates
+ * (Trojan Source), zero-width characters and marks.
+ */
+static int log_cp_unsafe(unsigned cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
+		(cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c ||
+		(cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff;
+}
+
+size_t log_vis(const char *str, size_t len, char *out, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	size_t o = 0;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < len;) {
+		unsigned cp = 0;
+		size_t l = utf8_decode(s + i, len - i, &cp);
+		char esc[32];
+		size_t el = 0;
+
+		if (l == 1 && (cp == '\\' || cp == '\n' || cp == '\r' || cp == '\t')) {
+			esc[0] = '\\';
+			esc[1] = cp == '\\' ? '\\' : cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't';
+			el = 2;
+		} else if (!l || log_cp_unsafe(cp)) {
+			/* Every byte of the sequence (one, for invalid UTF-8): \xHH, never raw. */
+			if (!l)
+				l = 1;
+			for (size_t k = 0; k < l; k++)
+				el += (size_t)snprintf(esc + el, sizeof(esc) - el, "\\x%02x", s[i + k]);
+		} else {
+			memcpy(esc, s + i, l);
+			el = l;
+		}
+		/* Whole units only: a truncated line never ends in half an escape. */
+		if (o + el + 1 > n)
+			break;
+		memcpy(out + o, esc, el);
+		o += el;
+		i += l;
+	}
+	out[o] = '\0';
+	return o;
+}
+
 void log_vmsg(int level, const char *fmt, va_list ap)
 {
-	char line[2048];
-	int saved = errno;
+	char raw[2048], line[4 * sizeof(raw)];
+	int saved = errno, w;
 
 	if (level > log_max)
 		return;
-	vsnprintf(line, sizeof(line), fmt, ap);
-	/* Never let a name from outside forge extra log lines. */
-	for (char *c = line; *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
+	w = vsnprintf(raw, sizeof(raw), fmt, ap);
+	if (w < 0)
+		w = 0;
+	if ((size_t)w >= sizeof(raw))
+		w = sizeof(raw) - 1;
+	/* Output of a command often ends its last line: that is the end of ours, not text. */
+	while (w > 0 && (raw[w - 1] == '\n' || raw[w - 1] == '\r'))
+		w--;
+	/*
+	 * Names, git output and errors often come from the agent: every control byte is
+	 * escaped (like OpenSSH's strnvis), so no line is forged and no escape sequence
+	 * reaches root's terminal or log. A backslash is doubled: the output reads one way.
+	 */
+	log_vis(raw, (size_t)w, line, sizeof(line));
 	if (log_syslog) {
 		syslog(level, "%s", line);
 	} else if (log_journal) {

@@ -3,6 +3,7 @@
 #define OCSB_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /*
  * Where messages go. Tools write plain lines to stderr ("prog: message").
@@ -34,6 +35,14 @@ void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(prin
 #define log_notice(...) log_msg(LOG_LVL_NOTICE, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_LVL_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+/*
+ * Escape len bytes of s into out (n bytes, always NUL-terminated; stops before an escape
+ * that does not fit): "\\" for a backslash, "\n" "\r" "\t", and "\xHH" for each byte of
+ * another C0 or C1 control, DEL, a bidi or zero-width character, or invalid UTF-8. Valid
+ * UTF-8 text stays as it is. Returns the length written. Every log_* line goes through it.
+ */
+size_t log_vis(const char *s, size_t len, char *out, size_t n);
 
 /* Only during start-up and privilege setup. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

@@ -1208,6 +1208,20 @@ static int apply_rec(struct apply *a, const struct rec *r)
 				return -EPROTO;
 			memcpy(target, r->data, r->datalen);
 			target[r->datalen] = '\0';
+			/*
+			 * The reader runs with the owner's rights: its promise (relative, inside
+			 * the root, in normal form) is checked again here before root makes it.
+			 */
+			if (!mirror_link_ok(&m->spec->paths, path, target)) {
+				struct buf esc = {0};
+
+				mirror_escape(target, &esc);
+				log_err("mirror: the reader sent a link %s/%s -> %s that leaves "
+					"its tree: nothing created",
+					m->tree, path, esc.data ? esc.data : "");
+				buf_free(&esc);
+				return -EPROTO;
+			}
 			rc = write_link(a, path, target);
 		}
 	}
@@ -1429,7 +1443,7 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
 	/* Before the reader's first stat: every entry it checks is checked after this. */
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
 		scan_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	r = spawn_fn(scan_child, m, &o, &res);
+	r = spawn_fn(m->reader ? m->reader : scan_child, m, &o, &res);
 	if (r < 0) {
 		log_err("mirror: cannot start the reader as %s: %s", m->owner, strerror(-r));
 		goto out;

@@ -97,6 +97,8 @@ struct mirror {
 	int64_t scan_ns;
 	int scan_saved; /* the status file holds scan_ns (else it is written next time) */
 	const char *by; /* borrowed; the program named in the status file */
+	/* For tests: run instead of the reader (a forged answer); NULL in the programs. */
+	int (*reader)(void *m, int outfd);
 	struct strv changes; /* owned; what the last refresh changed (first 50) */
 	struct strv notices; /* owned; new skips, withheld files and redactions */
 };
@@ -151,6 +153,13 @@ int mirror_gitconfig(const char *data, size_t len, struct buf *out, struct strv 
  */
 int mirror_link_inside(
 	const char *linkpath, const char *target, const char *root_abs, char *ret, size_t n);
+/*
+ * Root's side of the same rule, for a link record from the reader (which runs with the
+ * owner's rights and could be subverted): 1 only when `path` lies strictly below one of
+ * `roots` and `target` is exactly what mirror_link_inside makes of it there (relative,
+ * inside that root, normal form). 0 otherwise: root creates nothing.
+ */
+int mirror_link_ok(const struct strv *roots, const char *path, const char *target);
 /* Printable form of a name: control characters and '\\' escaped (\n, \t, \xNN). */
 void mirror_escape(const char *s, struct buf *out);
 

@@ -769,6 +769,28 @@ int mirror_gitconfig(const char *data, size_t len, struct buf *out, struct strv 
 
 /* ---- links ---- */
 
+int mirror_link_ok(const struct strv *roots, const char *path, const char *target)
+{
+	char fixed[4096];
+
+	/* Absolute targets are rewritten by the reader: one that arrives is a lie. */
+	if (!*target || target[0] == '/')
+		return 0;
+	for (size_t i = 0; i < roots->n; i++) {
+		const char *root = roots->v[i];
+		size_t rl = strlen(root);
+
+		if (!strcmp(root, MIRROR_GITCONFIG) || strncmp(path, root, rl) != 0 ||
+			path[rl] != '/' || !path[rl + 1])
+			continue;
+		/* root_abs "/": unused for a relative target. */
+		if (mirror_link_inside(path + rl + 1, target, "/", fixed, sizeof(fixed)) &&
+			!strcmp(fixed, target))
+			return 1;
+	}
+	return 0;
+}
+
 int mirror_link_inside(
 	const char *linkpath, const char *target, const char *root_abs, char *ret, size_t n)
 {

@@ -12,8 +12,13 @@
 static void print_notices(const struct mirror *m)
 {
 	/* Skips, withheld files and redactions are news for the owner, not changes. */
-	for (size_t i = 0; i < m->notices.n && i < 40; i++)
-		printf("mirror: %s\n", m->notices.v[i]);
+	for (size_t i = 0; i < m->notices.n && i < 40; i++) {
+		/* Details come from the reader, which runs with the owner's rights. */
+		char vis[4096];
+
+		log_vis(m->notices.v[i], strlen(m->notices.v[i]), vis, sizeof(vis));
+		printf("mirror: %s\n", vis);
+	}
 	if (m->notices.n > 40)
 		printf("mirror: ... and %zu more (ocsb mirror status)\n", m->notices.n - 40);
 }

@@ -408,7 +408,7 @@ static int run_npm(const char *npm, const char *stage, const char *version)
 		while (res.output_len && res.output[res.output_len - 1] == '\n')
 			res.output[--res.output_len] = '\0';
 		log_err("npm install %s: %s%s%s", spec, spawn_describe(&res, how, sizeof(how)),
-			res.output_len ? ":\n" : "", res.output_len ? res.output : "");
+			res.output_len ? ": " : "", res.output_len ? res.output : "");
 		r = -EIO;
 	}
 	spawn_result_free(&res);

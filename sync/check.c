@@ -130,6 +130,37 @@ void sync_escape(const char *str, size_t len, char *out, size_t n)
 	out[o] = '\0';
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+		: c >= 'a' && c <= 'f' ? c - 'a' + 10
+		: c >= 'A' && c <= 'F' ? c - 'A' + 10
+				       : -1;
+}
+
+const char *sync_unescape(const char *s, char *out, size_t n)
+{
+	size_t o = 0;
+
+	if (!n)
+		return out;
+	while (*s && o + 1 < n) {
+		int hi, lo;
+
+		if (s[0] == '\\' && s[1] == 'x' && (hi = hexval(s[2])) >= 0 &&
+			(lo = hexval(s[3])) >= 0) {
+			if (!hi && !lo)
+				break;
+			out[o++] = (char)(hi << 4 | lo);
+			s += 4;
+		} else {
+			out[o++] = *s++;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
 /* --- review gate */
 
 static const char *sync_basename(const char *path)

@@ -33,8 +33,11 @@ struct sync_rd {
 
 static void sync_push_fail(struct sync_conn *c, const char *what)
 {
+	char raw[sizeof(c->err)];
+
 	if (c->err[0])
-		log_err("push to %s: %s: %s", c->user, what, c->err);
+		log_err("push to %s: %s: %s", c->user, what,
+			sync_unescape(c->err, raw, sizeof(raw)));
 	else
 		log_err("push to %s: %s", c->user, what);
 }
@@ -268,9 +271,12 @@ static int sync_read_report(struct sync_rd *rd, struct sync_push_cmd *cmds, size
 		}
 		k++;
 	}
-	if (r.unpack == 2)
+	if (r.unpack == 2) {
+		char raw[sizeof(r.unpack_why)];
+
 		log_err("push to %s: the agent could not unpack the objects: %s", rd->c->user,
-			r.unpack_why);
+			sync_unescape(r.unpack_why, raw, sizeof(raw)));
+	}
 	ret = 0;
 out:
 	free(refs);

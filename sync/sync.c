@@ -104,8 +104,11 @@ static void sync_git_fail(struct sync_ctx *x, const char *what)
 
 	if (x->progress_shown)
 		fputc('\n', stderr), x->progress_shown = 0;
-	if (x->conn.err[0])
-		log_err("%s: %s", what, x->conn.err);
+	if (x->conn.err[0]) {
+		char raw[sizeof(x->conn.err)];
+
+		log_err("%s: %s", what, sync_unescape(x->conn.err, raw, sizeof(raw)));
+	}
 	else
 		log_err("%s: %s", what, e && e->message ? e->message : "unknown libgit2 error");
 }
@@ -572,7 +575,10 @@ static int sync_do_push(struct sync_ctx *x)
 		if (cmds[i].state != 2)
 			continue;
 		refused = 1;
-		log_err("%s refused %s: %s", x->cfg.agent, cmds[i].dst, m);
+		char raw[sizeof(cmds[i].why)];
+
+		log_err("%s refused %s: %s", x->cfg.agent, cmds[i].dst,
+			sync_unescape(m, raw, sizeof(raw)));
 		if (strstr(m, "nstaged") || strstr(m, "ncommitted") ||
 			strstr(m, "orking directory") || strstr(m, "checked out") ||
 			strstr(m, "not clean") || strstr(m, "dirty"))
@@ -689,12 +695,10 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct 
 		goto out;
 	r = sync_tree_diff(x->repo, baset, tipt, SYNC_REVIEW_MAX_PATHS, &ds);
 	if (r == SYNC_DIFF_TOO_BIG) {
-		char esc[600];
-
-		sync_escape(b->name, strlen(b->name), esc, sizeof(esc));
+		/* log_err escapes the name (the agent's) itself. */
 		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
 			"(%s): look at it with git before you check it out",
-			x->ns, esc, SYNC_REVIEW_MAX_PATHS,
+			x->ns, b->name, SYNC_REVIEW_MAX_PATHS,
 			git_error_last() ? git_error_last()->message : "");
 		ret = -2;
 		goto out;
@@ -930,15 +934,13 @@ static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br,
 	}
 out:
 	if (ret < 0 && why[0]) {
-		char esc[600];
+		char raw[sizeof(why)];
 
-		if (bad)
-			sync_escape(bad, strlen(bad), esc, sizeof(esc));
 		log_err("%s sent an incomplete history%s%s%s: %s; no ref was written (a broken or "
 			"hostile agent repository: check it with 'git fsck' on the agent's side; "
 			"the unreferenced objects received go with 'git gc --prune=now')",
-			x->cfg.agent, bad ? " for branch \"" : "", bad ? esc : "", bad ? "\"" : "",
-			why);
+			x->cfg.agent, bad ? " for branch \"" : "", bad ? bad : "", bad ? "\"" : "",
+			sync_unescape(why, raw, sizeof(raw)));
 	}
 	buf_free(&tips);
 	return ret;
@@ -1023,7 +1025,7 @@ static int sync_do_pull(struct sync_ctx *x)
 			char esc[1100], line[1300];
 
 			sync_escape(n, strlen(n), esc, sizeof(esc));
-			log_warn("skipped the agent's ref \"%s\": %s", esc, why);
+			log_warn("skipped the agent's ref \"%s\": %s", n, why);
 			snprintf(line, sizeof(line), "%s\t%s", esc, why);
 			strv_push(&skipped, line);
 			nskipped++;
@@ -1376,7 +1378,7 @@ static int sync_do_init(struct sync_opts *o)
 	}
 	if (r == 2) {
 		/* No trust on first use: the owner compares with what the other machine says. */
-		log_err("%s is not pinned yet; it shows the %s host key\n  %s\nnothing was "
+		log_err("%s is not pinned yet; it shows the %s host key   %s nothing was "
 			"written. "
 			"On %s, run 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub': if it prints "
 			"the "

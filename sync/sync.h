@@ -198,6 +198,11 @@ int sync_clean_tmp_packs(
 int sync_ref_name_ok(const char *name, char *why, size_t whylen);
 /* Copy s for display: control, bidi and invalid UTF-8 bytes become \xNN. */
 void sync_escape(const char *s, size_t len, char *out, size_t n);
+/*
+ * The reverse, for a log line: log_* escapes every line itself (common/log.c), and text
+ * escaped twice would read "\\\\x1b". Stops at an escaped NUL. Returns out.
+ */
+const char *sync_unescape(const char *s, char *out, size_t n);
 
 enum sync_flag {
 	SYNC_FLAG_ATTR_DRIVER = 1 << 0, /* .gitattributes filter=/diff=/merge= */

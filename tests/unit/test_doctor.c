@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include "../../cli/cli.h"
+#include "fileops.h"
 #include "util.h"
 
 /* What sshd -T prints for the agent after provisioning (keys in lower case, one a line). */
@@ -108,10 +109,122 @@ static void abstract_sockets_need_ocsb_shell_and_abi_6(void **state)
 	assert_int_equal(doctor_shell_verdict(NULL, 1, 6), 1);
 }
 
+/* ---- --fix: never through a link the owner swaps in after the scan ---- */
+
+static int mode_of(const char *rel)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", unit_dir, rel);
+	return lstat(path, &st) == 0 ? (int)(st.st_mode & 07777) : -1;
+}
+
+static void put_file(const char *rel, mode_t mode)
+{
+	char path[PATH_MAX + 64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", unit_dir, rel);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void fix_mode_cases(void)
+{
+	char why[128], p[PATH_MAX + 64], q[PATH_MAX + 64];
+	struct stat seen;
+	int home;
+
+	snprintf(p, sizeof(p), "%s/home", unit_dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/home/.aws", unit_dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	home = open(unit_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(home >= 0);
+
+	/* control: the file the scan saw is fixed */
+	put_file("home/.aws/credentials", 0644);
+	snprintf(p, sizeof(p), "%s/home/.aws/credentials", unit_dir);
+	assert_int_equal(lstat(p, &seen), 0);
+	assert_int_equal(doctor_fix_mode(home, "home/.aws/credentials", &seen, getuid(), why,
+				 sizeof(why)),
+		0);
+	assert_int_equal(mode_of("home/.aws/credentials"), 0600);
+
+	/* swapped for a link to another file after the scan: the target keeps its mode */
+	put_file("home/.netrc", 0644);
+	put_file("target", 0644);
+	snprintf(p, sizeof(p), "%s/home/.netrc", unit_dir);
+	assert_int_equal(lstat(p, &seen), 0);
+	assert_int_equal(unlink(p), 0);
+	snprintf(q, sizeof(q), "%s/target", unit_dir);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(
+		doctor_fix_mode(home, "home/.netrc", &seen, getuid(), why, sizeof(why)), -1);
+	assert_int_equal(mode_of("target"), 0644);
+	assert_non_null(strstr(why, "symbolic link"));
+
+	/* replaced by another regular file (a hard link to a file elsewhere) */
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(link(q, p), 0);
+	assert_int_equal(
+		doctor_fix_mode(home, "home/.netrc", &seen, getuid(), why, sizeof(why)), -1);
+	assert_int_equal(mode_of("target"), 0644);
+	assert_non_null(strstr(why, "another file"));
+
+	/* a directory on the way swapped for a link: not followed */
+	put_file("home/.aws/config", 0644);
+	snprintf(p, sizeof(p), "%s/home/.aws/config", unit_dir);
+	assert_int_equal(lstat(p, &seen), 0);
+	snprintf(p, sizeof(p), "%s/home/.aws", unit_dir);
+	snprintf(q, sizeof(q), "%s/home/.aws-old", unit_dir);
+	assert_int_equal(rename(p, q), 0);
+	snprintf(q, sizeof(q), "%s/elsewhere", unit_dir);
+	assert_int_equal(mkdir(q, 0755), 0);
+	put_file("elsewhere/config", 0644);
+	assert_int_equal(symlink(q, p), 0);
+	assert_int_equal(
+		doctor_fix_mode(home, "home/.aws/config", &seen, getuid(), why, sizeof(why)), -1);
+	assert_int_equal(mode_of("elsewhere/config"), 0644);
+	assert_int_equal(mode_of("home/.aws-old/config"), 0644);
+	assert_non_null(strstr(why, "symbolic link"));
+
+	/* not the owner's: left alone */
+	put_file("home/.pgpass", 0644);
+	snprintf(p, sizeof(p), "%s/home/.pgpass", unit_dir);
+	assert_int_equal(lstat(p, &seen), 0);
+	assert_int_equal(doctor_fix_mode(home, "home/.pgpass", &seen, getuid() + 1, why,
+				 sizeof(why)),
+		-1);
+	assert_int_equal(mode_of("home/.pgpass"), 0644);
+	assert_non_null(strstr(why, "not to the owner"));
+	close(home);
+}
+
+static void fix_mode_never_through_a_link(void **state)
+{
+	fo_no_openat2 = 0;
+	fix_mode_cases();
+}
+
+static void fix_mode_never_through_a_link_without_openat2(void **state)
+{
+	fo_no_openat2 = 1;
+	fix_mode_cases();
+	fo_no_openat2 = 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(sshd_good_settings_pass),
+		cmocka_unit_test_setup_teardown(
+			fix_mode_never_through_a_link, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(fix_mode_never_through_a_link_without_openat2,
+			unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(sshd_each_weakening_is_named),
 		cmocka_unit_test(deny_listing_is_exact),
 		cmocka_unit_test(sensitive_paths),

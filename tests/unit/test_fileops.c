@@ -205,6 +205,96 @@ static void mkdir_p_over_file(void **state)
 		fo_mkdir_p(AT_FDCWD, unit_path("file/sub"), 0700, (uid_t)-1, (gid_t)-1), -ENOTDIR);
 }
 
+/* ---- fo_mkdir_p losing the race to another process ---- */
+
+static uid_t race_uid = (uid_t)-1;
+
+static void race_make(int dirfd, const char *name)
+{
+	assert_int_equal(mkdirat(dirfd, name, 0777), 0);
+	assert_int_equal(fchmodat(dirfd, name, 0777, 0), 0);
+	if (race_uid != (uid_t)-1)
+		assert_int_equal(fchownat(dirfd, name, race_uid, (gid_t)-1, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static void mkdir_p_lost_race(void **state)
+{
+	struct stat st;
+	uid_t other;
+	int fd;
+
+	fo_test_race = race_make;
+	/* Made by the same owner at the same moment: adopted, with the mode asked for. */
+	race_uid = (uid_t)-1;
+	fd = fo_mkdir_p(AT_FDCWD, unit_path("mine"), 0700, (uid_t)-1, (gid_t)-1);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mode_of(unit_path("mine")), 0700);
+	/*
+	 * Made by someone who is neither root nor the owner asked for: not adopted (no chown,
+	 * no chmod). As root the racer is uid 4242; unprivileged it is ourselves, and the
+	 * owner asked for is another uid.
+	 */
+	race_uid = geteuid() == 0 ? 4242 : (uid_t)-1;
+	other = geteuid() == 0 ? 4343 : geteuid() + 1;
+	fd = fo_mkdir_p(AT_FDCWD, unit_path("theirs"), 0700, other, (gid_t)-1);
+	fo_test_race = NULL;
+	race_uid = (uid_t)-1;
+	assert_int_equal(fd, -EPERM);
+	assert_int_equal(mode_of(unit_path("theirs")), 0777);
+	assert_int_equal(lstat(unit_path("theirs"), &st), 0);
+	assert_int_equal(st.st_uid, geteuid() == 0 ? 4242 : geteuid());
+}
+
+/* ---- fo_open_beneath ---- */
+
+static void beneath_cases(void)
+{
+	struct stat st;
+	int dfd, fd;
+
+	assert_int_equal(mkdir(unit_path("d"), 0700), 0);
+	assert_int_equal(mkdir(unit_path("d/sub"), 0700), 0);
+	assert_int_equal(mkdir(unit_path("out"), 0700), 0);
+	unit_write(unit_path("d/sub/f"), "x", 1, 0600);
+	unit_write(unit_path("out/f"), "x", 1, 0600);
+	assert_int_equal(symlink(unit_path("out"), unit_path("d/ldir")), 0);
+	assert_int_equal(symlink(unit_path("out/f"), unit_path("d/lfile")), 0);
+	dfd = open(unit_path("d"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	/* the control */
+	fd = fo_open_beneath(dfd, "sub/f", O_RDONLY);
+	assert_true(fd >= 0);
+	close(fd);
+	/* a link on the way: refused */
+	fd = fo_open_beneath(dfd, "ldir/f", O_PATH);
+	assert_true(fd == -ELOOP || fd == -ENOTDIR || fd == -EXDEV);
+	/* a link as the last name: opened itself with O_PATH, refused otherwise */
+	fd = fo_open_beneath(dfd, "lfile", O_PATH);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	close(fd);
+	assert_int_equal(fo_open_beneath(dfd, "lfile", O_RDONLY), -ELOOP);
+	/* out of the tree */
+	assert_true(fo_open_beneath(dfd, "../out/f", O_PATH) < 0);
+	assert_int_equal(fo_open_beneath(dfd, unit_path("out/f"), O_PATH), -EINVAL);
+	close(dfd);
+}
+
+static void open_beneath(void **state)
+{
+	fo_no_openat2 = 0;
+	beneath_cases();
+}
+
+static void open_beneath_without_openat2(void **state)
+{
+	fo_no_openat2 = 1;
+	beneath_cases();
+	fo_no_openat2 = 0;
+}
+
 /* ---- fo_read ---- */
 
 static void read_limits(void **state)
@@ -370,6 +460,9 @@ int main(void)
 		T(write_missing_parent),
 		T(mkdir_p_nested),
 		T(mkdir_p_over_file),
+		T(mkdir_p_lost_race),
+		T(open_beneath),
+		T(open_beneath_without_openat2),
 		T(read_limits),
 		T(read_fifo),
 		T(read_not_regular),

@@ -213,6 +213,39 @@ static void link_containment(void **state)
 	assert_int_equal(mirror_link_inside("a.md", "", root, t, sizeof(t)), 0);
 }
 
+/* Root's side: a link record is checked again, whatever the reader says. */
+static void link_checked_again_by_root(void **state)
+{
+	struct strv roots = {0};
+	char t[256];
+
+	strv_push(&roots, ".config/opencode");
+	strv_push(&roots, ".agents");
+	strv_push(&roots, ".gitconfig");
+	/* what an honest reader sends */
+	assert_int_equal(
+		mirror_link_inside("agent/a.md", "../command/c.md", "/h/.config/opencode", t, sizeof(t)),
+		1);
+	assert_int_equal(mirror_link_ok(&roots, ".config/opencode/agent/a.md", t), 1);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/x", "skills/y.md"), 1);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/a/b", "../../.agents/c"), 0);
+	/* absolute, climbing out, out of its own root, not normal form */
+	assert_int_equal(mirror_link_ok(&roots, ".agents/x", "/etc/shadow"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/x", "/home/alice/.agents/y"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/x", "../.ssh/id_ed25519"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/a/x", "../../.ssh/id_ed25519"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/a/x", "../../../../etc/shadow"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/a/x", "../b/../../../x"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/a/x", "./y"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agents/x", ""), 0);
+	/* only below a configured root; never the root itself, never .gitconfig */
+	assert_int_equal(mirror_link_ok(&roots, ".agents", "x"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".agentsx/y", "z"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".ssh/x", "y"), 0);
+	assert_int_equal(mirror_link_ok(&roots, ".gitconfig/x", "y"), 0);
+	strv_free(&roots);
+}
+
 static void path_rules(void **state)
 {
 	char err[256];
@@ -561,6 +594,73 @@ static void engine_links(void **state)
 	fixture_free(&f);
 }
 
+/* A reader that lies: one directory, then one link whose target it chose. */
+static const char *forged_target;
+
+static void forge(struct buf *b, char kind, const char *path, const char *data)
+{
+	unsigned char state = MS_MIRRORED;
+	uint32_t mode = kind == 'd' ? S_IFDIR | 0755 : S_IFLNK | 0777;
+	uint64_t zero8 = 0;
+	uint32_t pl = (uint32_t)strlen(path), dl = data ? (uint32_t)strlen(data) : 0, zero4 = 0;
+
+	buf_append(b, &kind, 1);
+	buf_append(b, &state, 1);
+	buf_append(b, &mode, 4);
+	for (int i = 0; i < 4; i++)
+		buf_append(b, &zero8, 8); /* size, ino, mtime, ctime */
+	buf_append(b, &pl, 4);
+	buf_append(b, path, pl);
+	buf_append(b, &zero4, 4); /* no detail */
+	buf_append(b, &dl, 4);
+	if (dl)
+		buf_append(b, data, dl);
+}
+
+static int lying_reader(void *m, int outfd)
+{
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode", NULL);
+	forge(&b, 'l', ".config/opencode/evil", forged_target);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+static void engine_link_from_a_lying_reader(void **state)
+{
+	static const char *const bad[] = {"/etc/passwd", "../../.ssh/id_ed25519", "../x/../../y",
+		"../../../../../../etc/shadow"};
+	struct fixture f;
+	struct mirror_stats st;
+	char target[PATH_MAX];
+	ssize_t n;
+
+	fixture_init(&f);
+	f.m.reader = lying_reader;
+	/* the control: a target inside the tree, as an honest reader sends it, is made */
+	forged_target = "agent/review.md";
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	n = readlink(tree(&f, ".config/opencode/evil"), target, sizeof(target) - 1);
+	assert_true(n > 0);
+	target[n] = '\0';
+	assert_string_equal(target, "agent/review.md");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		forged_target = bad[i];
+		assert_int_equal(mirror_refresh(&f.m, 0, &st), -1);
+		n = readlink(tree(&f, ".config/opencode/evil"), target, sizeof(target) - 1);
+		assert_true(n > 0);
+		target[n] = '\0';
+		/* root made nothing: the earlier link is still there, unchanged */
+		assert_string_equal(target, "agent/review.md");
+	}
+	fixture_free(&f);
+}
+
 static void engine_writable_copy(void **state)
 {
 	struct fixture f;
@@ -704,6 +804,7 @@ int main(void)
 		cmocka_unit_test(gitconfig_subset),
 		cmocka_unit_test(gitconfig_control_chars_dropped),
 		cmocka_unit_test(link_containment),
+		cmocka_unit_test(link_checked_again_by_root),
 		cmocka_unit_test(path_rules),
 		cmocka_unit_test(escape_names),
 		cmocka_unit_test(config_keywords),
@@ -711,6 +812,7 @@ int main(void)
 		T(engine_refresh_incremental),
 		T(engine_change_detection),
 		T(engine_links),
+		T(engine_link_from_a_lying_reader),
 		T(engine_writable_copy),
 	};
 

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "log.h"
+
 #include "../../sync/sync.h"
 
 #include <git2/sys/mempack.h>
@@ -90,6 +92,22 @@ static void escape(void **state)
 	assert_string_equal(out, "a\\x1b[0m\\xe2\\x80\\xae\\xff\\x5cz\xc3\xa9");
 	sync_escape(s, strlen(s), out, 6);
 	assert_true(strlen(out) < 6);
+}
+
+/* Escaped text goes back to its bytes before a log line (which escapes once, itself). */
+static void unescape_round_trip(void **state)
+{
+	char esc[128], raw[128], vis[256];
+	const char *s = "a\x1b[0m\xe2\x80\xae\xff\\z\xc3\xa9 \\x1b";
+
+	sync_escape(s, strlen(s), esc, sizeof(esc));
+	assert_string_equal(sync_unescape(esc, raw, sizeof(raw)), s);
+	log_vis(raw, strlen(raw), vis, sizeof(vis));
+	assert_string_equal(vis, "a\\x1b[0m\\xe2\\x80\\xae\\xff\\\\z\xc3\xa9 \\\\x1b");
+	/* an escaped NUL ends the text; a lone backslash or a short escape stays */
+	assert_string_equal(sync_unescape("ab\\x00cd", raw, sizeof(raw)), "ab");
+	assert_string_equal(sync_unescape("a\\x4", raw, sizeof(raw)), "a\\x4");
+	assert_string_equal(sync_unescape("abcdef", raw, 4), "abc");
 }
 
 static void shell_quote(void **state)
@@ -1143,6 +1161,7 @@ int main(void)
 		cmocka_unit_test(refs_control_and_bidi),
 		cmocka_unit_test(refs_length),
 		cmocka_unit_test(escape),
+		cmocka_unit_test(unescape_round_trip),
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(gate_attributes),
 		cmocka_unit_test(gate_paths),
