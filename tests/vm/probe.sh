@@ -15,7 +15,21 @@ export LC_ALL=C
 FAR=10.99.0.2
 FAR_PORT=8080
 OWNER=dev
-try() { timeout 1 bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "$1" "$2" 2>/dev/null && echo THROUGH || echo BLOCKED; }
+# try ADDR PORT: THROUGH (connected), REFUSED (a reset: the netlock's reject, or nothing
+# listens), DENIED (EPERM/EACCES: a cgroup's IPAddressDeny), TIMEOUT (no answer in 3 s:
+# says nothing), or OTHER.
+try() {
+	local out rc
+	out=$(timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' sh "$1" "$2" 2>&1)
+	rc=$?
+	case $rc:$out in
+	0:*) echo THROUGH ;;
+	124:*) echo TIMEOUT ;;
+	*refused*) echo REFUSED ;;
+	*"not permitted"* | *"ermission denied"*) echo DENIED ;;
+	*) echo OTHER ;;
+	esac
+}
 once() {
 	echo "uptime=$(cut -d' ' -f1 /proc/uptime) user=$(id -un) far=$(try "$FAR" "$FAR_PORT") local=$(try 127.0.0.1 7070)"
 }
