@@ -42,7 +42,7 @@ void log_setlevel(int verbosity)
  * Decode one UTF-8 sequence at s (n bytes available): its length with *cp set, or 0 for
  * an invalid, overlong, surrogate or truncated sequence.
  */
-static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
+size_t log_utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
 {
 	unsigned c = s[0], min;
 	size_t len;
@@ -77,7 +77,7 @@ static size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
  * controls (ESC, CSI 0x9b, OSC 0x9d...), DEL, bidi embeddings, overrides and isolates
  * (Trojan Source), zero-width characters and marks.
  */
-static int log_cp_unsafe(unsigned cp)
+int log_cp_unsafe(unsigned cp)
 {
 	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
 		(cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c ||
@@ -93,7 +93,7 @@ size_t log_vis(const char *str, size_t len, char *out, size_t n)
 		return 0;
 	for (size_t i = 0; i < len;) {
 		unsigned cp = 0;
-		size_t l = utf8_decode(s + i, len - i, &cp);
+		size_t l = log_utf8_decode(s + i, len - i, &cp);
 		char esc[32];
 		size_t el = 0;
 

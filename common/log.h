@@ -43,6 +43,16 @@ void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(prin
  * UTF-8 text stays as it is. Returns the length written. Every log_* line goes through it.
  */
 size_t log_vis(const char *s, size_t len, char *out, size_t n);
+/*
+ * One UTF-8 sequence at s (n bytes available): its length with *cp set, or 0 for an
+ * invalid, overlong, surrogate or truncated one. Shared with sync's name checks.
+ */
+size_t log_utf8_decode(const unsigned char *s, size_t n, unsigned *cp);
+/*
+ * Code points a terminal acts on or that make text read as something else: C0 and C1
+ * controls, DEL, bidi embeddings, overrides and isolates, zero-width characters and marks.
+ */
+int log_cp_unsafe(unsigned cp);
 
 /* Only during start-up and privilege setup. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));

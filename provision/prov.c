@@ -49,21 +49,29 @@ void prov_done(struct prov *p)
 	}
 }
 
+int prov_parent_dir(const char *path)
+{
+	char dir[4096];
+	int dfd;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0)
+		log_err("%s: %s", dir, strerror(-dfd));
+	return dfd;
+}
+
 int prov_write_file(
 	struct prov *p, const char *path, const struct buf *b, mode_t mode, int *changed)
 {
-	char dir[4096];
 	int dfd, r;
 
 	if (fo_same(path, b->data, b->len, mode, 0, 0) == 1 || !prov_change(p, "write %s", path))
 		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
+	dfd = prov_parent_dir(path);
+	if (dfd < 0)
 		return -1;
-	}
 	r = fo_write_at(dfd, strrchr(path, '/') + 1, b->data, b->len, mode, 0, 0);
 	close(dfd);
 	if (r < 0) {

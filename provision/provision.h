@@ -73,6 +73,8 @@ void prov_done(struct prov *p);
  * A root-owned file under a root-owned tree holding exactly b (mode, root:root), written
  * atomically when it differs ("write PATH"); *changed set when written (may be NULL).
  */
+/* Makes path's parent directory (root's, 0755) as needed; its descriptor, or -1 (logged). */
+int prov_parent_dir(const char *path);
 int prov_write_file(
 	struct prov *p, const char *path, const struct buf *b, mode_t mode, int *changed);
 /* Removes path if present ("remove [WHAT ]PATH"). */

@@ -151,7 +151,7 @@ static int mask_state(const char *path)
 
 static int mask_user_manager(struct prov *p, int *changed)
 {
-	char path[4096], tmp[4200], dir[4096];
+	char path[4096], tmp[4200];
 	int dfd, st;
 
 	if (mask_path(p, p->agent.uid, path, sizeof(path)) < 0)
@@ -170,13 +170,9 @@ static int mask_user_manager(struct prov *p, int *changed)
 			    "--user, systemctl --user and lingering run nothing)",
 		    (unsigned)p->agent.uid, p->agent.name))
 		return 0;
-	snprintf(dir, sizeof(dir), "%s", path);
-	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
+	dfd = prov_parent_dir(path);
+	if (dfd < 0)
 		return -1;
-	}
 	close(dfd);
 	snprintf(tmp, sizeof(tmp), "%s.ocsb-tmp", path);
 	unlink(tmp);

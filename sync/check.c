@@ -9,52 +9,7 @@
 
 #include "sync.h"
 
-/*
- * Decode one UTF-8 sequence at s (n bytes available). Returns its length and sets
- * *cp, or 0 for an invalid, overlong or truncated sequence.
- */
-static size_t sync_utf8(const unsigned char *s, size_t n, unsigned *cp)
-{
-	unsigned c = s[0], min;
-	size_t len;
 
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if ((c & 0xe0) == 0xc0) {
-		len = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4, c &= 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
-/*
- * Characters that make a name display as something else: C0/C1 controls (terminal
- * escapes), bidi embeddings/overrides/isolates (Trojan Source), marks and zero-width
- * characters that hide differences between two names.
- */
-static int sync_cp_deceptive(unsigned cp)
-{
-	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-		(cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c ||
-		(cp >= 0x200b && cp <= 0x200d) || cp == 0x2060 || cp == 0xfeff;
-}
 
 int sync_ref_name_ok(const char *name, char *why, size_t whylen)
 {
@@ -73,13 +28,13 @@ int sync_ref_name_ok(const char *name, char *why, size_t whylen)
 	}
 	for (size_t i = 0; i < len;) {
 		unsigned cp;
-		size_t l = sync_utf8(s + i, len - i, &cp);
+		size_t l = log_utf8_decode(s + i, len - i, &cp);
 
 		if (!l) {
 			snprintf(why, whylen, "invalid UTF-8");
 			return 0;
 		}
-		if (sync_cp_deceptive(cp)) {
+		if (log_cp_unsafe(cp)) {
 			snprintf(why, whylen, "control, bidi or invisible character U+%04X", cp);
 			return 0;
 		}
@@ -112,8 +67,8 @@ void sync_escape(const char *str, size_t len, char *out, size_t n)
 		return;
 	for (size_t i = 0; i < len;) {
 		unsigned cp;
-		size_t l = sync_utf8(s + i, len - i, &cp);
-		int bad = !l || sync_cp_deceptive(cp) || cp == '\\';
+		size_t l = log_utf8_decode(s + i, len - i, &cp);
+		int bad = !l || log_cp_unsafe(cp) || cp == '\\';
 		size_t need = bad ? (l ? l : 1) * 4 : l;
 
 		if (o + need + 1 > n)
