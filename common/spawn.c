@@ -37,24 +37,26 @@ void spawn_result_free(struct spawn_result *r)
 int spawn_cred_init(struct spawn_cred *ret, uid_t uid, gid_t gid, const char *user)
 {
 	struct spawn_cred c = {.uid = uid, .gid = gid, .from_uid = getuid(), .from_gid = getgid()};
-	int n = 32;
+	int n = 0, room = 32;
 
 	while (user) {
-		gid_t *g = realloc(c.groups, (size_t)n * sizeof(*g));
+		gid_t *g = realloc(c.groups, (size_t)room * sizeof(*g));
 
 		if (!g) {
 			spawn_cred_free(&c);
 			return -ENOMEM;
 		}
 		c.groups = g;
+		n = room;
 		errno = 0;
 		if (getgrouplist(user, gid, c.groups, &n) >= 0)
 			break;
-		/* -1 with n raised: too small. Anything else is a failed lookup. */
-		if (n <= 0 || n > 65536) {
+		/* -1 with n raised past room: too small. Anything else is a failed lookup. */
+		if (n <= room || n > 65536) {
 			spawn_cred_free(&c);
-			return errno ? -errno : -ENOENT;
+			return errno ? -errno : -EIO;
 		}
+		room = n;
 	}
 	c.ngroups = user ? n : 0;
 	c.check = malloc(((size_t)c.ngroups + 1) * sizeof(*c.check));
