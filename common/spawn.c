@@ -211,9 +211,13 @@ static void child_setup(const struct spawn_opts *o, const struct spawn_cred *cre
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0)
 		child_fail(errfd, errno);
+	/* stderr: the capture pipe, else the relay pipe, else the caller's (spawn.h). */
+	if (err_fd < 0)
+		err_fd = 2;
+	if (out_fd >= 0)
+		err_fd = out_fd;
 	if (dup2(in_fd >= 0 ? in_fd : nullfd, 0) < 0 ||
-		dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 ||
-		dup2(out_fd >= 0 ? out_fd : err_fd >= 0 ? err_fd : 2, 2) < 0)
+		dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 || dup2(err_fd, 2) < 0)
 		child_fail(errfd, errno);
 	/* Leave only stdio, the error pipe (CLOEXEC, closes itself on exec) and keepfd. */
 	for (int fd = 3; fd < top; fd++)

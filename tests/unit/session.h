@@ -85,27 +85,27 @@ static inline int session_probe(void *arg, int outfd)
 	for (int i = 0; i < 4; i++)
 		if (fds[i] >= 0 && ioctl(fds[i], TIOCSTI, "#") == 0)
 			sti++;
-	dprintf(outfd, "sid=%d pid=%d tty=%d sti=%d std=%d%d%d", (int)getsid(0), (int)getpid(),
-		tty, sti, isatty(0), isatty(1), isatty(2));
+	dprintf(outfd, "sid=%d pid=%d tty=%d sti=%d std=%d%d%d", (int)getsid(0), (int)getpid(), tty,
+		sti, isatty(0), isatty(1), isatty(2));
 	return 0;
 }
 
 /* Diagnostics of a forked check: its stdio is the pty, this is the test's stderr. */
 static int session_diag = 2;
 
-#define session_fail(code, ...)                                                             \
-	do {                                                                               \
-		dprintf(session_diag, "# " __VA_ARGS__);                                   \
-		dprintf(session_diag, "\n");                                               \
-		return code;                                                               \
+#define session_fail(code, ...)                          \
+	do {                                             \
+		dprintf(session_diag, "# " __VA_ARGS__); \
+		dprintf(session_diag, "\n");             \
+		return code;                             \
 	} while (0)
 
-#define session_note(rc, code, ...)                                                         \
-	do {                                                                               \
-		dprintf(session_diag, "# " __VA_ARGS__);                                   \
-		dprintf(session_diag, "\n");                                               \
-		if (!(rc))                                                                 \
-			(rc) = (code);                                                     \
+#define session_note(rc, code, ...)                      \
+	do {                                             \
+		dprintf(session_diag, "# " __VA_ARGS__); \
+		dprintf(session_diag, "\n");             \
+		if (!(rc))                               \
+			(rc) = (code);                   \
 	} while (0)
 
 /*
@@ -122,7 +122,8 @@ static inline int session_check_spawn(const struct spawn_opts *o)
 	session_diag = dup(2);
 	m = session_with_pty();
 	if (m < 0)
-		session_fail(1, "cannot set up a pty as the controlling terminal: %s", strerror(errno));
+		session_fail(
+			1, "cannot set up a pty as the controlling terminal: %s", strerror(errno));
 	/* Positive control: from the caller's own session the same push is typed. */
 	if (session_tiocsti_allowed() &&
 		(ioctl(0, TIOCSTI, "@") != 0 || session_typed(typed, sizeof(typed)) != 1 ||
@@ -138,13 +139,13 @@ static inline int session_check_spawn(const struct spawn_opts *o)
 	if (sid == getsid(0))
 		session_note(rc, 5, "the child is in the caller's session (sid %d)", sid);
 	if (sid != pid)
-		session_note(rc, 6, "the child (pid %d) does not lead its session (sid %d)", pid,
-			sid);
+		session_note(
+			rc, 6, "the child (pid %d) does not lead its session (sid %d)", pid, sid);
 	if (tty != -ENXIO)
 		session_note(rc, 7, "the child has a controlling terminal (/dev/tty: %d)", tty);
 	if (sti != 0 || session_typed(typed, sizeof(typed)) != 0)
-		session_note(rc, 8, "the child typed into the caller's terminal (%d TIOCSTI worked)",
-			sti);
+		session_note(rc, 8,
+			"the child typed into the caller's terminal (%d TIOCSTI worked)", sti);
 	if (strcmp(std, "000") != 0)
 		session_note(rc, 9, "the child's fds 0-2 are terminals: %s", std);
 	return rc;

@@ -141,9 +141,11 @@ static int check_regain(void)
 	if (rc != -SPAWN_EREGAIN)
 		session_fail(5, "spawn_fn: %d (%s), expected -SPAWN_EREGAIN", rc, strerror(-rc));
 	if (pread(2, buf, sizeof(buf) - 1, 0) <= 0 ||
-		!strstr(buf, "ocsb: spawn: dropped to uid 65534 gid 65534, but setgid(0) still "
-			     "works: the drop is not permanent, not running\n") ||
-		!strstr(buf, "/usr/bin/id: the child dropped to uid 65534 gid 65534 could take back"))
+		!strstr(buf,
+			"ocsb: spawn: dropped to uid 65534 gid 65534, but setgid(0) still "
+			"works: the drop is not permanent, not running\n") ||
+		!strstr(buf,
+			"/usr/bin/id: the child dropped to uid 65534 gid 65534 could take back"))
 		session_fail(6, "stderr: %s", buf);
 	/* Control: without the fault the same child runs. */
 	if (prctl(PR_SET_SECUREBITS, 0, 0, 0, 0) < 0)

@@ -452,8 +452,8 @@ static int check_relay_left_behind(void)
 	if (spawn_run(argv, &o, &r) != 0 || r.status != 0 || r.timed_out)
 		session_fail(2, "spawn_run: status %d timed out %d", r.status, r.timed_out);
 	if (now_ms() - t0 > 2000)
-		session_fail(3, "returned after %ld ms: waited for the background sleep",
-			now_ms() - t0);
+		session_fail(
+			3, "returned after %ld ms: waited for the background sleep", now_ms() - t0);
 	return 0;
 }
 
