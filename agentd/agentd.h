@@ -62,8 +62,7 @@ struct child_plan {
 	char *env[CHILD_PLAN_ENV];
 	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
 		HSP[64];
-	int drop; /* OpenCode: becomes the agent (cred); the proxy stays root, squid drops */
-	struct spawn_cred cred; /* owned */
+	struct spawn_cred cred; /* owned: OpenCode becomes the agent; squid drops by itself */
 	int cg_fds[CG_NCTRL]; /* owned: the agent cgroup's cgroup.procs files, -1 = none */
 };
 

@@ -143,7 +143,6 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	p->argv[na++] = p->port;
 	p->argv[na] = NULL;
 	/* initgroups() in a forked child would read NSS: the groups are looked up here. */
-	p->drop = 1;
 	r = spawn_cred_init(&p->cred, d->agent.uid, d->agent.gid, d->agent.name);
 	if (r == 0 && d->cg.mode != CG_NONE)
 		r = cg_open_procs(&d->cg, p->cg_fds);
