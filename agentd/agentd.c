@@ -128,6 +128,7 @@ static int init_children(struct agentd *d)
 	struct child *px = &d->proxy_child;
 
 	snprintf(px->name, sizeof(px->name), "proxy");
+	px->plan_child = proxy_plan;
 	px->exec_child = proxy_exec;
 	px->pidfd = px->timerfd = px->probe_fd = -1;
 	if (child_log_open(d, px) < 0)
@@ -145,6 +146,7 @@ static int init_children(struct agentd *d)
 		snprintf(c->project, sizeof(c->project), "%s/%s", d->agent.home, name);
 		c->is_opencode = 1;
 		c->port = d->cfg.opencode_port + (unsigned)i;
+		c->plan_child = opencode_plan;
 		c->exec_child = opencode_exec;
 		c->pidfd = c->probe_fd = -1;
 		if (child_log_open(d, c) < 0)

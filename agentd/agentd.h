@@ -12,6 +12,7 @@
 #include "netlock.h"
 #include "paths.h"
 #include "proxy.h"
+#include "spawn.h"
 #include "util.h"
 
 /* OpenCode facts (docs/opencode.md): the readiness probe and the permission setting. */
@@ -49,6 +50,22 @@ enum child_state {
 
 struct agentd;
 
+/*
+ * What a forked child needs between fork and exec, built before the fork by the
+ * supervisor (formatting, the group database, opening files): after the fork the
+ * child only makes system calls (async-signal-safe). Holds the OpenCode password and
+ * points at the secrets: wiped right after the fork (child_plan_free).
+ */
+#define CHILD_PLAN_ENV (16 + SECRETS_ENV_MAX + 1)
+struct child_plan {
+	char *argv[8]; /* borrowed strings: this plan's or the agentd's */
+	char *env[CHILD_PLAN_ENV];
+	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
+		HSP[64];
+	struct spawn_cred cred; /* owned: OpenCode becomes the agent; squid drops by itself */
+	int cg_fds[CG_NCTRL]; /* owned: the agent cgroup's cgroup.procs files, -1 = none */
+};
+
 /* One supervised program: the proxy, or OpenCode for one project. */
 struct child {
 	char name[96]; /* "proxy", "opencode/shop" */
@@ -68,7 +85,10 @@ struct child {
 	struct src log_src;
 	int log_fd; /* owned: the open log file, -1 until the first output */
 	long long log_size;
-	int (*exec_child)(struct agentd *d, struct child *c); /* runs in the forked child */
+	/* Before the fork, as root: fills the plan (0, or -errno with nothing to free). */
+	int (*plan_child)(struct agentd *d, struct child *c, struct child_plan *p);
+	/* In the forked child: system calls only, then exec; returns -errno on failure. */
+	int (*exec_child)(struct agentd *d, struct child *c, const struct child_plan *p);
 	/* OpenCode */
 	int is_opencode;
 	char project[4400]; /* the agent's clone */
@@ -165,8 +185,11 @@ void child_timer(struct agentd *d, struct child *c);
 void child_probe_event(struct agentd *d, struct child *c, uint32_t events);
 int child_stop(struct agentd *d, struct child *c, int timeout_ms);
 void child_restart(struct agentd *d, struct child *c);
-int proxy_exec(struct agentd *d, struct child *c);
-int opencode_exec(struct agentd *d, struct child *c);
+int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p);
+int proxy_exec(struct agentd *d, struct child *c, const struct child_plan *p);
+int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p);
+int opencode_exec(struct agentd *d, struct child *c, const struct child_plan *p);
+void child_plan_free(struct child_plan *p);
 int opencode_password(struct agentd *d, struct child *c);
 long ms_since(const struct timespec *t);
 #define CHILD_LOG_DIR "/var/log/ocsb"

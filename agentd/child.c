@@ -63,8 +63,93 @@ static void disarm(struct child *c)
 	timerfd_settime(c->timerfd, 0, &it, NULL);
 }
 
+static void backoff_grow(struct child *c)
+{
+	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (c->backoff_ms > BACKOFF_MAX_MS)
+		c->backoff_ms = BACKOFF_MAX_MS;
+}
+
 /* agentd's pid, for children to check that their parent is still the one that forked them. */
 static pid_t supervisor_pid;
+
+/* ---- before the fork, as root: everything that formats, allocates or opens ---- */
+
+static void plan_init(struct child_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	for (int i = 0; i < CG_NCTRL; i++)
+		p->cg_fds[i] = -1;
+}
+
+void child_plan_free(struct child_plan *p)
+{
+	spawn_cred_free(&p->cred);
+	cg_close_procs(p->cg_fds);
+	/* The OpenCode password and the pointers to the secrets. */
+	sodium_memzero(p, sizeof(*p));
+	for (int i = 0; i < CG_NCTRL; i++)
+		p->cg_fds[i] = -1;
+}
+
+int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p)
+{
+	(void)c;
+	plan_init(p);
+	p->argv[0] = d->proxy.squid;
+	p->argv[1] = "-N";
+	p->argv[2] = "-f";
+	p->argv[3] = d->proxy.conf;
+	p->env[0] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+	p->env[1] = "LC_ALL=C";
+	return 0;
+}
+
+int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
+{
+	char *const base[] = {p->home, p->user, p->logname, "SHELL=/bin/bash",
+		"PATH=" OCSB_USER_PATH, "LANG=C.UTF-8", p->hp, p->hsp, p->HP, p->HSP,
+		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", p->pw,
+		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
+		"OPENCODE_DISABLE_MODELS_FETCH=1"};
+	size_t ne = 0, na = 0;
+	int r;
+
+	_Static_assert(ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1 <= CHILD_PLAN_ENV, "env room");
+	plan_init(p);
+	snprintf(p->home, sizeof(p->home), "HOME=%s", d->agent.home);
+	snprintf(p->user, sizeof(p->user), "USER=%s", d->agent.name);
+	snprintf(p->logname, sizeof(p->logname), "LOGNAME=%s", d->agent.name);
+	snprintf(p->port, sizeof(p->port), "%u", c->port);
+	snprintf(p->pw, sizeof(p->pw), "OPENCODE_SERVER_PASSWORD=%s", c->password);
+	snprintf(p->hp, sizeof(p->hp), "http_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(p->hsp, sizeof(p->hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(p->HP, sizeof(p->HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(p->HSP, sizeof(p->HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
+		p->env[ne++] = base[i];
+	/* The owner's secrets last (their names never collide with the ones above). */
+	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
+		p->env[ne++] = c->sec_env[i];
+	p->env[ne] = NULL;
+	/* The test hook's wrapper (sandbox.c) first, with OpenCode's argv after it. */
+	if (d->sb.test_wrap[0])
+		p->argv[na++] = d->sb.test_wrap;
+	p->argv[na++] = d->opencode_bin;
+	p->argv[na++] = "serve";
+	p->argv[na++] = "--hostname";
+	p->argv[na++] = "127.0.0.1";
+	p->argv[na++] = "--port";
+	p->argv[na++] = p->port;
+	p->argv[na] = NULL;
+	/* initgroups() in a forked child would read NSS: the groups are looked up here. */
+	r = spawn_cred_init(&p->cred, d->agent.uid, d->agent.gid, d->agent.name);
+	if (r == 0 && d->cg.mode != CG_NONE)
+		r = cg_open_procs(&d->cg, p->cg_fds);
+	if (r < 0)
+		child_plan_free(p);
+	return r;
+}
 
 /* ---- between fork and exec: async-signal-safe calls only ---- */
 
@@ -74,6 +159,7 @@ static void child_common(int logfd, int errfd)
 	sigset_t none;
 	int nullfd;
 
+	/* No controlling terminal, whoever started agentd (spawn.h). */
 	setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -92,58 +178,27 @@ static void child_common(int logfd, int errfd)
 			close(fd);
 }
 
-int proxy_exec(struct agentd *d, struct child *c)
+int proxy_exec(struct agentd *d, struct child *c, const struct child_plan *p)
 {
-	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
-	char *const argv[] = {d->proxy.squid, "-N", "-f", d->proxy.conf, NULL};
-
+	(void)d;
 	(void)c;
 	/* squid starts as root and drops to `proxy` itself, which clears the death signal:
 	 * a stale squid is stopped by the next start through its pid file. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	execve(argv[0], argv, env);
+	execve(p->argv[0], p->argv, p->env);
 	return -errno;
 }
 
-int opencode_exec(struct agentd *d, struct child *c)
+int opencode_exec(struct agentd *d, struct child *c, const struct child_plan *p)
 {
-	char home[4200], user[128], logname[128], port[16], pw[128], hp[64], hsp[64], HP[64],
-		HSP[64];
-	char *const base[] = {home, user, logname, "SHELL=/bin/bash", "PATH=" OCSB_USER_PATH,
-		"LANG=C.UTF-8", hp, hsp, HP, HSP, "no_proxy=localhost,127.0.0.1,::1",
-		"NO_PROXY=localhost,127.0.0.1,::1", pw, "OPENCODE_DISABLE_AUTOUPDATE=1",
-		OPENCODE_PERMISSION_ENV, "OPENCODE_DISABLE_MODELS_FETCH=1"};
-	/* The owner's secrets last (their names never collide with the ones above). */
-	char *env[ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1];
-	size_t ne = 0;
-	/* argv[0] is the test hook's wrapper (sandbox.c); without it OpenCode's argv starts at 1. */
-	char *const argv_w[] = {d->sb.test_wrap, d->opencode_bin, "serve", "--hostname",
-		"127.0.0.1", "--port", port, NULL};
-	char *const *av = d->sb.test_wrap[0] ? argv_w : argv_w + 1;
 	int r;
 
-	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
-	snprintf(user, sizeof(user), "USER=%s", d->agent.name);
-	snprintf(logname, sizeof(logname), "LOGNAME=%s", d->agent.name);
-	snprintf(port, sizeof(port), "%u", c->port);
-	snprintf(pw, sizeof(pw), "OPENCODE_SERVER_PASSWORD=%s", c->password);
-	snprintf(hp, sizeof(hp), "http_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
-	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
-		env[ne++] = base[i];
-	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
-		env[ne++] = c->sec_env[i];
-	env[ne] = NULL;
-	/* Into the agent's cgroup while still root: from there it cannot move out. */
-	if (d->cg.mode != CG_NONE && (r = cg_join_self(&d->cg)) < 0)
-		return r;
 	/* Still root: the private mount namespace (sandbox.c); fail closed if it cannot be. */
 	r = child_sandbox_mounts(d);
 	if (r < 0)
 		return r;
-	r = spawn_drop_privileges(d->agent.uid, d->agent.gid, d->agent.name);
+	/* The same drop as spawn's: groups, gid, uid, proof it holds, no_new_privs, keyring. */
+	r = spawn_child_drop(&p->cred);
 	if (r < 0)
 		return r;
 	r = child_sandbox_limits();
@@ -158,7 +213,7 @@ int opencode_exec(struct agentd *d, struct child *c)
 	/* As the agent: the clone is the agent's; root does not walk into it. */
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
 		return -errno;
-	execve(av[0], av, env);
+	execve(p->argv[0], p->argv, p->env);
 	return -errno;
 }
 
@@ -237,7 +292,8 @@ void child_log_event(struct agentd *d, struct child *c)
 
 int child_start(struct agentd *d, struct child *c)
 {
-	int errpipe[2], err = 0, logfd = c->log_w;
+	int errpipe[2], err = 0, logfd = c->log_w, plan_err;
+	struct child_plan plan;
 	char bin_err[480];
 	pid_t pid;
 	ssize_t n;
@@ -281,10 +337,26 @@ int child_start(struct agentd *d, struct child *c)
 	/* Decrypted into locked memory for this fork only; without them OpenCode still runs. */
 	if (c->is_opencode && secretd_child_env(d, c) < 0)
 		log_err("%s: starting without the owner's secrets (see above)", c->name);
+	plan_err = c->plan_child(d, c, &plan);
+	if (plan_err < 0) {
+		/* Nothing forked: retried like a start that failed in the child. */
+		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s",
+			strerror(-plan_err));
+		log_err("%s: %s", c->name, c->last_error);
+		secretd_child_env_free(c);
+		close(errpipe[0]);
+		close(errpipe[1]);
+		c->crashes_in_row++;
+		backoff_grow(c);
+		c->state = CH_BACKOFF;
+		arm(c, c->backoff_ms);
+		return -1;
+	}
 	supervisor_pid = getpid();
 	pid = fork();
 	if (pid < 0) {
 		log_err("%s: fork: %s", c->name, strerror(errno));
+		child_plan_free(&plan);
 		secretd_child_env_free(c);
 		close(errpipe[0]);
 		close(errpipe[1]);
@@ -296,14 +368,21 @@ int child_start(struct agentd *d, struct child *c)
 		int r;
 
 		close(errpipe[0]);
+		/*
+		 * Into the agent's cgroup first, while still root: from there it cannot move
+		 * out. Before child_common, which closes the descriptors the plan opened.
+		 */
+		r = cg_join_fds(plan.cg_fds);
 		child_common(logfd, errpipe[1]);
-		r = c->exec_child(d, c);
+		if (r == 0)
+			r = c->exec_child(d, c, &plan);
 		err = -r;
 		n = write(3, &err, sizeof(err));
 		(void)n;
-		_exit(127);
+		_exit(err == SPAWN_EREGAIN ? SPAWN_EXIT_REGAIN : 127);
 	}
-	/* The child has its copy (gone at exec); ours is wiped now. */
+	/* The child has its copies (gone at exec); ours are wiped now. */
+	child_plan_free(&plan);
 	secretd_child_env_free(c);
 	close(errpipe[1]);
 	c->pid = pid;
@@ -393,9 +472,7 @@ void child_exited(struct agentd *d, struct child *c)
 		c->backoff_ms = 0;
 	}
 	c->crashes_in_row++;
-	c->backoff_ms = c->backoff_ms ? c->backoff_ms * 2 : BACKOFF_MIN_MS;
-	if (c->backoff_ms > BACKOFF_MAX_MS)
-		c->backoff_ms = BACKOFF_MAX_MS;
+	backoff_grow(c);
 	if (c->is_opencode && procs_port_open(c->port))
 		/* Our child is gone: whoever answers on its port is not OpenCode. */
 		snprintf(c->last_error, sizeof(c->last_error),

@@ -319,25 +319,42 @@ int cg_set_limits(const struct cgroup *cg, const struct cg_limits *lim, char *er
 	return 0;
 }
 
-int cg_join_self(const struct cgroup *cg)
+int cg_open_procs(const struct cgroup *cg, int ret_fds[CG_NCTRL])
 {
-	for (int i = 0; i < CG_NCTRL; i++) {
-		int fd;
+	int fds[CG_NCTRL];
 
+	for (int i = 0; i < CG_NCTRL; i++)
+		fds[i] = -1;
+	for (int i = 0; i < CG_NCTRL; i++) {
 		if (!cg->procs[i][0])
 			continue;
-		fd = open(cg->procs[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (fd < 0)
-			return -errno;
-		if (write(fd, "0", 1) != 1) {
+		fds[i] = open(cg->procs[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[i] < 0) {
 			int e = errno;
 
-			close(fd);
+			cg_close_procs(fds);
 			return -e;
 		}
-		close(fd);
 	}
+	memcpy(ret_fds, fds, sizeof(fds));
 	return 0;
+}
+
+int cg_join_fds(const int fds[CG_NCTRL])
+{
+	for (int i = 0; i < CG_NCTRL; i++)
+		if (fds[i] >= 0 && write(fds[i], "0", 1) != 1)
+			return -errno;
+	return 0;
+}
+
+void cg_close_procs(int fds[CG_NCTRL])
+{
+	for (int i = 0; i < CG_NCTRL; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
 }
 
 int cg_attach(const struct cgroup *cg, pid_t pid)

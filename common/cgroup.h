@@ -58,8 +58,14 @@ int cg_setup(struct cgroup *cg, const char *fs_root, const char *agent, const st
 	char *err, size_t errlen);
 /* Rewrites the limits (SIGHUP). */
 int cg_set_limits(const struct cgroup *cg, const struct cg_limits *lim, char *err, size_t errlen);
-/* Moves the calling process into the cgroup. Async-signal-safe: for a forked child. */
-int cg_join_self(const struct cgroup *cg);
+/*
+ * Joining from a forked child: the cgroup.procs files are opened before the fork
+ * (cg_open_procs: fds[i] = -1 where there is none), the child writes "0" to them
+ * (cg_join_fds, a write per file: async-signal-safe), the parent closes its copies.
+ */
+int cg_open_procs(const struct cgroup *cg, int ret_fds[CG_NCTRL]);
+int cg_join_fds(const int fds[CG_NCTRL]);
+void cg_close_procs(int fds[CG_NCTRL]);
 /* Moves pid (a whole thread group) into the cgroup. */
 int cg_attach(const struct cgroup *cg, pid_t pid);
 /* Freezes (on = 1) or thaws the cgroup. A process moved into a frozen cgroup freezes. */

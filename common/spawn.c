@@ -12,10 +12,12 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dirs.h"
+#include "log.h"
 #include "spawn.h"
 #include "util.h"
 
@@ -32,19 +34,153 @@ void spawn_result_free(struct spawn_result *r)
 	r->output_len = 0;
 }
 
-int spawn_drop_privileges(uid_t uid, gid_t gid, const char *user)
+int spawn_cred_init(struct spawn_cred *ret, uid_t uid, gid_t gid, const char *user)
 {
-	if (user ? initgroups(user, gid) < 0 : setgroups(0, NULL) < 0)
+	struct spawn_cred c = {.uid = uid, .gid = gid, .from_uid = getuid(), .from_gid = getgid()};
+	int n = 0, room = 32;
+
+	while (user) {
+		gid_t *g = realloc(c.groups, (size_t)room * sizeof(*g));
+
+		if (!g) {
+			spawn_cred_free(&c);
+			return -ENOMEM;
+		}
+		c.groups = g;
+		n = room;
+		errno = 0;
+		if (getgrouplist(user, gid, c.groups, &n) >= 0)
+			break;
+		/* -1 with n raised past room: too small. Anything else is a failed lookup. */
+		if (n <= room || n > 65536) {
+			spawn_cred_free(&c);
+			return errno ? -errno : -EIO;
+		}
+		room = n;
+	}
+	c.ngroups = user ? n : 0;
+	c.check = malloc(((size_t)c.ngroups + 1) * sizeof(*c.check));
+	if (!c.check) {
+		spawn_cred_free(&c);
+		return -ENOMEM;
+	}
+	*ret = c;
+	return 0;
+}
+
+void spawn_cred_free(struct spawn_cred *c)
+{
+	free(c->groups);
+	free(c->check);
+	c->groups = c->check = NULL;
+	c->ngroups = 0;
+}
+
+/* ---- between fork and exec: async-signal-safe calls only ---- */
+
+static void child_say_num(unsigned long v)
+{
+	char b[24];
+	size_t i = sizeof(b);
+	ssize_t w;
+
+	do
+		b[--i] = (char)('0' + v % 10);
+	while ((v /= 10) && i);
+	w = write(2, b + i, sizeof(b) - i);
+	(void)w;
+}
+
+/* "ocsb: spawn: dropped to uid U gid G, but WHAT: not running" on fd 2 (no stdio here). */
+static int child_regain(const struct spawn_cred *c, const char *what)
+{
+	const char *p[] = {"ocsb: spawn: dropped to uid ", " gid ", ", but ",
+		": the drop is not permanent, not running\n"};
+	ssize_t w;
+
+	w = write(2, p[0], strlen(p[0]));
+	child_say_num(c->uid);
+	w = write(2, p[1], strlen(p[1]));
+	child_say_num(c->gid);
+	w = write(2, p[2], strlen(p[2]));
+	w = write(2, what, strlen(what));
+	w = write(2, p[3], strlen(p[3]));
+	(void)w;
+	return -SPAWN_EREGAIN;
+}
+
+static int child_in(const gid_t *v, int n, gid_t g)
+{
+	for (int i = 0; i < n; i++)
+		if (v[i] == g)
+			return 1;
+	return 0;
+}
+
+/* The ids the drop asked for, and no way back (OpenSSH's permanently_set_uid()). */
+static int child_verify(const struct spawn_cred *c)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	int n;
+
+	if (getresuid(&ru, &eu, &su) < 0 || ru != c->uid || eu != c->uid || su != c->uid)
+		return child_regain(c, "getresuid() names another uid");
+	if (getresgid(&rg, &eg, &sg) < 0 || rg != c->gid || eg != c->gid || sg != c->gid)
+		return child_regain(c, "getresgid() names another gid");
+	n = getgroups(c->ngroups + 1, c->check);
+	if (n != c->ngroups)
+		return child_regain(c, "getgroups() lists other groups");
+	for (int i = 0; i < n; i++)
+		if (!child_in(c->groups, c->ngroups, c->check[i]))
+			return child_regain(c, "getgroups() lists other groups");
+	/*
+	 * Each of these succeeds only with CAP_SETGID/CAP_SETUID still held (kept
+	 * capabilities, SECBIT_NO_SETUID_FIXUP, a kernel or LSM surprise). The gid first:
+	 * root's group would give the agent every root:root 0660 file.
+	 */
+	if (c->gid != 0 && (setgid(0) == 0 || setegid(0) == 0))
+		return child_regain(c, "setgid(0) still works");
+	if (c->gid != c->from_gid &&
+		(setgid(c->from_gid) == 0 || setegid(c->from_gid) == 0 ||
+			setresgid(c->from_gid, c->from_gid, c->from_gid) == 0))
+		return child_regain(c, "the caller's gid can be set again");
+	if (c->ngroups && setgroups(0, NULL) == 0)
+		return child_regain(c, "setgroups() still works");
+	if (c->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
+		return child_regain(c, "setuid(0) still works");
+	if (c->uid != c->from_uid &&
+		(setuid(c->from_uid) == 0 || seteuid(c->from_uid) == 0 ||
+			setresuid(c->from_uid, c->from_uid, c->from_uid) == 0))
+		return child_regain(c, "the caller's uid can be set again");
+	return 0;
+}
+
+int spawn_child_drop(const struct spawn_cred *c)
+{
+	int r;
+
+	/* Never in the caller's session, whoever forked us (setsid fails for a leader). */
+	if (getsid(0) != getpid() && setsid() < 0)
 		return -errno;
-	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+	if (setgroups((size_t)c->ngroups, c->groups) < 0 || setresgid(c->gid, c->gid, c->gid) < 0 ||
+		setresuid(c->uid, c->uid, c->uid) < 0)
 		return -errno;
-	/* Paranoia from OpenSSH's permanently_set_uid(): prove the way back is closed. */
-	if (uid != 0 && (setuid(0) == 0 || seteuid(0) == 0))
-		return -EPERM;
+	r = child_verify(c);
+	if (r < 0)
+		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
-	/* A session keyring of its own: nothing of root's keys stays reachable. */
-	syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL);
+	/*
+	 * A session keyring of its own: the one inherited (sudo's pam_keyinit makes one for
+	 * root) stays possessed across setresuid, with the possessor's rights to root's keys.
+	 * Anonymous session keyrings are exempt from the key quota (KEY_ALLOC_QUOTA_OVERRUN),
+	 * so a target that filled its quota cannot make this fail. Only ENOSYS (a kernel
+	 * without CONFIG_KEYS: no keyring to inherit) is let through; anything else, a
+	 * seccomp filter's EPERM too, stops the child.
+	 */
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+		return -errno;
 	return 0;
 }
 
@@ -53,15 +189,19 @@ static void child_fail(int errfd, int err)
 {
 	ssize_t w = write(errfd, &err, sizeof(err));
 	(void)w;
-	_exit(127);
+	_exit(err == SPAWN_EREGAIN ? SPAWN_EXIT_REGAIN : 127);
 }
 
-static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int errfd, int keepfd)
+static void child_setup(const struct spawn_opts *o, const struct spawn_cred *cred, int in_fd,
+	int out_fd, int err_fd, int errfd, int keepfd)
 {
 	int top = errfd > keepfd ? errfd : keepfd;
 	sigset_t all;
 	int nullfd, r;
 
+	/* First: no controlling terminal from here on (see spawn.h). Never fails in a child. */
+	if (setsid() < 0)
+		child_fail(errfd, errno);
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	for (int s = 1; s < NSIG; s++)
@@ -71,8 +211,13 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0)
 		child_fail(errfd, errno);
+	/* stderr: the capture pipe, else the relay pipe, else the caller's (spawn.h). */
+	if (err_fd < 0)
+		err_fd = 2;
+	if (out_fd >= 0)
+		err_fd = out_fd;
 	if (dup2(in_fd >= 0 ? in_fd : nullfd, 0) < 0 ||
-		dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 || dup2(out_fd >= 0 ? out_fd : 2, 2) < 0)
+		dup2(out_fd >= 0 ? out_fd : nullfd, 1) < 0 || dup2(err_fd, 2) < 0)
 		child_fail(errfd, errno);
 	/* Leave only stdio, the error pipe (CLOEXEC, closes itself on exec) and keepfd. */
 	for (int fd = 3; fd < top; fd++)
@@ -81,7 +226,7 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 	if (syscall(SYS_close_range, (unsigned)top + 1, ~0U, 0) < 0)
 		for (int fd = top + 1; fd < 65536; fd++)
 			close(fd);
-	if (o->drop && (r = spawn_drop_privileges(o->uid, o->gid, o->user)) < 0)
+	if (o->drop && (r = spawn_child_drop(cred)) < 0)
 		child_fail(errfd, -r);
 	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
@@ -91,9 +236,53 @@ static void child_setup(const struct spawn_opts *o, int in_fd, int out_fd, int e
 		child_fail(errfd, errno);
 }
 
-/* Feed input, collect output, wait with a deadline. */
-static int parent_io(
-	pid_t pid, int in_w, int out_r, const struct spawn_opts *o, struct spawn_result *ret)
+/* ---- parent side ---- */
+
+/*
+ * The child's stderr, onto ours: control bytes (escape sequences, \r, backspaces)
+ * become \xNN, so a less-privileged child cannot drive the terminal or forge lines
+ * that look like ours. Newlines, tabs and UTF-8 pass.
+ */
+static void relay(const char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char out[4 * 4096];
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)p[i];
+
+		if (o + 4 > sizeof(out)) {
+			if (write(2, out, o) < 0)
+				return;
+			o = 0;
+		}
+		if (ch == '\n' || ch == '\t' || (ch >= 0x20 && ch != 0x7f)) {
+			out[o++] = (char)ch;
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[ch >> 4];
+			out[o++] = hex[ch & 15];
+		}
+	}
+	if (o && write(2, out, o) < 0)
+		return;
+}
+
+/* Whatever the stderr pipe holds now, without waiting (the child is gone). */
+static void relay_drain(int err_r)
+{
+	char tmp[4096];
+	ssize_t r;
+
+	for (int i = 0; i < 16 && (r = read(err_r, tmp, sizeof(tmp))) > 0; i++)
+		relay(tmp, (size_t)r);
+}
+
+/* Feed input, collect output, relay stderr (err_r, non-blocking), wait with a deadline. */
+static int parent_io(pid_t pid, int in_w, int out_r, int err_r, const struct spawn_opts *o,
+	struct spawn_result *ret)
 {
 	size_t max = o->max_output ? o->max_output : 256 * 1024;
 	long deadline = mono_ms() + (o->timeout_ms ? o->timeout_ms : 60000);
@@ -101,15 +290,15 @@ static int parent_io(
 	size_t in_left = in ? strlen(in) : 0;
 	char *out = NULL;
 	size_t len = 0;
-	int st;
+	int st, reaped = 0;
 
 	if (o->capture) {
 		out = malloc(max + 1);
 		if (!out)
 			return -ENOMEM;
 	}
-	while (in_w >= 0 || out_r >= 0) {
-		struct pollfd pf[2];
+	while (in_w >= 0 || out_r >= 0 || err_r >= 0) {
+		struct pollfd pf[3];
 		int n = 0, left = (int)(deadline - mono_ms());
 
 		if (left <= 0) {
@@ -117,10 +306,30 @@ static int parent_io(
 			kill(pid, SIGKILL);
 			break;
 		}
+		/*
+		 * Only stderr left: its end of file is not waited for once the child is gone,
+		 * since something it left behind may hold the pipe (the other pipes keep their
+		 * old rule: output is complete at end of file or the deadline).
+		 */
+		if (in_w < 0 && out_r < 0) {
+			pid_t w = waitpid(pid, &st, WNOHANG);
+
+			if (w == pid) {
+				reaped = 1;
+				relay_drain(err_r);
+				close(err_r);
+				err_r = -1;
+				break;
+			}
+			if (left > 50)
+				left = 50;
+		}
 		if (in_w >= 0)
 			pf[n++] = (struct pollfd){.fd = in_w, .events = POLLOUT};
 		if (out_r >= 0)
 			pf[n++] = (struct pollfd){.fd = out_r, .events = POLLIN};
+		if (err_r >= 0)
+			pf[n++] = (struct pollfd){.fd = err_r, .events = POLLIN};
 		if (poll(pf, (nfds_t)n, left) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -143,6 +352,18 @@ static int parent_io(
 					close(in_w);
 					in_w = -1;
 				}
+			} else if (pf[i].fd == err_r) {
+				char tmp[4096];
+				ssize_t r = read(err_r, tmp, sizeof(tmp));
+
+				if (r < 0 && (errno == EINTR || errno == EAGAIN))
+					continue;
+				if (r <= 0) {
+					close(err_r);
+					err_r = -1;
+					continue;
+				}
+				relay(tmp, (size_t)r);
 			} else {
 				/* Straight into the result, a pipe's worth at a time. */
 				char tmp[4096];
@@ -169,8 +390,10 @@ static int parent_io(
 		close(in_w);
 	if (out_r >= 0)
 		close(out_r);
+	if (err_r >= 0)
+		close(err_r);
 	/* A child that closed its output can still hang: keep the deadline. */
-	for (;;) {
+	while (!reaped) {
 		pid_t w = waitpid(pid, &st, WNOHANG);
 		if (w == pid)
 			break;
@@ -199,6 +422,9 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 	const struct spawn_opts *o, struct spawn_result *ret)
 {
 	int errpipe[2] = {-1, -1}, inpipe[2] = {-1, -1}, outpipe[2] = {-1, -1};
+	int stderrpipe[2] = {-1, -1};
+	struct spawn_cred cred = {0};
+	struct termios tio;
 	struct sigaction old_pipe;
 	pid_t parent;
 	int err = 0, r;
@@ -208,12 +434,28 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 	memset(ret, 0, sizeof(*ret));
 	if (argv && argv[0][0] != '/')
 		return -EINVAL;
-	if (pipe2(errpipe, O_CLOEXEC) < 0)
-		return -errno;
+	/* NSS and malloc before the fork, never in the child (spawn.h). */
+	if (o->drop && (r = spawn_cred_init(&cred, o->uid, o->gid, o->user)) < 0)
+		return r;
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto out;
+	}
 	if ((o->input && pipe2(inpipe, O_CLOEXEC) < 0) ||
 		((o->capture || fn) && pipe2(outpipe, O_CLOEXEC) < 0)) {
 		r = -errno;
 		goto out;
+	}
+	/*
+	 * stderr that is not captured: a pipe we copy, escaped, for a child that drops (none
+	 * of root's descriptors for it) and for any child when ours is a terminal.
+	 */
+	if (!(o->capture && !fn) && (o->drop || tcgetattr(2, &tio) == 0)) {
+		if (pipe2(stderrpipe, O_CLOEXEC) < 0 ||
+			fcntl(stderrpipe[0], F_SETFL, O_NONBLOCK) < 0) {
+			r = -errno;
+			goto out;
+		}
 	}
 	parent = getpid();
 	pid = fork();
@@ -228,7 +470,8 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 		mine.parent = parent;
 		o = &mine;
 		close(errpipe[0]);
-		child_setup(o, inpipe[0], fn ? -1 : outpipe[1], errpipe[1], fn ? outpipe[1] : -1);
+		child_setup(o, &cred, inpipe[0], fn ? -1 : outpipe[1], stderrpipe[1], errpipe[1],
+			fn ? outpipe[1] : -1);
 		if (fn) {
 			int rc = fn(arg, outpipe[1]);
 			_exit(rc < 0 || rc > 125 ? 125 : rc);
@@ -246,18 +489,27 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 		close(outpipe[1]);
 		outpipe[1] = -1;
 	}
+	if (stderrpipe[1] >= 0) {
+		close(stderrpipe[1]);
+		stderrpipe[1] = -1;
+	}
 	if (inpipe[1] >= 0)
 		fcntl(inpipe[1], F_SETFL, O_NONBLOCK);
 	/* A child that exits without reading must give us EPIPE, not a fatal SIGPIPE. */
 	sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN}, &old_pipe);
-	r = parent_io(pid, inpipe[1], outpipe[0], o, ret);
+	r = parent_io(pid, inpipe[1], outpipe[0], stderrpipe[0], o, ret);
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	inpipe[1] = outpipe[0] = -1;
+	inpipe[1] = outpipe[0] = stderrpipe[0] = -1;
 	if (r < 0)
 		goto out;
 	/* The pipe closed at exec (success) or carries the child's errno. */
 	n = read(errpipe[0], &err, sizeof(err));
 	if (n == (ssize_t)sizeof(err) && err != 0) {
+		if (err == SPAWN_EREGAIN)
+			log_err("%s: the child dropped to uid %u gid %u could take back the ids it "
+				"left (exit %d): not run; is something keeping capabilities?",
+				argv ? argv[0] : "spawn", (unsigned)o->uid, (unsigned)o->gid,
+				ret->status);
 		spawn_result_free(ret);
 		r = -err;
 	}
@@ -269,7 +521,10 @@ out:
 			close(inpipe[i]);
 		if (outpipe[i] >= 0)
 			close(outpipe[i]);
+		if (stderrpipe[i] >= 0)
+			close(stderrpipe[i]);
 	}
+	spawn_cred_free(&cred);
 	return r;
 }
 

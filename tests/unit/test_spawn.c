@@ -9,6 +9,8 @@
 #include "spawn.h"
 #include "util.h"
 
+#include "session.h"
+
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -365,6 +367,101 @@ static void describe_real_signal(void **state)
 	assert_string_equal(spawn_describe(&r, buf, sizeof(buf)), "killed by signal 15");
 }
 
+/*
+ * Issue 14: a spawned child shared the session of the terminal that ran the caller, and
+ * could push input into it (TIOCSTI). No drop here (unprivileged): the session is the
+ * child's whoever it runs as; test_priv checks the same for a child that drops.
+ */
+static int check_session(void)
+{
+	struct spawn_opts o = {.timeout_ms = 5000};
+
+	return session_check_spawn(&o);
+}
+
+static void own_session_no_terminal(void **state)
+{
+	session_in_child(check_session, 10, "a spawned child and the caller's terminal");
+}
+
+/* Read what the terminal shows (the pty master), for up to ms milliseconds. */
+static size_t screen(int m, char *buf, size_t n, int ms)
+{
+	size_t len = 0;
+
+	for (long end = now_ms() + ms; len < n - 1 && now_ms() < end;) {
+		ssize_t r = read(m, buf + len, n - 1 - len);
+
+		if (r > 0)
+			len += (size_t)r;
+		else
+			usleep(10000);
+	}
+	buf[len] = '\0';
+	return len;
+}
+
+/*
+ * With the caller's stderr a terminal, the child's stderr is a pipe: what it writes
+ * reaches the terminal through the caller, escape sequences escaped.
+ */
+static int check_stderr_relay(void)
+{
+	const char *argv[] = {"/bin/sh", "-c",
+		"printf 'spawn-err \\033[31mred\\n' >&2; [ -t 2 ] && exit 3; exit 0", NULL};
+	struct spawn_opts o = {.timeout_ms = 5000};
+	struct spawn_result r;
+	char buf[512];
+	int m;
+
+	session_diag = dup(2);
+	m = session_with_pty();
+	if (m < 0)
+		session_fail(1, "cannot set up a pty: %s", strerror(errno));
+	if (spawn_run(argv, &o, &r) != 0)
+		session_fail(2, "spawn_run failed");
+	if (r.status == 3)
+		session_fail(3, "the child's stderr is the caller's terminal");
+	if (r.status != 0)
+		session_fail(4, "exit %d", r.status);
+	screen(m, buf, sizeof(buf), 1000);
+	if (!strstr(buf, "spawn-err \\x1b[31mred\n"))
+		session_fail(5, "the terminal shows \"%s\", not the escaped line", buf);
+	if (strchr(buf, '\033'))
+		session_fail(6, "an escape sequence reached the terminal");
+	return 0;
+}
+
+static void stderr_relayed_escaped(void **state)
+{
+	session_in_child(check_stderr_relay, 10, "stderr of a child, caller on a terminal");
+}
+
+/* Something the child leaves behind holds the stderr pipe: spawn returns at the exit. */
+static int check_relay_left_behind(void)
+{
+	const char *argv[] = {"/bin/sh", "-c", "/bin/sleep 3 & exit 0", NULL};
+	struct spawn_opts o = {.timeout_ms = 10000};
+	struct spawn_result r;
+	long t0;
+
+	session_diag = dup(2);
+	if (session_with_pty() < 0)
+		session_fail(1, "cannot set up a pty: %s", strerror(errno));
+	t0 = now_ms();
+	if (spawn_run(argv, &o, &r) != 0 || r.status != 0 || r.timed_out)
+		session_fail(2, "spawn_run: status %d timed out %d", r.status, r.timed_out);
+	if (now_ms() - t0 > 2000)
+		session_fail(
+			3, "returned after %ld ms: waited for the background sleep", now_ms() - t0);
+	return 0;
+}
+
+static void stderr_relay_left_behind(void **state)
+{
+	session_in_child(check_relay_left_behind, 10, "stderr held by a left-behind process");
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -386,6 +483,9 @@ int main(void)
 		T(spawn_fn_output),
 		cmocka_unit_test(describe),
 		cmocka_unit_test(describe_real_signal),
+		cmocka_unit_test(own_session_no_terminal),
+		cmocka_unit_test(stderr_relayed_escaped),
+		cmocka_unit_test(stderr_relay_left_behind),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
