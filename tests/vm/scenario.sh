@@ -343,6 +343,10 @@ phase_first() {
 	# user manager, and systemd-run --user starts a process outside ocsb-agentd's cgroup.
 	rm -f "/etc/systemd/system/user@$AGENT_UID.service"
 	systemctl daemon-reload
+	# logind starts it at the first login of a user it does not track yet; the agent's
+	# earlier sessions keep it tracked (its manager failed: masked), so start it as logind
+	# would (bookworm's logind retries at the next login, trixie's does not).
+	systemctl start "user@$AGENT_UID.service"
 	o=$(owner_ssh "$AGENT@localhost" 'systemd-run --user --unit=ocsb-vm-nomask /bin/sleep 777; echo "rc=$?"' 2>&1)
 	sleep 1
 	nomask=$(pgrep -u "$AGENT" -f '^/bin/sleep 777$' | head -n 1)
