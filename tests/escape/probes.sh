@@ -396,6 +396,8 @@ p_n-direct() { curl_direct http://198.18.1.10/ WEB; }
 c_n-direct() { curl_direct http://198.18.1.10/ WEB >/dev/null; }
 p_n-direct-py() { pyx tcp 198.18.1.10 80 WEB http; }
 c_n-direct-py() { pyx tcp 198.18.1.10 80 WEB http >/dev/null; }
+# IPv6 probes skip, with the reason, on a machine without IPv6 (world.sh: C_V6_LO).
+v6_lo() { [ -n "${C_V6_LO:-}" ] || { echo "no IPv6 loopback (::1) here"; return 77; }; }
 p_n-lo-ssh() { pyx tcp 127.0.0.1 22 SSH; }
 c_n-lo-ssh() { pyx tcp 127.0.0.1 22 SSH >/dev/null; }
 p_n-lo-owner() { pyx tcp 127.0.0.1 "$C_LPORT" OWNER; }
@@ -404,11 +406,14 @@ p_n-lo-127-2() { pyx tcp 127.0.0.2 "$C_LPORT" OWNER; }
 c_n-lo-127-2() { pyx tcp 127.0.0.2 "$C_LPORT" OWNER >/dev/null; }
 p_n-lan() { pyx tcp 198.18.0.1 "$C_LPORT" OWNER; }
 c_n-lan() { pyx tcp 198.18.0.1 "$C_LPORT" OWNER >/dev/null; }
-p_n-v6-lo() { pyx tcp ::1 "$C_LPORT" OWNER; }
+p_n-v6-lo() { v6_lo || return; pyx tcp ::1 "$C_LPORT" OWNER; }
 c_n-v6-lo() { pyx tcp ::1 "$C_LPORT" OWNER >/dev/null; }
-p_n-v6-local() { pyx tcp "$C_V6_LOCAL" "$C_LPORT" OWNER; }
+p_n-v6-local() {
+	[ -n "${C_V6_LOCAL:-}" ] || { echo "no local IPv6 address here (IPv6 off on veth-lan)"; return 77; }
+	pyx tcp "$C_V6_LOCAL" "$C_LPORT" OWNER
+}
 c_n-v6-local() { pyx tcp "$C_V6_LOCAL" "$C_LPORT" OWNER >/dev/null; }
-p_n-v4mapped() { pyx tcp ::ffff:127.0.0.1 22 SSH; }
+p_n-v4mapped() { v6_lo || return; pyx tcp ::ffff:127.0.0.1 22 SSH; }
 c_n-v4mapped() { pyx tcp ::ffff:127.0.0.1 22 SSH >/dev/null; }
 p_n-dns-udp() { pyx udp 198.18.0.53 53 CANARY; }
 c_n-dns-udp() { pyx udp 198.18.0.53 53 CANARY >/dev/null; }
@@ -439,7 +444,7 @@ p_x-loopback() { viaproxy "http://127.0.0.1:$C_HPORT/"; }
 c_x-loopback() { curl -s --max-time 3 --noproxy '*' "http://127.0.0.1:$C_HPORT/" | has OWNER; }
 p_x-localhost() { viaproxy "http://localhost:$C_HPORT/"; }
 c_x-localhost() { curl -s --max-time 3 --noproxy '*' "http://localhost:$C_HPORT/" | has OWNER; }
-p_x-v6-lo() { viaproxy "http://[::1]:$C_HPORT/"; }
+p_x-v6-lo() { v6_lo || return; viaproxy "http://[::1]:$C_HPORT/"; }
 c_x-v6-lo() { curl -s --max-time 3 --noproxy '*' "http://[::1]:$C_HPORT/" | has OWNER; }
 p_x-lan() { viaproxy "http://198.18.0.1:$C_HPORT/"; }
 c_x-lan() { curl -s --max-time 3 --noproxy '*' "http://198.18.0.1:$C_HPORT/" | has OWNER; }
@@ -593,12 +598,15 @@ p_m-symlink() {
 }
 j_m-symlink() { grep -rqs "$C_MARK" /var/lib/ocsb/mirror && return 0; blocked not-copied "no canary under /var/lib/ocsb/mirror"; }
 c_m-symlink() { [ -d /var/lib/ocsb/mirror ] || return 0; ls /var/lib/ocsb/mirror >/dev/null; }
+# The test's own secret (value containing C_SECRET_MARK) was pushed when C_SECRET_PUSHED=1
+# (t-95 does; run-here.sh leaves the owner's secret store alone).
 p_k-secrets-home() {
 	[ -e "/run/ocsb/$C_AGENT/env" ] || { echo "no secrets hand-over on this build (/run/ocsb/$C_AGENT/env absent)"; return 77; }
+	[ -n "${C_SECRET_PUSHED:-}" ] || { echo "no test secret pushed in this world"; return 77; }
 	grep -rqs "$C_SECRET_MARK" ~ && return 0
 	blocked not-in-home "no secret value anywhere under ~"
 }
-c_k-secrets-home() { [ ! -e "/run/ocsb/$C_AGENT/env" ] || grep -q . "/run/ocsb/$C_AGENT/env"; }
+c_k-secrets-home() { [ ! -e "/run/ocsb/$C_AGENT/env" ] || [ -z "${C_SECRET_PUSHED:-}" ] || grep -q "$C_SECRET_MARK" "/run/ocsb/$C_AGENT/env"; }
 
 # ---- persistence
 p_r-cron() {

@@ -184,7 +184,7 @@ while True:
 owner_file() {
 	save "$1"
 	rm -f "$1"
-	as_owner sh -c 'umask 077; printf "%s\n" "$2" >"$1" && chmod "$3" "$1"' _ "$1" "$2" "$3" || die "cannot write $1 as $OWNER"
+	as_owner sh -c 'umask 077; printf "%s\n" "$3" >"$1" && chmod "$2" "$1"' _ "$1" "$2" "$3" || die "cannot write $1 as $OWNER"
 }
 
 canaries_up() {
@@ -412,7 +412,8 @@ owner_ssh() { # USER [SSH-OPTION...] -- cmd...: the owner's ssh to USER@localhos
 place_ssh() {
 	load "$1" place-ssh
 	# -A asks for agent forwarding (s-agent-fwd); sshd's Match block must refuse it.
-	SSH_TIMEOUT=${ESC_SSH_TIMEOUT:-600} owner_ssh "$C_AGENT" -A -- "ESC_DIR=$DIR bash $DIR/battery.sh run ssh" \
+	SSH_TIMEOUT=${ESC_SSH_TIMEOUT:-600} owner_ssh "$C_AGENT" -A -- \
+		"ESC_DIR=$DIR ${ESC_ONLY:+ESC_ONLY=$ESC_ONLY }${PROBE_TIMEOUT:+PROBE_TIMEOUT=$PROBE_TIMEOUT }bash $DIR/battery.sh run ssh" \
 		</dev/null >"$DIR/ssh.raw" 2>&1
 	echo "# ssh exit $?" >>"$DIR/ssh.raw"
 	grep -q '^# escape battery at ssh: done' "$DIR/ssh.raw" || return 1
