@@ -78,7 +78,7 @@ check_output "run-here.sh: egress.conf put back" "^$sum_before\$" bash -c 'sha25
 check_output "run-here.sh: resolv.conf put back" "^$resolv_before\$" cat /etc/resolv.conf
 check_fails "run-here.sh: no namespace ocsb-esc left" bash -c 'ip netns list | grep -qw ocsb-esc'
 check_fails "run-here.sh: no process of the owner left" pgrep -u "$OWNER"
-check_output "run-here.sh: a second call refuses nothing (the world is gone)" '^world.sh: no world' \
+check_output "world.sh down again: nothing left to undo" '^world.sh: no world' \
 	bash "$SRC/world.sh" down /run/ocsb-escape
 _capture env -u ESC_SYSTEMCTL bash "$SRC/run-here.sh"
 if [ "$_rc" -eq 2 ] && grep -q 'systemd is not PID 1' <<<"$_out"; then

@@ -567,7 +567,10 @@ p_g-hostile() {
 }
 j_g-hostile() {
 	[ -s "$C_SCRATCH/owner-repo-before" ] && [ -s "$C_SCRATCH/owner-repo-after" ] || { echo "no pull evidence"; return 1; }
-	[ "$(cat "$C_SCRATCH/owner-repo-after")" != "$(cat "$C_SCRATCH/owner-repo-before")" ] && return 0
+	if ! cmp -s "$C_SCRATCH/owner-repo-before" "$C_SCRATCH/owner-repo-after"; then
+		echo "changed by the pull: $(diff "$C_SCRATCH/owner-repo-before" "$C_SCRATCH/owner-repo-after" | grep '^[<>]' | head -n 3 | tr '\n' ' ')"
+		return 0
+	fi
 	blocked repo-unchanged "the owner's HEAD, refs, work tree, config and hooks are as before the pull"
 }
 c_g-hostile() { [ -d "$C_PROJECT/.git" ] && as_owner git -C "$C_PROJECT" status --porcelain >/dev/null; }

@@ -43,7 +43,8 @@ INET_HOSTS=(allowed.test:198.18.1.10 blocked.test:198.18.1.11 other.test:198.18.
 	internal.test:198.18.1.13)
 
 die() { echo "world.sh: $*" >&2; exit 1; }
-conf_value() { awk -v k="$1" '$1 == k { print $2; exit }' /etc/ocsb/ocsb.conf 2>/dev/null; }
+# conf_value KEYWORD: its first value in /etc/ocsb/ocsb.conf, quotes taken off.
+conf_value() { awk -v k="$1" '$1 == k { v = $2; if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2); print v; exit }' /etc/ocsb/ocsb.conf 2>/dev/null; }
 
 # ---- the record of changes, undone by `down` in reverse order
 # Lines: "pid PID", "file PATH" (removed), "saved PATH N" (restored from saved/N, or removed
@@ -434,7 +435,9 @@ repo_state() {
 	as_owner git -C "$C_PROJECT" for-each-ref --format='%(refname) %(objectname)' refs/heads refs/tags
 	as_owner git -C "$C_PROJECT" status --porcelain --ignored
 	sha256sum "$C_PROJECT/.git/config"
-	ls -la "$C_PROJECT/.git/hooks" "$C_PROJECT"
+	# Names, types, modes, owners, sizes, link targets: not times (a fetch touches .git).
+	find "$C_PROJECT" -path "$C_PROJECT/.git" -prune -o -printf '%p %y %m %u %s %l\n' | sort
+	find "$C_PROJECT/.git/hooks" -printf '%p %y %m %u %s %l\n' | sort
 	[ -e /tmp/pwned ] && echo PWNED
 }
 
