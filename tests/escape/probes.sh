@@ -59,7 +59,7 @@ PROBES=(
 	# --- local IPC
 	"i-unix-tmp|ipc|blocked|ENOENT|connect to the owner's socket in /tmp/.X11-unix"
 	"i-unix-home|ipc|blocked|EACCES|connect to the owner's socket in her home (0700 dir)"
-	"i-abstract|ipc|blocked|EPERM,ECONNREFUSED|connect to the owner's abstract Unix socket"
+	"i-abstract|ipc|blocked|EPERM|connect to the owner's abstract Unix socket"
 	"i-dbus|ipc|blocked|ENOENT|call the owner's D-Bus session bus"
 	"i-sysv-shm|ipc|blocked|EACCES|attach the owner's 0600 System V shared memory"
 	"i-agentd-ctl|ipc|blocked|not-allowed|talk to ocsb-agentd's control socket"
