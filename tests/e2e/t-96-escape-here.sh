@@ -29,7 +29,7 @@ cat >"$STUB" <<STUB
 PIDF=$E2E_SCRATCH/agentd.pid
 start() {
 	local envs=() f l
-	for f in /run/systemd/system/ocsb-agentd.service.d/*.conf; do
+	for f in $E2E_SCRATCH/dropin/*.conf; do
 		[ -f "\$f" ] || continue
 		while IFS= read -r l; do case \$l in Environment=*) envs+=("\${l#Environment=}") ;; esac; done <"\$f"
 	done
@@ -60,7 +60,7 @@ ONLY=f-secret-0600,p-cmdline,id-machine-id,t-tmp,i-abstract,i-agentd-ctl,n-lan,n
 ONLY=$ONLY,x-dns-exfil,s-rc,s-environment,s-authkeys,s-agent-fwd,g-hostile,g-refname,m-symlink,k-secrets-home
 ONLY=$ONLY,r-linger,e-cgroup
 N=$(tr ',' '\n' <<<"$ONLY" | wc -l)
-_capture env ESC_SYSTEMCTL="$STUB" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
+_capture env ESC_SYSTEMCTL="$STUB" ESC_DROPIN_DIR="$E2E_SCRATCH/dropin" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
 	ESC_ONLY="$ONLY" ESC_AGENTD_WAIT=300 bash "$SRC/run-here.sh"
 printf '%s\n' "$_out" | grep -E '^(ok|not ok) - escape |^# escape battery'
 if [ "$_rc" -eq 0 ] && grep -q "^# escape battery: $N probes x 2 places: [0-9]* passed, 0 failed" <<<"$_out"; then
@@ -71,7 +71,8 @@ fi
 check_output "run-here.sh: the agentd place ran with OCSB_TEST_HOOKS=1 from the drop-in" '^start OCSB_TEST_HOOKS=1$' cat "$E2E_SCRATCH/systemctl.log"
 check_output "run-here.sh: agentd restarted without it at the end" '^start $' bash -c "tail -n 1 '$E2E_SCRATCH/systemctl.log'"
 check "run-here.sh: agentd runs at the end" bash -c "kill -0 \$(cat '$E2E_SCRATCH/agentd.pid')"
-check_fails "run-here.sh: drop-in removed" test -e /run/systemd/system/ocsb-agentd.service.d/ocsb-escape.conf
+check_fails "run-here.sh: drop-in removed" test -e "$E2E_SCRATCH/dropin/ocsb-escape.conf"
+check_fails "run-here.sh: none of its steps not ok (provisioning runs, cleanup)" grep -q '^not ok' <<<"$_out"
 check_fails "run-here.sh: hook removed" test -e /run/ocsb/test-wrap-opencode
 check_fails "run-here.sh: its directory removed" test -e /run/ocsb-escape
 check_output "run-here.sh: egress.conf put back" "^$sum_before\$" bash -c 'sha256sum </etc/ocsb/egress.conf'

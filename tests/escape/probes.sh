@@ -228,12 +228,15 @@ elif cmd == "agentd-ctl":               # SOCKET: a STATUS request on agentd's c
     s = socket.socket(socket.AF_UNIX); s.settimeout(3)
     try: s.connect(a[0])
     except OSError as e: refused(name(e), "connect " + a[0])
-    m = b"OCSB/1 STATUS\n"
-    try:
-        s.sendall(struct.pack(">I", len(m)) + m); d = s.recv(4096)
+    m, sent = b"OCSB/1 STATUS\n", None
+    # agentd may answer and close before the request is sent (EPIPE): read its answer anyway.
+    try: s.sendall(struct.pack(">I", len(m)) + m)
+    except OSError as e: sent = e
+    try: d = s.recv(4096)
     except OSError as e: refused("connected-" + name(e), a[0])
     if b"netlock" in d: worked("status answered")
     if b"ERR not allowed" in d: refused("not-allowed", "agentd answered %r" % d[4:70])
+    if sent: refused("connected-" + name(sent), a[0])
     refused("closed" if not d else "connected-other", "answer %r" % d[:60])
 elif cmd == "procs-of":                 # USER: a process of USER is visible in /proc
     import pwd

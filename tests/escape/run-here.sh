@@ -14,7 +14,7 @@
 # Environment: ESC_AGENTD_WAIT (seconds to wait for the battery under agentd, default 900),
 # ESC_SSH_TIMEOUT (the ssh place, default 600), PROBE_TIMEOUT (per probe, default 20),
 # ESC_ONLY (a comma-separated subset of probe ids), OCSB and OCSB_PROVISION (the programs,
-# default: found in PATH); ESC_SYSTEMCTL is a test seam only (see below).
+# default: found in PATH); ESC_SYSTEMCTL and ESC_DROPIN_DIR are test seams only (see below).
 #
 # Needs: root; systemd as PID 1 with ocsb-agentd.service; the provisioned agent; bash,
 # coreutils, iproute2, nftables (the netlock under test), openssh (client and sshd),
@@ -49,7 +49,7 @@ export LC_ALL=C
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 UNIT=ocsb-agentd.service
-DROPIN_DIR=/run/systemd/system/ocsb-agentd.service.d
+DROPIN_DIR=${ESC_DROPIN_DIR:-/run/systemd/system/ocsb-agentd.service.d}
 DROPIN=$DROPIN_DIR/ocsb-escape.conf
 HOOK=/run/ocsb/test-wrap-opencode
 T0=$SECONDS
@@ -84,7 +84,9 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || cannot "run me as root"
 # Test seam (tests/e2e/t-96-escape-here.sh): ESC_SYSTEMCTL names a stand-in for systemctl
-# on a machine without systemd. Never set it on a real machine.
+# on a machine without systemd, ESC_DROPIN_DIR where it reads the drop-in (a directory
+# /run/systemd/system would make ocsb-provision believe systemd runs). Never set them on a
+# real machine.
 SYSTEMCTL=${ESC_SYSTEMCTL:-systemctl}
 [ -n "${ESC_SYSTEMCTL:-}" ] || [ -d /run/systemd/system ] || cannot "systemd is not PID 1 here (the e2e suite runs the battery without it: t-95)"
 "$SYSTEMCTL" cat "$UNIT" >/dev/null 2>&1 || cannot "no $UNIT"
@@ -122,6 +124,7 @@ cleanup() {
 	"$SYSTEMCTL" daemon-reload
 	"$SYSTEMCTL" restart "$UNIT" || echo "# run-here: systemctl restart $UNIT failed"
 	[ -n "$KEEP" ] || rm -rf --one-file-system "$DIR"
+	[ "$FAILED" -eq 0 ] || exit 1	# a failed cleanup fails the run
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
