@@ -70,7 +70,7 @@ cannot() { echo "run-here.sh: $*" >&2; exit 2; }
 # conf_value KEYWORD: its first value in /etc/ocsb/ocsb.conf, quotes taken off.
 conf_value() { awk -v k="$1" '$1 == k { v = $2; if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2); print v; exit }' /etc/ocsb/ocsb.conf 2>/dev/null; }
 
-OWNER= PROJECT= AGENT= DIR=/run/ocsb-escape KEEP=
+OWNER='' PROJECT='' AGENT='' DIR=/run/ocsb-escape KEEP=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--owner) OWNER=${2:?}; shift 2 ;;

@@ -36,7 +36,7 @@ set -u
 export LC_ALL=C
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-NS=ocsb-esc
+NS='ocsb-esc'
 LPORT=7101
 SHM_KEY=$((0x0c5b0001))
 INET_HOSTS=(allowed.test:198.18.1.10 blocked.test:198.18.1.11 other.test:198.18.1.12
