@@ -83,7 +83,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ "$(id -u)" -eq 0 ] || cannot "run me as root"
-# Test seam (tests/e2e/t-96-escape-here.sh): ESC_SYSTEMCTL names a stand-in for systemctl
+# Test seam (tests/e2e/t-98-escape-here.sh): ESC_SYSTEMCTL names a stand-in for systemctl
 # on a machine without systemd, ESC_DROPIN_DIR where it reads the drop-in (a directory
 # /run/systemd/system would make ocsb-provision believe systemd runs). Never set them on a
 # real machine.
