@@ -13,6 +13,8 @@ trap 'rm -f "$log"' EXIT
 
 echo "== unit tests"
 "$here/run-unit.sh" "$@" 2>&1 | tee -a "$log"
+echo "== escape battery runner (unprivileged)"
+"$here/escape/test-battery.sh" 2>&1 | tee -a "$log"
 echo "== end-to-end tests"
 "$here/e2e/run.sh" 2>&1 | tee -a "$log"
 echo "== build matrix"
