@@ -112,7 +112,7 @@ cleanup() {
 	[ -n "$CLEANED" ] && return
 	CLEANED=1
 	say "cleaning up"
-	rm -f "$HOOK" "$DROPIN"
+	if declare -F unhook >/dev/null; then unhook; else rm -f "$HOOK" "$DROPIN"; fi
 	rmdir "$DROPIN_DIR" 2>/dev/null
 	if [ -n "$EGRESS_SAVED" ]; then
 		if [ "$EGRESS_SAVED" = absent ]; then rm -f /etc/ocsb/egress.conf; else cp -a "$EGRESS_SAVED" /etc/ocsb/egress.conf; fi
@@ -155,6 +155,22 @@ ESC_RUN=$RUN ESC_DIR=$DIR ${ESC_ONLY:+ESC_ONLY=$ESC_ONLY} ${PROBE_TIMEOUT:+PROBE
 exec "\$@"
 EOF
 chmod 0755 "$HOOK"
+# systemd mounts /run noexec: then the hook's path gets a bind mount of a copy on a file
+# system that may run programs (agentd checks and execs the path).
+HOOK_COPY=
+if findmnt -no OPTIONS --target "$(dirname "$HOOK")" 2>/dev/null | tr ',' '\n' | grep -qx noexec; then
+	HOOK_COPY=$(mktemp /var/tmp/ocsb-escape-hook.XXXXXX)
+	install -m 0755 "$HOOK" "$HOOK_COPY" && mount --bind "$HOOK_COPY" "$HOOK" ||
+		notok "bind the hook over $(dirname "$HOOK")'s noexec" "$(findmnt --target "$HOOK" 2>&1)"
+fi
+unhook() {
+	if [ -n "${HOOK_COPY:-}" ]; then
+		umount "$HOOK" 2>/dev/null
+		rm -f "$HOOK_COPY"
+		HOOK_COPY=
+	fi
+	rm -f "$HOOK" "$DROPIN"
+}
 printf '# tests/escape/run-here.sh, removed when it ends\n[Service]\nEnvironment=OCSB_TEST_HOOKS=1\n' >"$DROPIN"
 say "restarting $UNIT with OCSB_TEST_HOOKS=1 (run $RUN)"
 "$SYSTEMCTL" daemon-reload && "$SYSTEMCTL" restart "$UNIT" || notok "systemctl restart $UNIT with the hook" "$("$SYSTEMCTL" status "$UNIT" 2>&1 | tail -n 10)"
@@ -167,7 +183,7 @@ battery_lines() { # the agentd run's lines, from its first line to its "done"
 }
 end=$((SECONDS + ${ESC_AGENTD_WAIT:-900}))
 until battery_lines | grep -q '^# escape battery at agentd: done' || [ $SECONDS -ge $end ]; do sleep 2; done
-rm -f "$HOOK" "$DROPIN"
+unhook
 rmdir "$DROPIN_DIR" 2>/dev/null
 "$SYSTEMCTL" daemon-reload
 if battery_lines | grep -q '^# escape battery at agentd: done'; then

@@ -245,6 +245,11 @@ prepare_guest() {
 	# The scenario and its unit: after multi-user, TAP to ttyS1, then power-off.
 	install -d "$tree/usr/local/lib/ocsb-vm"
 	install -m 0755 "$VM_DIR/scenario.sh" "$VM_DIR/probe.sh" "$VM_DIR/far.sh" "$tree/usr/local/lib/ocsb-vm/"
+	# The escape battery and its runner for a provisioned machine.
+	install -d "$tree/usr/local/lib/ocsb-vm/escape"
+	install -m 0644 "$REPO"/tests/escape/battery.sh "$REPO"/tests/escape/probes.sh \
+		"$REPO"/tests/escape/world.sh "$REPO"/tests/escape/report.sh \
+		"$REPO"/tests/escape/run-here.sh "$tree/usr/local/lib/ocsb-vm/escape/"
 	# The boot probes, installed by the scenario itself before its reboots.
 	install -m 0644 "$VM_DIR"/ocsb-vm-far.service "$VM_DIR"/ocsb-vm-probe-*.service \
 		"$tree/usr/local/lib/ocsb-vm/"

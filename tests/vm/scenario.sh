@@ -585,6 +585,22 @@ phase_fixed() {
 		ocsb-provision --owner "$OWNER" --project "$PROJECT"
 	check_output "ocsb doctor: OK again" "^OK +persistence +$AGENT does not linger" bash -c 'ocsb doctor; true'
 	loginctl disable-linger "$OWNER"
+
+	# The escape battery (issue 18, item 8), both places (a child of ocsb-agentd through its
+	# test hook, an ssh session of the agent), with its world (canaries, the owner's
+	# processes, a fake internet on veth) made and undone by tests/escape/run-here.sh.
+	local t_esc rc
+	t_esc=$(uptime_s)
+	bash "$LIB/escape/run-here.sh" --owner "$OWNER" --project "$PROJECT" >"$WORK/escape.out" 2>&1
+	rc=$?
+	cat "$WORK/escape.out"
+	grep -E '^(ok|not ok) - |^  # |^# escape battery' "$WORK/escape.out" |
+		sed -E 's/^(not ok|ok) - /\1 - escape: /' >&3
+	if [ "$rc" = 2 ]; then
+		fail "the escape battery could run here (run-here.sh exit 2)" "$(tail -n 20 "$WORK/escape.out")"
+	fi
+	note "escape battery: $(awk -v a="$t_esc" -v b="$(uptime_s)" 'BEGIN { printf "%.0f", b - a }') s in the guest (exit $rc)"
+	check_output "ocsb-agentd is active again after the battery" '^active$' systemctl is-active ocsb-agentd
 }
 
 phase_removed() {
