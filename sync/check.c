@@ -7,9 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "log.h"
 #include "sync.h"
-
-
 
 int sync_ref_name_ok(const char *name, char *why, size_t whylen)
 {
