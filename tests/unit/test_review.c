@@ -237,8 +237,11 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 	have_local = (int)rn(2);
 	for (unsigned step = 0; step < steps; step++) {
 		struct sync_review full, inc;
-		struct sync_review_in in = {.tip = &T, .against = &L, .have_local = have_local,
-			.old = have_old ? &old : NULL, .walk_limit = SYNC_HISTORY_WALK};
+		struct sync_review_in in = {.tip = &T,
+			.against = &L,
+			.have_local = have_local,
+			.old = have_old ? &old : NULL,
+			.walk_limit = SYNC_HISTORY_WALK};
 		unsigned op = rn(100);
 		const struct sync_rmemo *m;
 
@@ -280,6 +283,68 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		assert_int_equal(sync_review_run(repo, &in, &inc), 0);
 		t->pulls++;
 		t->from_memo += inc.history_from_memo;
+		/* The reference itself, against libgit2's plain answers. */
+		if (full.have_base) {
+			size_t ahead, behind;
+
+			assert_int_equal(
+				git_graph_ahead_behind(&ahead, &behind, repo, &T, &full.base), 0);
+			assert_int_equal(full.commits, ahead);
+		}
+		if (have_local) {
+			size_t ahead, behind;
+
+			assert_int_equal(git_graph_ahead_behind(&ahead, &behind, repo, &T, &L), 0);
+			assert_int_equal(full.ahead, ahead);
+			assert_int_equal(full.behind, behind);
+		}
+		if (full.have_base && !full.base_is_old) {
+			git_oid mb;
+
+			assert_int_equal(git_merge_base(&mb, repo, &T, &L), 0);
+			assert_true(git_oid_equal(&mb, &full.base));
+		}
+		/*
+		 * Line counts as libgit2's own diff counts them, submodules aside (libgit2 may
+		 * count their "Subproject commit" line or not, depending on what it finds of
+		 * the submodule; the review counts none).
+		 */
+		{
+			git_commit *tc, *bc = NULL;
+			git_tree *tt, *bt = NULL;
+			git_diff *d;
+			size_t ins = 0, del = 0;
+
+			assert_int_equal(git_commit_lookup(&tc, repo, &T), 0);
+			assert_int_equal(git_commit_tree(&tt, tc), 0);
+			if (full.have_base) {
+				assert_int_equal(git_commit_lookup(&bc, repo, &full.base), 0);
+				assert_int_equal(git_commit_tree(&bt, bc), 0);
+			}
+			assert_int_equal(git_diff_tree_to_tree(&d, repo, bt, tt, NULL), 0);
+			for (size_t q = 0; q < git_diff_num_deltas(d); q++) {
+				const git_diff_delta *dd = git_diff_get_delta(d, q);
+				git_patch *pp;
+				size_t a1 = 0, d1 = 0;
+
+				if (dd->old_file.mode == GIT_FILEMODE_COMMIT ||
+					dd->new_file.mode == GIT_FILEMODE_COMMIT)
+					continue;
+				assert_int_equal(git_patch_from_diff(&pp, d, q), 0);
+				if (pp)
+					git_patch_line_stats(NULL, &a1, &d1, pp);
+				git_patch_free(pp);
+				ins += a1;
+				del += d1;
+			}
+			assert_int_equal(ins, full.whole.ins);
+			assert_int_equal(del, full.whole.del);
+			git_diff_free(d);
+			git_tree_free(tt);
+			git_tree_free(bt);
+			git_commit_free(tc);
+			git_commit_free(bc);
+		}
 		assert_int_equal(full.have_base, inc.have_base);
 		if (full.have_base)
 			assert_true(git_oid_equal(&full.base, &inc.base));
@@ -390,18 +455,21 @@ static void review_memo_file(void **state)
 	snprintf(path, sizeof(path), "%s/ocsb-sync.review", unit_dir);
 	f = fopen(path, "a");
 	assert_non_null(f);
-	fprintf(f, "branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
-		   "2222222222222222222222222222222222222222 - 0 1 0 0 5 end\n- - 1 1 0\n");
-	fprintf(f, "branch refs/heads/x 1111111111111111111111111111111111111111 "
-		   "2222222222222222222222222222222222222222 - 0 1 0 0 0 end\n");
+	fprintf(f,
+		"branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
+		"2222222222222222222222222222222222222222 - 0 1 0 0 5 end\n- - 1 1 0\n");
+	fprintf(f,
+		"branch refs/heads/x 1111111111111111111111111111111111111111 "
+		"2222222222222222222222222222222222222222 - 0 1 0 0 0 end\n");
 	fclose(f);
 	assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
 	assert_int_equal(ms.n, 1);
 	sync_rmemos_free(&ms);
 	/* a header that lies: base flag without a base, a count over the bound */
 	f = fopen(path, "w");
-	fprintf(f, "branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
-		   "2222222222222222222222222222222222222222 - 1 1 0 0 0 end\n");
+	fprintf(f,
+		"branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
+		"2222222222222222222222222222222222222222 - 1 1 0 0 0 end\n");
 	fclose(f);
 	assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
 	assert_int_equal(ms.n, 0);
@@ -466,8 +534,10 @@ static void review_walk_onto(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(review_memo_file, unit_setup_dir, unit_teardown_dir),
-		cmocka_unit_test_setup_teardown(review_walk_onto, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			review_memo_file, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			review_walk_onto, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			review_differential, unit_setup_dir, unit_teardown_dir),
 	};
