@@ -16,8 +16,10 @@
  *   one side contained the other (B = T, or B = L while the owner moved): a new agent
  *   commit in the owner's history would make T an ancestor of L, and an owner's commit in
  *   the agent's history would make L one of T. Then B' = B and every count grows by |W|.
- *   Anything else (force-push, a merge either way, a new root, a long walk, another
- *   merge base) is computed from scratch.
+ *   A branch built on the owner's tip (B = L) keeps a Bloom filter of its commits: when
+ *   the owner moves, no new owner commit in it (nor among the new agent commits) proves
+ *   B' = L. Anything else (force-push, a merge either way, a new root, a long walk,
+ *   another merge base) is computed from scratch.
  * - Diffstat. The tree diff itself opens only subtrees that differ (diff.c) and runs in
  *   full every time; the expensive part, the line counts, is a pure function of the two
  *   blobs' contents: the memo keeps them keyed by the blob ids, nothing else.
@@ -46,18 +48,17 @@
 
 /* --- walks */
 
-int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
-	size_t *ret_count)
+/* The walk of sync_walk_onto; the commits it met in *set (owned by the caller). */
+static int walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
+	size_t limit, struct sync_oidset *set)
 {
-	struct sync_oidset seen = {0};
 	git_oid *queue;
 	size_t nqueue = 0;
 	int ok = 0, r;
 
-	if (git_oid_equal(from, stop)) {
-		*ret_count = 0;
+	memset(set, 0, sizeof(*set));
+	if (git_oid_equal(from, stop))
 		return 1;
-	}
 	if (git_repository_is_shallow(repo) != 0)
 		return 0; /* a cut history: a missing parent looks like a root */
 	queue = calloc(limit + 1, sizeof(*queue));
@@ -71,10 +72,10 @@ int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *sto
 
 		if (git_oid_equal(&id, stop))
 			continue;
-		r = sync_oidset_add(&seen, &id);
+		r = sync_oidset_add(set, &id);
 		if (r == 0)
 			continue;
-		if (r < 0 || seen.n > limit || git_commit_lookup(&c, repo, &id) < 0)
+		if (r < 0 || set->n > limit || git_commit_lookup(&c, repo, &id) < 0)
 			goto out;
 		parents = git_commit_parentcount(c);
 		if (parents == 0 || nqueue + parents > limit) {
@@ -86,41 +87,191 @@ int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *sto
 		git_commit_free(c);
 	}
 	ok = 1;
-	*ret_count = seen.n;
 out:
-	sync_oidset_free(&seen);
 	free(queue);
 	git_error_clear();
 	return ok;
 }
 
+int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	size_t *ret_count)
+{
+	struct sync_oidset set;
+	int ok = walk_onto_set(repo, from, stop, limit, &set);
+
+	if (ok)
+		*ret_count = set.n;
+	sync_oidset_free(&set);
+	return ok;
+}
+
+/*
+ * --- the agent's commits, as a Bloom filter
+ *
+ * For a branch built on the owner's tip (base B = the owner's commit L), a new owner
+ * commit might be one of the agent's (the owner merged or fast-forwarded to the agent's
+ * work): then the base moves. "Not in the agent's commits" must be certain to keep the
+ * base, and a Bloom filter's "no" is: a "maybe" (a false positive) only costs a review
+ * from scratch. It holds tip ^B, a superset is harmless too.
+ */
+#define BLOOM_K 4
+#define BLOOM_BITS_PER 16 /* ~0.2% false positives when full */
+#define BLOOM_MAX_BYTES (16u << 20)
+
+static size_t bloom_bit(const git_oid *id, unsigned k, size_t bytes)
+{
+	uint32_t h;
+
+	memcpy(&h, id->id + 4 * k, sizeof(h)); /* ids are hashes: slices are independent */
+	return h & (bytes * 8 - 1);
+}
+
+static int bloom_has(const struct sync_rmemo *m, const git_oid *id)
+{
+	for (unsigned k = 0; k < BLOOM_K; k++) {
+		size_t b = bloom_bit(id, k, m->bloom_bytes);
+
+		if (!(m->bloom[b / 8] & (1u << (b % 8))))
+			return 0;
+	}
+	return 1;
+}
+
+static void bloom_add(struct sync_rmemo *m, const git_oid *id)
+{
+	for (unsigned k = 0; k < BLOOM_K; k++) {
+		size_t b = bloom_bit(id, k, m->bloom_bytes);
+
+		m->bloom[b / 8] |= (unsigned char)(1u << (b % 8));
+	}
+	m->bloom_n++;
+}
+
+/* Room for n ids (and as many again); 0, or -1 with no filter. */
+static int bloom_new(struct sync_rmemo *m, size_t n)
+{
+	size_t bytes = 128;
+
+	while (bytes * 8 < 2 * n * BLOOM_BITS_PER && bytes < BLOOM_MAX_BYTES)
+		bytes *= 2;
+	if (bytes * 8 < n * BLOOM_BITS_PER)
+		return -1;
+	m->bloom = calloc(bytes, 1);
+	if (!m->bloom)
+		return -1;
+	m->bloom_bytes = bytes;
+	m->bloom_n = 0;
+	return 0;
+}
+
+static int bloom_full(const struct sync_rmemo *m, size_t more)
+{
+	return (m->bloom_n + more) * BLOOM_BITS_PER > m->bloom_bytes * 8;
+}
+
+/*
+ * A filter of every commit of tip ^base, n of them (libgit2's walk: with odd commit
+ * dates it may list more, never fewer; more only fills the filter sooner).
+ */
+static int bloom_build(git_repository *repo, const git_oid *tip, const git_oid *base, size_t n,
+	struct sync_rmemo *m)
+{
+	git_revwalk *w = NULL;
+	git_oid id;
+	int r;
+
+	if (bloom_new(m, n) < 0)
+		return -1;
+	if (git_revwalk_new(&w, repo) < 0 || git_revwalk_push(w, tip) < 0 ||
+		git_revwalk_hide(w, base) < 0)
+		goto fail;
+	while ((r = git_revwalk_next(&id, w)) == 0) {
+		if (bloom_full(m, 1))
+			goto fail;
+		bloom_add(m, &id);
+	}
+	if (r != GIT_ITEROVER)
+		goto fail;
+	git_revwalk_free(w);
+	return 0;
+fail:
+	git_revwalk_free(w);
+	git_error_clear();
+	free(m->bloom);
+	m->bloom = NULL;
+	m->bloom_bytes = m->bloom_n = 0;
+	return -1;
+}
+
+static void history_free(struct sync_history *h)
+{
+	free(h->bloom);
+	h->bloom = NULL;
+}
+
 int sync_history_step(git_repository *repo, const struct sync_rmemo *m, const git_oid *tip,
 	const git_oid *against, int have_local, size_t limit, struct sync_history *out)
 {
-	size_t nt = 0, nl = 0;
+	struct sync_oidset wt = {0}, wl = {0};
 	int owner_moved = !git_oid_equal(against, &m->against);
+	int on_owner = git_oid_equal(&m->base, &m->against); /* B = L */
+	int ok = 0;
 
+	memset(out, 0, sizeof(*out));
 	if (!m->have_base || !m->unique || m->have_local != have_local)
 		return 0;
 	/* The owner's history contained the agent's tip: new agent commits may be in it too. */
 	if (git_oid_equal(&m->base, &m->tip))
 		return 0;
-	/* The agent's history contained the owner's commit: new owner commits may be in it. */
-	if (owner_moved && git_oid_equal(&m->base, &m->against))
+	/* The agent's history contains the owner's commit: without the filter, new owner
+	 * commits may be agent commits. */
+	if (owner_moved && on_owner && !m->bloom)
 		return 0;
-	if (!sync_walk_onto(repo, tip, &m->tip, limit, &nt))
-		return 0;
-	if (owner_moved && !sync_walk_onto(repo, against, &m->against, limit, &nl))
-		return 0;
-	memset(out, 0, sizeof(*out));
+	if (!walk_onto_set(repo, tip, &m->tip, limit, &wt))
+		goto out;
+	if (owner_moved && !walk_onto_set(repo, against, &m->against, limit, &wl))
+		goto out;
+	if (owner_moved && on_owner) {
+		out->filtered = 1;
+		/*
+		 * B = L: the common ancestors stay L's unless a new owner commit is one of the
+		 * agent's, old (the filter) or new (W_T). Then B' = L still, the owner's commits
+		 * are all behind, and the base is no longer the owner's tip: no filter needed.
+		 */
+		for (size_t i = 0; i < wl.cap; i++)
+			if (!git_oid_is_zero(&wl.v[i]) &&
+				(bloom_has(m, &wl.v[i]) || sync_oidset_has(&wt, &wl.v[i])))
+				goto out;
+	}
 	out->have_base = 1;
 	out->unique = 1;
 	git_oid_cpy(&out->base, &m->base);
-	out->commits = m->commits + nt;
-	out->ahead = have_local ? m->ahead + nt : 0;
-	out->behind = have_local ? m->behind + nl : 0;
-	out->new_commits = nt;
-	return 1;
+	out->commits = m->commits + wt.n;
+	out->ahead = have_local ? m->ahead + wt.n : 0;
+	out->behind = have_local ? m->behind + wl.n : 0;
+	out->new_commits = wt.n;
+	/* Still on the owner's unmoved tip: the filter grows by the new commits. */
+	if (on_owner && !owner_moved && m->bloom && !bloom_full(m, wt.n)) {
+		struct sync_rmemo nb = {0};
+
+		nb.bloom = malloc(m->bloom_bytes);
+		if (nb.bloom) {
+			memcpy(nb.bloom, m->bloom, m->bloom_bytes);
+			nb.bloom_bytes = m->bloom_bytes;
+			nb.bloom_n = m->bloom_n;
+			for (size_t i = 0; i < wt.cap; i++)
+				if (!git_oid_is_zero(&wt.v[i]))
+					bloom_add(&nb, &wt.v[i]);
+			out->bloom = nb.bloom;
+			out->bloom_bytes = nb.bloom_bytes;
+			out->bloom_n = nb.bloom_n;
+		}
+	}
+	ok = 1;
+out:
+	sync_oidset_free(&wt);
+	sync_oidset_free(&wl);
+	return ok;
 }
 
 /* --- memo file: "branch" header lines, each followed by its line-count lines */
@@ -162,6 +313,15 @@ static int parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
 /* Split line into at most max space-separated fields; their number. */
 static size_t fields(char *line, char **f, size_t max)
 {
@@ -176,16 +336,23 @@ static size_t fields(char *line, char **f, size_t max)
 /* The header of one branch; 0 or -1. */
 static int parse_header(char *line, struct sync_rmemo *m, size_t *nstats)
 {
-	char *f[12];
+	char *f[14];
 	size_t bits;
 
-	if (fields(line, f, 11) != 11 || strcmp(f[0], "branch") != 0 ||
+	if (fields(line, f, 13) != 13 || strcmp(f[0], "branch") != 0 ||
 		strncmp(f[1], "refs/remotes/", 13) != 0 || strlen(f[1]) >= sizeof(m->ref) ||
 		hex_oid(f[2], &m->tip) < 0 || hex_oid(f[3], &m->against) < 0 ||
 		hex_oid(f[4], &m->base) < 0 || parse_size(f[5], &bits) < 0 || bits > 7 ||
 		parse_size(f[6], &m->commits) < 0 || parse_size(f[7], &m->ahead) < 0 ||
 		parse_size(f[8], &m->behind) < 0 || parse_size(f[9], nstats) < 0 ||
-		*nstats > RMEMO_MAX_STATS || strcmp(f[10], "end") != 0)
+		*nstats > RMEMO_MAX_STATS || parse_size(f[10], &m->bloom_bytes) < 0 ||
+		parse_size(f[11], &m->bloom_n) < 0 || strcmp(f[12], "end") != 0)
+		return -1;
+	/* A filter is a power of two of bytes, not overfull: else there is none. */
+	if (m->bloom_bytes &&
+		(m->bloom_bytes < 128 || m->bloom_bytes > BLOOM_MAX_BYTES ||
+			(m->bloom_bytes & (m->bloom_bytes - 1)) ||
+			m->bloom_n * BLOOM_BITS_PER > m->bloom_bytes * 8))
 		return -1;
 	memcpy(m->ref, f[1], strlen(f[1]) + 1);
 	m->have_base = (bits & 1) != 0;
@@ -217,6 +384,9 @@ void sync_rmemo_free(struct sync_rmemo *m)
 	free(m->stats);
 	m->stats = NULL;
 	m->nstats = 0;
+	free(m->bloom);
+	m->bloom = NULL;
+	m->bloom_bytes = m->bloom_n = 0;
 }
 
 void sync_rmemos_free(struct sync_rmemos *ms)
@@ -267,6 +437,27 @@ int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
 		if (parse_header(p, &m, &nstats) < 0)
 			break;
 		p = nl + 1;
+		if (m.bloom_bytes) {
+			size_t bytes = m.bloom_bytes;
+
+			m.bloom_bytes = 0; /* set once read */
+			nl = memchr(p, '\n', (size_t)(end - p));
+			if (!nl || (size_t)(nl - p) != 2 * bytes || !(m.bloom = malloc(bytes)))
+				break;
+			for (size_t k = 0; k < bytes; k++) {
+				int hi = hexval(p[2 * k]), lo = hexval(p[2 * k + 1]);
+
+				if (hi < 0 || lo < 0)
+					break;
+				m.bloom[k] = (unsigned char)(hi << 4 | lo);
+				m.bloom_bytes = k + 1;
+			}
+			if (m.bloom_bytes != bytes) {
+				sync_rmemo_free(&m);
+				break;
+			}
+			p = nl + 1;
+		}
 		if (nstats) {
 			m.stats = calloc(nstats, sizeof(*m.stats));
 			if (!m.stats) {
@@ -322,6 +513,8 @@ int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m)
 	ms->v[ms->n++] = *m;
 	m->stats = NULL; /* moved */
 	m->nstats = 0;
+	m->bloom = NULL;
+	m->bloom_bytes = m->bloom_n = 0;
 	return 0;
 }
 
@@ -353,13 +546,16 @@ int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
 		const struct sync_rmemo *m = &ms->v[i];
 		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
 
-		fprintf(f, "branch %s %s %s %s %u %zu %zu %zu %zu end\n", m->ref,
+		fprintf(f, "branch %s %s %s %s %u %zu %zu %zu %zu %zu %zu end\n", m->ref,
 			git_oid_tostr(t, sizeof(t), &m->tip),
 			git_oid_tostr(a, sizeof(a), &m->against),
 			m->have_base ? git_oid_tostr(b, sizeof(b), &m->base) : "-",
 			(m->have_base ? 1u : 0u) | (m->unique ? 2u : 0u) |
 				(m->have_local ? 4u : 0u),
-			m->commits, m->ahead, m->behind, m->nstats);
+			m->commits, m->ahead, m->behind, m->nstats, m->bloom ? m->bloom_bytes : 0,
+			m->bloom ? m->bloom_n : 0);
+		for (size_t k = 0; m->bloom && k < m->bloom_bytes; k++)
+			fprintf(f, "%02x%s", m->bloom[k], k + 1 == m->bloom_bytes ? "\n" : "");
 		for (size_t k = 0; k < m->nstats; k++) {
 			const struct sync_linestat *s = &m->stats[k];
 
@@ -663,7 +859,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	git_tree *tipt = NULL, *baset = NULL, *oldt = NULL;
 	struct stat_cache cache;
 	const struct sync_rmemo *m = in->memo;
-	struct sync_history h;
+	struct sync_history h = {0};
 	int r, ret = -1, stepped = 0;
 
 	memset(rv, 0, sizeof(*rv));
@@ -680,7 +876,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->commits = h.commits;
 		rv->ahead = h.ahead;
 		rv->behind = h.behind;
-		rv->history_from_memo = 1;
+		rv->history_from_memo = 1 + h.filtered;
 	} else if (in->against) {
 		if (in->have_local)
 			git_graph_ahead_behind(&rv->ahead, &rv->behind, repo, in->tip, in->against);
@@ -713,6 +909,17 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			git_graph_ahead_behind(&rv->commits, &behind, repo, in->tip, &rv->base);
 	}
 	git_error_clear();
+
+	/* --- the agent's commits when the branch is built on the owner's tip */
+	if (stepped && h.bloom) {
+		rv->memo.bloom = h.bloom;
+		rv->memo.bloom_bytes = h.bloom_bytes;
+		rv->memo.bloom_n = h.bloom_n;
+		h.bloom = NULL;
+	} else if (!stepped && rv->have_base && rv->unique && !rv->base_is_old &&
+		git_oid_equal(&rv->base, in->against) && !git_oid_equal(in->tip, in->against)) {
+		(void)bloom_build(repo, in->tip, &rv->base, rv->commits, &rv->memo);
+	}
 
 	/* --- whole-branch diff */
 	if (commit_tree(repo, in->tip, &tipt) < 0 ||
@@ -765,6 +972,8 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	}
 	ret = 0;
 out:
+	if (stepped)
+		history_free(&h);
 	free(cache.slot);
 	git_tree_free(tipt);
 	git_tree_free(baset);

@@ -317,6 +317,8 @@ struct sync_rmemo {
 	size_t commits, ahead, behind;
 	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
 	size_t nstats;
+	unsigned char *bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
+	size_t bloom_bytes, bloom_n; /* a power of two; ids added */
 };
 struct sync_rmemos {
 	struct sync_rmemo *v;
@@ -343,8 +345,14 @@ struct sync_history {
 	int have_base, unique;
 	git_oid base;
 	size_t commits, ahead, behind, new_commits;
+	unsigned char *bloom; /* owned: the memo's filter for the next pull, NULL: none */
+	size_t bloom_bytes, bloom_n;
+	int filtered; /* the owner moved under a branch built on his tip: the filter said so */
 };
-/* The base and counts for tip/against carried from memo m: 1, or 0 (compute them). */
+/*
+ * The base and counts for tip/against carried from memo m: 1, or 0 (compute them). The
+ * caller frees out->bloom.
+ */
 int sync_history_step(git_repository *repo, const struct sync_rmemo *m, const git_oid *tip,
 	const git_oid *against, int have_local, size_t limit, struct sync_history *out);
 
@@ -370,7 +378,8 @@ struct sync_review_in {
 	size_t walk_limit;
 };
 struct sync_review {
-	int have_base, unique, base_is_old, unrelated, history_from_memo;
+	int have_base, unique, base_is_old, unrelated;
+	int history_from_memo; /* 0 computed, 1 carried, 2 carried through the filter */
 	git_oid base;
 	size_t commits, ahead, behind; /* ahead/behind: against the owner's branch */
 	struct sync_rpart whole; /* base -> tip */

@@ -209,7 +209,7 @@ static void same_part(const struct sync_rpart *x, const struct sync_rpart *y)
 }
 
 struct tally {
-	unsigned pulls, from_memo, flagged, ops[10];
+	unsigned pulls, from_memo, filtered, flagged, ops[11];
 };
 
 static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
@@ -268,8 +268,18 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 			mutate_slot(&s, rn(NP));
 			commit_state(&s, NULL, 0, &T);
 			t->ops[7]++;
-		} else if (op < 85) {
+		} else if (op < 81) {
 			commits_on(&T, 1), commits_on(&L, 1), t->ops[8]++;
+		} else if (op < 85) {
+			/* between two pulls the agent commits and the owner takes that commit */
+			commits_on(&T, 1 + rn(2));
+			if (rn(2))
+				merge_into(&L, &T);
+			else
+				L = T;
+			if (rn(2))
+				commits_on(&T, 1);
+			t->ops[10]++;
 		} else {
 			t->ops[9]++; /* nothing: a no-change pull */
 		}
@@ -282,7 +292,8 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		in.memo = m = sync_rmemo_find(&ms, ref);
 		assert_int_equal(sync_review_run(repo, &in, &inc), 0);
 		t->pulls++;
-		t->from_memo += inc.history_from_memo;
+		t->from_memo += inc.history_from_memo != 0;
+		t->filtered += inc.history_from_memo == 2;
 		/* The reference itself, against libgit2's plain answers. */
 		if (full.have_base) {
 			size_t ahead, behind;
@@ -389,14 +400,17 @@ static void review_differential(void **state)
 	for (unsigned r = 0; r < nruns; r++)
 		one_run(seed + r, 40, &t);
 	print_message("# review differential: seeds %llu..%llu, %u pulls (%u with the history from "
-		      "the memo), %u flagged paths; ops: %u agent, %u owner, %u force, %u agent "
-		      "merges, %u owner merges, %u ff, %u resets, %u roots, %u both, %u none\n",
-		seed, seed + nruns - 1, t.pulls, t.from_memo, t.flagged, t.ops[0], t.ops[1],
-		t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8], t.ops[9]);
+		      "the memo, %u of them through the filter), %u flagged paths; ops: %u agent, "
+		      "%u owner, %u force, %u agent merges, %u owner merges, %u ff, %u resets, "
+		      "%u roots, %u both, %u none, %u owner takes new agent commits\n",
+		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.flagged, t.ops[0],
+		t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8],
+		t.ops[9], t.ops[10]);
 	/* The memo path and the gate were exercised, not only the fallbacks. */
 	assert_true(t.from_memo > t.pulls / 4);
+	assert_true(t.filtered > 10);
 	assert_true(t.flagged > 100);
-	for (unsigned i = 0; i < 10; i++)
+	for (unsigned i = 0; i < 11; i++)
 		assert_true(t.ops[i] > 0);
 	if (env && *env) {
 		struct tally u = {0};
