@@ -26,7 +26,7 @@
 #define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
 
 struct sync_opts {
-	int agent_auth, json, force, all;
+	int agent_auth, json, force, all, strict;
 	const char *to;
 	const char *host, *agent, *accept_fp; /* --host, --agent, --accept-host-key */
 	unsigned port;
@@ -34,6 +34,9 @@ struct sync_opts {
 	int timeout_s, connect_timeout_s, io_timeout_s;
 	struct strv branches;
 };
+
+/* `sync pull --strict`: the pull went through and the review gate flagged something. */
+#define SYNC_EXIT_FLAGGED 3
 
 /* The transport payload must be the struct sync_conn: keep it first. */
 struct sync_ctx {
@@ -221,12 +224,15 @@ static void sync_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: ocsb sync push [--to NAME] [--force] [--all] [BRANCH...]\n"
-		"       ocsb sync pull [--json] [--max-bytes N[KMG]] [--max-objects N]\n"
+		"       ocsb sync pull [--json] [--strict] [--max-bytes N[KMG]] [--max-objects N]\n"
 		"       ocsb sync status\n"
 		"       ocsb sync init --host HOST [--accept-host-key SHA256:FP]\n"
 		"Common: [--agent-auth] [--timeout SECS] [--connect-timeout SECS]\n"
 		"        [--host HOST [--port N] [--agent NAME]]   (an agent on another machine)\n"
-		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n");
+		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n"
+		"Exit status: 0 done, 1 failed, 2 usage; pull --strict: %d when the review gate\n"
+		"flags anything (the refs are fetched all the same).\n",
+		SYNC_EXIT_FLAGGED);
 }
 
 /* 0, or 2 (usage error, already reported). */
@@ -245,6 +251,8 @@ static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 			o->agent_auth = 1;
 		else if (!strcmp(a, "--json"))
 			o->json = 1;
+		else if (!strcmp(a, "--strict"))
+			o->strict = 1;
 		else if (!strcmp(a, "--force") || !strcmp(a, "-f"))
 			o->force = 1;
 		else if (!strcmp(a, "--all"))
@@ -596,8 +604,8 @@ out:
 
 /* --- pull */
 
-static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch,
-	const char *path, unsigned flags, unsigned newflags)
+static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch, const char *path,
+	unsigned flags, unsigned newflags)
 {
 	for (unsigned f = 1; f < (1u << SYNC_FLAG_COUNT); f <<= 1) {
 		struct sync_flagrec *nv;
@@ -641,9 +649,9 @@ static void sync_stat_lines(const struct sync_rpart *p, struct buf *stat)
 		}
 		sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
 		buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, d->add, d->del,
-			d->unreadable	? " (unreadable)"
-			: d->binary	? " (binary)"
-					: "");
+			d->unreadable	    ? " (unreadable)"
+				: d->binary ? " (binary)"
+					    : "");
 	}
 }
 
@@ -1219,12 +1227,13 @@ static int sync_do_pull(struct sync_ctx *x)
 			       "merge, build or open the branch in an editor\n",
 				nfl, nfl == 1 ? "" : "s");
 			for (size_t i = 0; i < nfl; i++)
-				printf("  [%s] %s/%s: %s: %s%s\n", sync_flag_name(fl[i].flag), x->ns,
-					fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag),
+				printf("  [%s] %s/%s: %s: %s%s\n", sync_flag_name(fl[i].flag),
+					x->ns, fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag),
 					fl[i].is_new ? " (new since your last pull)" : "");
 		}
 	}
-	ret = 0;
+	/* For scripts and hooks: a flag is a distinct outcome, not a failure of the pull. */
+	ret = x->o->strict && nfl ? 1 : 0;
 out:
 	sync_memos_free(&memo);
 	sync_memos_free(&memo2);
@@ -1461,6 +1470,11 @@ int cmd_sync(int argc, char **argv)
 		strv_free(&o.branches);
 		return r == 3 ? 0 : r;
 	}
+	if (o.strict && strcmp(sub, "pull")) {
+		log_err("--strict is for 'ocsb sync pull'");
+		strv_free(&o.branches);
+		return 2;
+	}
 	if (strcmp(sub, "push") && (o.branches.n || o.to || o.force || o.all)) {
 		log_err("sync %s takes no branch names, --to, --force or --all", sub);
 		strv_free(&o.branches);
@@ -1495,5 +1509,5 @@ int cmd_sync(int argc, char **argv)
 	sync_ctx_free(&x);
 	strv_free(&o.branches);
 	git_libgit2_shutdown();
-	return r < 0 ? 1 : 0;
+	return r < 0 ? 1 : r == 1 ? SYNC_EXIT_FLAGGED : 0;
 }
