@@ -214,6 +214,10 @@ ms_of() { local s="" x; for x in "$@"; do s+="${x%% *} "; done; echo "$s"; }
 rss_of() { local s="" x; for x in "$@"; do [ "$x" = FAILED ] || s+="${x##* } "; done; echo "$s"; }
 
 make_project
+# The owner works on main (HEAD): agent branches without a same-name branch of the owner's
+# are reviewed against it. (Left on git's default, HEAD would be an unrelated one-commit
+# master and every shape would be reviewed as an unrelated history.)
+as_owner git -C "$PROJECT" symbolic-ref HEAD refs/heads/main
 as_owner git config --global user.name Owner
 as_owner git config --global user.email owner@example.com
 as_owner sh -c "cd '$PROJECT' && echo one > a.txt && git add a.txt && git commit -qm one"
