@@ -352,7 +352,7 @@ static int parse_header(char *line, struct sync_rmemo *m, size_t *nstats)
 	if (m->bloom_bytes &&
 		(m->bloom_bytes < 128 || m->bloom_bytes > BLOOM_MAX_BYTES ||
 			(m->bloom_bytes & (m->bloom_bytes - 1)) ||
-			m->bloom_n * BLOOM_BITS_PER > m->bloom_bytes * 8))
+			m->bloom_n > m->bloom_bytes * 8 / BLOOM_BITS_PER))
 		return -1;
 	memcpy(m->ref, f[1], strlen(f[1]) + 1);
 	m->have_base = (bits & 1) != 0;

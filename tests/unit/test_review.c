@@ -425,6 +425,9 @@ static void review_differential(void **state)
 	}
 }
 
+#define OIDS "1111111111111111111111111111111111111111 2222222222222222222222222222222222222222"
+#define HDR(b) "branch refs/remotes/ai-dev/" b " " OIDS
+
 /* The memo file: damaged blocks end it, a link is not followed, nothing hostile is kept. */
 static void review_memo_file(void **state)
 {
@@ -469,24 +472,48 @@ static void review_memo_file(void **state)
 	snprintf(path, sizeof(path), "%s/ocsb-sync.review", unit_dir);
 	f = fopen(path, "a");
 	assert_non_null(f);
-	fprintf(f,
-		"branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
-		"2222222222222222222222222222222222222222 - 0 1 0 0 5 end\n- - 1 1 0\n");
-	fprintf(f,
-		"branch refs/heads/x 1111111111111111111111111111111111111111 "
-		"2222222222222222222222222222222222222222 - 0 1 0 0 0 end\n");
+	fprintf(f, "%s - 0 1 0 0 5 0 0 end\n- - 1 1 0\n", HDR("b"));
+	fprintf(f, "branch refs/heads/x " OIDS " - 0 1 0 0 0 0 0 end\n");
 	fclose(f);
 	assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
 	assert_int_equal(ms.n, 1);
 	sync_rmemos_free(&ms);
-	/* a header that lies: base flag without a base, a count over the bound */
-	f = fopen(path, "w");
-	fprintf(f,
-		"branch refs/remotes/ai-dev/b 1111111111111111111111111111111111111111 "
-		"2222222222222222222222222222222222222222 - 1 1 0 0 0 end\n");
-	fclose(f);
-	assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
-	assert_int_equal(ms.n, 0);
+	/* each header alone: a good one with a filter (control), then ones that lie */
+	{
+		static const char *const bad[] = {
+			"- 1 1 0 0 0 0 0 end\n", /* base flag without a base */
+			"- 0 1 0 0 0 128 1 end\nabcd\n", /* a filter line too short */
+			"- 0 1 0 0 0 100 1 end\n", /* a filter size not a power of two */
+			"- 0 1 0 0 0 128 65 end\n", /* overfull */
+			"- 0 1 0 0 0 0 0\n", /* no end */
+		};
+		char hex[257];
+
+		for (int k = 0; k < 256; k++)
+			hex[k] = "0123456789abcdef"[k % 16];
+		hex[256] = '\0';
+		f = fopen(path, "w");
+		fprintf(f, "%s - 0 1 0 0 0 128 64 end\n%s\n", HDR("c"), hex);
+		fclose(f);
+		assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
+		assert_int_equal(ms.n, 1);
+		assert_int_equal(ms.v[0].bloom_bytes, 128);
+		assert_int_equal(ms.v[0].bloom[1], 0x23);
+		sync_rmemos_free(&ms);
+		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			f = fopen(path, "w");
+			fprintf(f, "%s %s", HDR("d"), bad[k]);
+			fclose(f);
+			assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
+			assert_int_equal(ms.n, 0);
+		}
+		/* more ids than bits, by a count that overflows when multiplied */
+		f = fopen(path, "w");
+		fprintf(f, "%s - 0 1 0 0 0 128 2305843009213693952 end\n%s\n", HDR("e"), hex);
+		fclose(f);
+		assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
+		assert_int_equal(ms.n, 0);
+	}
 	/* a link in its place is not followed */
 	unlink(path);
 	assert_int_equal(symlink("/etc/hostname", path), 0);
