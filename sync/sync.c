@@ -23,12 +23,10 @@
 #include "util.h"
 
 #define SYNC_MAX_ADVERTISED 10000
-#define SYNC_BLOB_MAX (1u << 20) /* .gitattributes / link targets read for the review */
 #define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
-#define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
 
 struct sync_opts {
-	int agent_auth, json, force, all;
+	int agent_auth, json, force, all, strict;
 	const char *to;
 	const char *host, *agent, *accept_fp; /* --host, --agent, --accept-host-key */
 	unsigned port;
@@ -36,6 +34,9 @@ struct sync_opts {
 	int timeout_s, connect_timeout_s, io_timeout_s;
 	struct strv branches;
 };
+
+/* `sync pull --strict`: the pull went through and the review gate flagged something. */
+#define SYNC_EXIT_FLAGGED 3
 
 /* The transport payload must be the struct sync_conn: keep it first. */
 struct sync_ctx {
@@ -58,6 +59,7 @@ struct sync_flagrec {
 	char branch[SYNC_REF_MAX + 1];
 	char path[1024]; /* escaped */
 	unsigned flag;
+	int is_new; /* also raised by what is new since the last pull */
 };
 
 struct sync_branch {
@@ -71,6 +73,8 @@ struct sync_branch {
 	int have_base;
 	git_oid base;
 	size_t files, ins, del;
+	int have_since; /* since the last pull: old -> tip */
+	size_t since_commits, since_files, since_ins, since_del;
 };
 
 /* --- output helpers */
@@ -223,12 +227,15 @@ static void sync_usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: ocsb sync push [--to NAME] [--force] [--all] [BRANCH...]\n"
-		"       ocsb sync pull [--json] [--max-bytes N[KMG]] [--max-objects N]\n"
+		"       ocsb sync pull [--json] [--strict] [--max-bytes N[KMG]] [--max-objects N]\n"
 		"       ocsb sync status\n"
 		"       ocsb sync init --host HOST [--accept-host-key SHA256:FP]\n"
 		"Common: [--agent-auth] [--timeout SECS] [--connect-timeout SECS]\n"
 		"        [--host HOST [--port N] [--agent NAME]]   (an agent on another machine)\n"
-		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n");
+		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n"
+		"Exit status: 0 done, 1 failed, 2 usage; pull --strict: %d when the review gate\n"
+		"flags anything (the refs are fetched all the same).\n",
+		SYNC_EXIT_FLAGGED);
 }
 
 /* 0, or 2 (usage error, already reported). */
@@ -247,6 +254,8 @@ static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 			o->agent_auth = 1;
 		else if (!strcmp(a, "--json"))
 			o->json = 1;
+		else if (!strcmp(a, "--strict"))
+			o->strict = 1;
 		else if (!strcmp(a, "--force") || !strcmp(a, "-f"))
 			o->force = 1;
 		else if (!strcmp(a, "--all"))
@@ -586,6 +595,15 @@ static int sync_do_push(struct sync_ctx *x)
 				"push "
 				"to a branch it has not checked out instead (ocsb sync push --to "
 				"NEWNAME)");
+		/*
+		 * The pack leaves out what the agent's refs say it has. A clone with a ref to
+		 * an object it lacks (damaged, or tampered with) then refuses the pack; git
+		 * push fails the same way there (issue 16 item 5).
+		 */
+		if (strstr(m, "missing necessary objects"))
+			log_err("the agent's clone advertises refs to objects it does not have "
+				"(damaged or tampered with; git push fails there too): on the "
+				"agent's side, 'git fsck' names them");
 	}
 	if (refused)
 		goto out;
@@ -601,30 +619,8 @@ out:
 
 /* --- pull */
 
-static int sync_read_blob(git_repository *repo, const git_oid *id, char **data, size_t *len)
-{
-	git_blob *b;
-	git_object_size_t sz;
-
-	*data = NULL;
-	*len = 0;
-	if (git_blob_lookup(&b, repo, id) < 0)
-		return -1;
-	sz = git_blob_rawsize(b);
-	if (sz > SYNC_BLOB_MAX)
-		sz = SYNC_BLOB_MAX;
-	*data = malloc((size_t)sz + 1);
-	if (*data) {
-		memcpy(*data, git_blob_rawcontent(b), (size_t)sz);
-		(*data)[sz] = '\0';
-		*len = (size_t)sz;
-	}
-	git_blob_free(b);
-	return *data ? 0 : -1;
-}
-
-static int sync_push_flag(
-	struct sync_flagrec **v, size_t *n, const char *branch, const char *path, unsigned flags)
+static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch, const char *path,
+	unsigned flags, unsigned newflags)
 {
 	for (unsigned f = 1; f < (1u << SYNC_FLAG_COUNT); f <<= 1) {
 		struct sync_flagrec *nv;
@@ -638,122 +634,97 @@ static int sync_push_flag(
 		snprintf(nv[*n].branch, sizeof(nv[*n].branch), "%s", branch);
 		sync_escape(path, strlen(path), nv[*n].path, sizeof(nv[*n].path));
 		nv[*n].flag = f;
+		nv[*n].is_new = (newflags & f) != 0;
 		(*n)++;
 	}
 	return 0;
 }
 
-/* Lines added and removed between two blobs (either id may be absent: mode 0). */
-static int sync_line_stats(
-	git_repository *repo, const struct sync_delta *d, size_t *add, size_t *del, int *binary)
+/* The flags the since-last-pull diff raises on path (both parts are in path order). */
+static unsigned sync_since_flags(const struct sync_rpart *since, size_t *pos, const char *path)
 {
-	git_blob *ob = NULL, *nb = NULL;
-	git_patch *p = NULL;
-	int r = -1;
+	unsigned f = 0;
 
-	*add = *del = 0;
-	*binary = 0;
-	/* A submodule is a commit id, not content: no lines, as git diff --stat counts it. */
-	if ((d->old_mode & 0170000) == 0160000 || (d->new_mode & 0170000) == 0160000)
-		return 0;
-	if ((d->old_mode && git_blob_lookup(&ob, repo, &d->old_id) < 0) ||
-		(d->new_mode && git_blob_lookup(&nb, repo, &d->new_id) < 0))
-		goto out;
-	/*
-	 * No path: libgit2 would look up a diff driver in the owner's .gitattributes for each
-	 * file (stats and readlinks up the work tree, 5,000 times on an initial pull); lines
-	 * and binary detection need the content only.
-	 */
-	if (git_patch_from_blobs(&p, ob, NULL, nb, NULL, NULL) < 0)
-		goto out;
-	if (p) {
-		git_patch_line_stats(NULL, add, del, p);
-		*binary = (git_patch_get_delta(p)->flags & GIT_DIFF_FLAG_BINARY) != 0;
-	}
-	r = 0;
-out:
-	git_patch_free(p);
-	git_blob_free(ob);
-	git_blob_free(nb);
-	return r;
+	while (*pos < since->n && strcmp(since->v[*pos].path, path) < 0)
+		(*pos)++;
+	for (size_t k = *pos; k < since->n && !strcmp(since->v[k].path, path); k++)
+		f |= since->v[k].flags;
+	return f;
 }
 
-/* Diffstat and review flags of branch b's tip against its review base. */
-static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b, struct sync_flagrec **fl,
+static void sync_stat_lines(const struct sync_rpart *p, struct buf *stat)
+{
+	for (size_t i = 0; i < p->n && i <= SYNC_STAT_FILES; i++) {
+		const struct sync_rfile *d = &p->v[i];
+		char esc[1024];
+
+		if (i == SYNC_STAT_FILES) {
+			buf_printf(stat, "    ... %zu more files\n", p->n - i);
+			break;
+		}
+		sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
+		buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, d->add, d->del,
+			d->unreadable	    ? " (unreadable)"
+				: d->binary ? " (binary)"
+					    : "");
+	}
+}
+
+/*
+ * Review branch b (review.c): its base, counts, diffstat and flags, the whole branch and
+ * what is new since the last pull. -2: too big to review (said), -1: failed (said).
+ */
+static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
+	const struct sync_review_in *in, struct sync_review *rv, struct sync_flagrec **fl,
 	size_t *nfl, struct buf *stat)
 {
-	git_commit *tipc = NULL, *basec = NULL;
-	git_tree *tipt = NULL, *baset = NULL;
-	struct sync_deltas ds = {0};
-	int ret = -1, r;
+	size_t pos = 0;
+	int r;
 
-	if (git_commit_lookup(&tipc, x->repo, &b->tip) < 0 || git_commit_tree(&tipt, tipc) < 0)
-		goto out;
-	if (b->have_base &&
-		(git_commit_lookup(&basec, x->repo, &b->base) < 0 ||
-			git_commit_tree(&baset, basec) < 0))
-		goto out;
-	r = sync_tree_diff(x->repo, baset, tipt, SYNC_REVIEW_MAX_PATHS, &ds);
+	r = sync_review_run(x->repo, in, rv);
 	if (r == SYNC_DIFF_TOO_BIG) {
 		/* log_err escapes the name (the agent's) itself. */
 		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
 			"(%s): look at it with git before you check it out",
 			x->ns, b->name, SYNC_REVIEW_MAX_PATHS,
 			git_error_last() ? git_error_last()->message : "");
-		ret = -2;
-		goto out;
+		return -2;
 	}
-	if (r < 0)
-		goto out;
-	b->files = ds.n;
-	b->ins = b->del = 0;
-	for (size_t i = 0; i < ds.n; i++) {
-		const struct sync_delta *d = &ds.v[i];
-		struct sync_entry e = {
-			.path = d->path, .old_mode = d->old_mode, .new_mode = d->new_mode};
-		char *od = NULL, *nd = NULL;
-		size_t add, del;
-		int binary, unreadable;
-		unsigned f;
+	if (r < 0) {
+		sync_git_fail(x, "reviewing the fetched branch");
+		return -1;
+	}
+	b->have_base = rv->have_base;
+	if (rv->have_base)
+		git_oid_cpy(&b->base, &rv->base);
+	b->commits = rv->commits;
+	b->ahead = rv->ahead;
+	b->behind = rv->behind;
+	b->files = rv->whole.n;
+	b->ins = rv->whole.ins;
+	b->del = rv->whole.del;
+	b->have_since = rv->have_since;
+	b->since_commits = rv->since_commits;
+	b->since_files = rv->since.n;
+	b->since_ins = rv->since.ins;
+	b->since_del = rv->since.del;
+	for (size_t i = 0; i < rv->whole.n; i++) {
+		const struct sync_rfile *d = &rv->whole.v[i];
+		unsigned nf;
 
-		if (e.new_mode && sync_review_wants_data(d->path, e.new_mode))
-			sync_read_blob(x->repo, &d->new_id, &nd, &e.new_len);
-		if (e.old_mode && sync_review_wants_data(d->path, e.old_mode))
-			sync_read_blob(x->repo, &d->old_id, &od, &e.old_len);
-		e.new_data = nd;
-		e.old_data = od;
-		f = sync_review_classify(&e);
-		free(od);
-		free(nd);
-		if (f && sync_push_flag(fl, nfl, b->name, d->path, f) < 0)
-			goto out;
-		/* An entry whose object is not what its mode says counts no lines; git fsck tells. */
-		unreadable = sync_line_stats(x->repo, d, &add, &del, &binary) < 0;
-		git_error_clear();
-		b->ins += add;
-		b->del += del;
-		if (i < SYNC_STAT_FILES && stat) {
-			char esc[1024];
-
-			sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
-			buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, add, del,
-				unreadable	 ? " (unreadable)"
-					: binary ? " (binary)"
-						 : "");
-		} else if (i == SYNC_STAT_FILES && stat) {
-			buf_printf(stat, "    ... %zu more files\n", ds.n - i);
+		if (!d->flags)
+			continue;
+		/* New since the last pull: the same path raises the same flag in old -> tip. */
+		nf = !rv->have_since ? (b->have_old ? 0 : d->flags)
+				     : sync_since_flags(&rv->since, &pos, d->path);
+		if (sync_push_flag(fl, nfl, b->name, d->path, d->flags, nf & d->flags) < 0) {
+			log_err("out of memory");
+			return -1;
 		}
 	}
-	ret = 0;
-out:
-	if (ret == -1)
-		sync_git_fail(x, "reviewing the fetched branch");
-	sync_deltas_free(&ds);
-	git_tree_free(tipt);
-	git_tree_free(baset);
-	git_commit_free(tipc);
-	git_commit_free(basec);
-	return ret;
+	if (stat)
+		sync_stat_lines(&rv->whole, stat);
+	return 0;
 }
 
 /*
@@ -802,6 +773,12 @@ static void sync_print_branch_text(
 	printf("\n  %zu file%s changed, %zu insertion%s(+), %zu deletion%s(-)\n%s", b->files,
 		b->files == 1 ? "" : "s", b->ins, b->ins == 1 ? "" : "s", b->del,
 		b->del == 1 ? "" : "s", stat);
+	if (b->have_since)
+		printf("  new since your last pull: %zu commit%s, %zu file%s changed, %zu "
+		       "insertion%s(+), %zu deletion%s(-)\n",
+			b->since_commits, b->since_commits == 1 ? "" : "s", b->since_files,
+			b->since_files == 1 ? "" : "s", b->since_ins, b->since_ins == 1 ? "" : "s",
+			b->since_del, b->since_del == 1 ? "" : "s");
 }
 
 static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch *b, int first)
@@ -828,8 +805,14 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 		printf("\"%s\"", git_oid_tostr(base, sizeof(base), &b->base));
 	else
 		printf("null");
-	printf(",\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,\"deletions\":%zu}", b->commits,
+	printf(",\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,\"deletions\":%zu", b->commits,
 		b->files, b->ins, b->del);
+	if (b->have_since)
+		printf(",\"since_last_pull\":{\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,"
+		       "\"deletions\":%zu}}",
+			b->since_commits, b->since_files, b->since_ins, b->since_del);
+	else
+		printf(",\"since_last_pull\":null}");
 }
 
 /*
@@ -962,6 +945,8 @@ static int sync_do_pull(struct sync_ctx *x)
 	const char *common = git_repository_commondir(x->repo);
 	struct timespec start;
 	struct sync_memos memo = {0}, memo2 = {0};
+	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
+	int rmemo_dirty = 0;
 	unsigned removed = 0;
 	int ret = -1, lockfd = -1, r;
 
@@ -986,7 +971,7 @@ static int sync_do_pull(struct sync_ctx *x)
 		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
 			removed == 1 ? "" : "s");
 
-	if (sync_memo_load(common, &memo) < 0)
+	if (sync_memo_load(common, &memo) < 0 || sync_rmemo_load(common, &rmemo) < 0)
 		goto out;
 
 	/* The connectivity check runs git: fail before downloading anything without it. */
@@ -1038,7 +1023,20 @@ static int sync_do_pull(struct sync_ctx *x)
 		nb++;
 	}
 	if (nb) {
+		char glob[SYNC_REF_MAX + 64], *globv[1] = {glob};
 		git_strarray arr = {.strings = specs.v, .count = specs.n};
+
+		/*
+		 * libgit2 matches every advertised ref against every refspec: 500 branches
+		 * among 3,500 refs made 1.75 million matches. When no branch name was
+		 * skipped, one glob wants exactly the same objects (refs are written below,
+		 * by name, either way).
+		 */
+		if (!nskipped && nb > 1) {
+			snprintf(glob, sizeof(glob), "+refs/heads/*:refs/remotes/%s/*", x->ns);
+			arr.strings = globv;
+			arr.count = 1;
+		}
 
 		git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
 		fo.callbacks = cb;
@@ -1092,42 +1090,53 @@ static int sync_do_pull(struct sync_ctx *x)
 			git_reference_free(nref);
 			sync_ensure_reflog(x, track, &b->tip, msg);
 		}
-		/* Review base: where the agent's work starts from the owner's point of view. */
-		if (git_reference_name_to_id(&lid, x->repo, local) == 0) {
-			b->have_local = 1;
-			git_graph_ahead_behind(&b->ahead, &b->behind, x->repo, &b->tip, &lid);
-			b->have_base = git_merge_base(&b->base, x->repo, &b->tip, &lid) == 0;
-		} else {
-			/*
-			 * No branch of that name: review everything the agent added on top of
-			 * the owner's HEAD, so a second pull still shows what the branch
-			 * carries; without common history, what changed since the last pull.
-			 */
-			if (git_reference_name_to_id(&lid, x->repo, "HEAD") == 0) {
-				const struct sync_memo *m = sync_memo_find(&memo, track);
-				int unrelated = m &&
-					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
-						&lid, SYNC_MEMO_WALK) == 1;
+		/*
+		 * Review base: where the agent's work starts from the owner's point of view,
+		 * the owner's branch of that name; without one, the owner's HEAD, so a second
+		 * pull still shows what the branch carries; without common history, what
+		 * changed since the last pull.
+		 */
+		{
+			struct sync_review_in in = {.tip = &b->tip,
+				.old = b->have_old ? &b->old : NULL,
+				.memo = sync_rmemo_find(&rmemo, track),
+				.walk_limit = SYNC_HISTORY_WALK};
+			struct sync_review rv;
+			git_oid hid;
 
-				if (!unrelated) {
-					r = git_merge_base(&b->base, x->repo, &b->tip, &lid);
-					b->have_base = r == 0;
-					unrelated = r == GIT_ENOTFOUND;
-				}
-				if (unrelated) /* a cache: a failure only costs the shortcut */
-					(void)sync_memo_add(&memo2, track, &b->tip, &lid);
+			if (git_reference_name_to_id(&lid, x->repo, local) == 0) {
+				b->have_local = 1;
+				in.against = &lid;
+				in.have_local = 1;
+			} else if (git_reference_name_to_id(&hid, x->repo, "HEAD") == 0) {
+				const struct sync_memo *m = sync_memo_find(&memo, track);
+
+				in.against = &hid;
+				in.unrelated_hint = m &&
+					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
+						&hid, SYNC_MEMO_WALK) == 1;
 			}
-			if (!b->have_base && b->have_old)
-				b->have_base =
-					git_merge_base(&b->base, x->repo, &b->tip, &b->old) == 0;
+			git_error_clear();
+			r = sync_review_branch(x, b, &in, &rv, &fl, &nfl, &bstat[i]);
+			if (r == 0 && !in.have_local && in.against &&
+				(in.unrelated_hint || rv.unrelated))
+				(void)sync_memo_add(&memo2, track, &b->tip, in.against);
+			if (r == 0 && rv.have_memo) {
+				const struct sync_rmemo *om = in.memo;
+
+				snprintf(rv.memo.ref, sizeof(rv.memo.ref), "%s", track);
+				if (!om || !git_oid_equal(&om->tip, &rv.memo.tip) ||
+					!git_oid_equal(&om->against, &rv.memo.against) ||
+					om->have_base != rv.memo.have_base ||
+					(om->have_base && !git_oid_equal(&om->base, &rv.memo.base)))
+					rmemo_dirty = 1;
+				if (sync_rmemo_push(&rmemo2, &rv.memo) < 0)
+					rmemo_dirty = 1; /* a missing entry costs speed only */
+			}
+			sync_review_free(&rv);
+			if (r < 0)
+				goto out;
 		}
-		if (b->have_base) {
-			size_t behind;
-			git_graph_ahead_behind(&b->commits, &behind, x->repo, &b->tip, &b->base);
-		}
-		git_error_clear();
-		if (sync_review_branch(x, b, &fl, &nfl, &bstat[i]) < 0)
-			goto out;
 	}
 
 	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
@@ -1137,6 +1146,25 @@ static int sync_do_pull(struct sync_ctx *x)
 		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0)
 			(void)sync_memo_add(
 				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
+	for (size_t i = 0; i < rmemo.n; i++) {
+		if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix) - 1) != 0) {
+			if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
+				rmemo_dirty = 1;
+		} else {
+			size_t k;
+
+			for (k = 0; k < rmemo2.n && strcmp(rmemo2.v[k].ref, rmemo.v[i].ref); k++)
+				;
+			if (k == rmemo2.n)
+				rmemo_dirty = 1; /* a branch gone: its entry goes */
+		}
+	}
+	if (rmemo_dirty) {
+		r = sync_rmemo_save(common, &rmemo2);
+		if (r < 0)
+			log_warn("%s%s: %s (the next pull may be slower)", common,
+				"ocsb-sync.review", strerror(-r));
+	}
 	r = sync_memo_save(common, &memo2);
 	if (r < 0)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
@@ -1197,7 +1225,7 @@ static int sync_do_pull(struct sync_ctx *x)
 			sync_json_str(stdout, fl[i].path);
 			printf(",\"flag\":\"%s\",\"why\":", sync_flag_name(fl[i].flag));
 			sync_json_str(stdout, sync_flag_text(fl[i].flag));
-			printf("}");
+			printf(",\"new\":%s}", fl[i].is_new ? "true" : "false");
 		}
 		printf("]}\n");
 	} else {
@@ -1223,14 +1251,18 @@ static int sync_do_pull(struct sync_ctx *x)
 			       "merge, build or open the branch in an editor\n",
 				nfl, nfl == 1 ? "" : "s");
 			for (size_t i = 0; i < nfl; i++)
-				printf("  [%s] %s/%s: %s: %s\n", sync_flag_name(fl[i].flag), x->ns,
-					fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag));
+				printf("  [%s] %s/%s: %s: %s%s\n", sync_flag_name(fl[i].flag),
+					x->ns, fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag),
+					fl[i].is_new ? " (new since your last pull)" : "");
 		}
 	}
-	ret = 0;
+	/* For scripts and hooks: a flag is a distinct outcome, not a failure of the pull. */
+	ret = x->o->strict && nfl ? 1 : 0;
 out:
 	sync_memos_free(&memo);
 	sync_memos_free(&memo2);
+	sync_rmemos_free(&rmemo);
+	sync_rmemos_free(&rmemo2);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);
@@ -1462,6 +1494,11 @@ int cmd_sync(int argc, char **argv)
 		strv_free(&o.branches);
 		return r == 3 ? 0 : r;
 	}
+	if (o.strict && strcmp(sub, "pull")) {
+		log_err("--strict is for 'ocsb sync pull'");
+		strv_free(&o.branches);
+		return 2;
+	}
 	if (strcmp(sub, "push") && (o.branches.n || o.to || o.force || o.all)) {
 		log_err("sync %s takes no branch names, --to, --force or --all", sub);
 		strv_free(&o.branches);
@@ -1496,5 +1533,5 @@ int cmd_sync(int argc, char **argv)
 	sync_ctx_free(&x);
 	strv_free(&o.branches);
 	git_libgit2_shutdown();
-	return r < 0 ? 1 : 0;
+	return r < 0 ? 1 : r == 1 ? SYNC_EXIT_FLAGGED : 0;
 }

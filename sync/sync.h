@@ -304,4 +304,102 @@ void sync_deltas_free(struct sync_deltas *d);
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n);
 
+/* --- review.c: the review of one fetched branch, carried from one pull to the next */
+#define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
+#define SYNC_HISTORY_WALK 20000 /* new commits per side looked at before a full review */
+
+/* Line counts of one blob pair (zero id: absent on that side). */
+struct sync_linestat {
+	git_oid old_id, new_id;
+	size_t add, del;
+	int binary;
+};
+/* What a pull remembers of one branch's review (<gitdir>/ocsb-sync.review). */
+struct sync_rmemo {
+	char ref[SYNC_REF_MAX + 160]; /* refs/remotes/<ns>/<branch> */
+	git_oid tip, against, base; /* against: the owner's branch or HEAD */
+	int have_base, unique, have_local;
+	size_t commits, ahead, behind;
+	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
+	size_t nstats;
+	unsigned char *bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
+	size_t bloom_bytes, bloom_n; /* a power of two; ids added */
+};
+struct sync_rmemos {
+	struct sync_rmemo *v;
+	size_t n;
+};
+/* Missing, a link, too big or damaged: fewer entries, never an error. 0 or -ENOMEM. */
+int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms);
+const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref);
+/* Move *m (its stats) to the end of ms. 0 or -ENOMEM (m untouched). */
+int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
+/* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
+int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms);
+void sync_rmemo_free(struct sync_rmemo *m);
+void sync_rmemos_free(struct sync_rmemos *ms);
+
+/*
+ * 1 if every path from `from` ends at `stop` (no root commit on the way) within limit
+ * commits; *ret_count is then the number of commits reachable from `from` and not from
+ * `stop`. 0 when that cannot be shown (or in a shallow repository, or on an error).
+ */
+int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	size_t *ret_count);
+struct sync_history {
+	int have_base, unique;
+	git_oid base;
+	size_t commits, ahead, behind, new_commits;
+	unsigned char *bloom; /* owned: the memo's filter for the next pull, NULL: none */
+	size_t bloom_bytes, bloom_n;
+	int filtered; /* the owner moved under a branch built on his tip: the filter said so */
+};
+/*
+ * The base and counts for tip/against carried from memo m: 1, or 0 (compute them). The
+ * caller frees out->bloom.
+ */
+int sync_history_step(git_repository *repo, const struct sync_rmemo *m, const git_oid *tip,
+	const git_oid *against, int have_local, size_t limit, struct sync_history *out);
+
+/* One changed path of a review. */
+struct sync_rfile {
+	char *path; /* owned */
+	unsigned old_mode, new_mode;
+	size_t add, del;
+	int binary, unreadable;
+	unsigned flags; /* SYNC_FLAG_* */
+};
+struct sync_rpart {
+	struct sync_rfile *v; /* owned, in git's path order */
+	size_t n, ins, del;
+};
+struct sync_review_in {
+	const git_oid *tip;
+	const git_oid *against; /* the owner's branch of that name, else HEAD; NULL: none */
+	int have_local; /* against is the owner's branch of that name */
+	const git_oid *old; /* the remote-tracking ref before this pull; NULL: new */
+	int unrelated_hint; /* tip and against provably share no commit (related.c) */
+	const struct sync_rmemo *memo; /* borrowed, the last pull's; NULL: from scratch */
+	size_t walk_limit;
+};
+struct sync_review {
+	int have_base, unique, base_is_old, unrelated;
+	int history_from_memo; /* 0 computed, 1 carried, 2 carried through the filter */
+	git_oid base;
+	size_t commits, ahead, behind; /* ahead/behind: against the owner's branch */
+	struct sync_rpart whole; /* base -> tip */
+	int have_since;
+	size_t since_commits;
+	struct sync_rpart since; /* old -> tip */
+	int have_memo;
+	struct sync_rmemo memo; /* for the next pull; the caller names its ref */
+};
+/*
+ * Review in->tip. 0, SYNC_DIFF_TOO_BIG (more than SYNC_REVIEW_MAX_PATHS paths), or -1
+ * with libgit2's error set. rv is freed with sync_review_free either way.
+ */
+int sync_review_run(git_repository *repo, const struct sync_review_in *in, struct sync_review *rv);
+void sync_rpart_free(struct sync_rpart *p);
+void sync_review_free(struct sync_review *rv);
+
 #endif

@@ -107,6 +107,7 @@ check_output "a harmless branch passes the review gate" '^REVIEW GATE: nothing f
 	printf '%s\n' "$first"
 check_output "the pull reports ahead/behind against the owner's branch" \
 	'ai-dev/main: new .*0 commits ahead of your main, 1 behind' printf '%s\n' "$first"
+check "--strict: exit 0 when the gate flags nothing" ocsb_owner sync pull --strict
 
 # --- review gate
 as_user "$AGENT" sh -c "cd '$AREPO' && printf '*.c filter=evil\n' > .gitattributes &&
@@ -125,6 +126,45 @@ for want in '\[attr-driver\] ai-dev/feature: \.gitattributes' \
 	if grep -Eq -- "$want" <<<"$gate"; then pass "pull flags /$want/"; else
 		fail "pull flags /$want/" "$gate"; fi
 done
+if [ "$_rc" -eq 0 ]; then pass "without --strict, flags leave the exit status 0"; else
+	fail "without --strict, flags leave the exit status 0" "exit $_rc" "$gate"; fi
+check_output "the pull says what is new since the last one" \
+	'^  new since your last pull: 1 commit, 5 files changed' printf '%s\n' "$gate"
+check_output "the gate marks the flags the new commit raises" \
+	'^  \[ci\] ai-dev/feature: \.github/workflows/ci\.yml: .*\(new since your last pull\)$' \
+	printf '%s\n' "$gate"
+check_output "the pull left its review memo for the branch" \
+	"^branch refs/remotes/ai-dev/feature $(agit rev-parse feature) " \
+	as_owner cat "$PROJECT/.git/ocsb-sync.review"
+# --strict: a distinct status when anything is flagged, the refs written all the same
+as_user "$AGENT" sh -c "cd '$AREPO' && echo more > more.txt && git add more.txt && git commit -qm more"
+_capture ocsb_owner sync pull --strict
+strict=$_out
+if [ "$_rc" -eq 3 ] && grep -q '^REVIEW GATE: 5 risky changes' <<<"$strict"; then
+	pass "--strict exits 3 when the gate flags anything"
+else
+	fail "--strict exits 3 when the gate flags anything" "exit $_rc" "$strict"
+fi
+check_output "--strict still wrote the remote-tracking ref" "^$(agit rev-parse feature)\$" \
+	ogit rev-parse refs/remotes/ai-dev/feature
+# One harmless commit on a flagged branch: the review starts from the memo, and the
+# whole branch's flags are all still there, no longer marked new.
+for want in '^  \[attr-driver\] ai-dev/feature: \.gitattributes: ' \
+	'^  \[hook\] ai-dev/feature: \.husky/pre-commit: ' \
+	'^  \[symlink-out\] ai-dev/feature: pw: ' \
+	'^  \[new-exec\] ai-dev/feature: run\.sh: ' \
+	'^  \[ci\] ai-dev/feature: \.github/workflows/ci\.yml: '; do
+	line=$(grep -E -- "$want" <<<"$strict")
+	if [ -n "$line" ] && ! grep -q 'new since your last pull)$' <<<"$line"; then
+		pass "after a harmless commit, still flagged, not as new: /$want/"
+	else
+		fail "after a harmless commit, still flagged, not as new: /$want/" "$strict"
+	fi
+done
+check_output "after a harmless commit: one new commit, one file" \
+	'^  new since your last pull: 1 commit, 1 file changed, 1 insertion' printf '%s\n' "$strict"
+check_fails "--strict is refused for push" ocsb_owner sync push --strict
+check_output "--help documents --strict" 'pull .*--strict' ocsb_owner sync --help
 check_output "--json carries the same review (on a second pull too)" '"flag":"symlink-out"' \
 	ocsb_owner sync pull --json
 _capture ocsb_owner sync pull --json
