@@ -346,11 +346,13 @@ p_id-boot-id() { pyx read /proc/sys/kernel/random/boot_id "$C_BOOT_ID"; }
 c_id-boot-id() { pyx read /proc/sys/kernel/random/boot_id "$C_BOOT_ID" >/dev/null; }
 p_id-cmdline() { pyx sha256 /proc/cmdline "$C_CMDLINE_SUM"; }
 c_id-cmdline() { pyx sha256 /proc/cmdline "$C_CMDLINE_SUM" >/dev/null; }
+# The product name is text, not a pattern ("Standard PC (i440FX + PIIX, 1996)" in QEMU).
+dmi_re() { /usr/bin/python3 -c 'import re, sys; print(re.escape(sys.argv[1]))' "$C_DMI_NAME"; }
 p_id-dmi() {
 	[ -n "$C_DMI_NAME" ] || { echo "this machine has no DMI (/sys/class/dmi/id)"; return 77; }
-	pyx read /sys/class/dmi/id/product_name "$C_DMI_NAME"
+	pyx read /sys/class/dmi/id/product_name "$(dmi_re)"
 }
-c_id-dmi() { [ -z "$C_DMI_NAME" ] || pyx read /sys/class/dmi/id/product_name "$C_DMI_NAME" >/dev/null; }
+c_id-dmi() { [ -z "$C_DMI_NAME" ] || pyx read /sys/class/dmi/id/product_name "$(dmi_re)" >/dev/null; }
 # Mounts inherited by a less privileged user namespace are locked together by the kernel:
 # the umount fails and the mask stays. unshare itself failing proves nothing (an error).
 p_id-umount() {
