@@ -39,43 +39,10 @@
  */
 static int no_new_root(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit)
 {
-	struct sync_oidset seen = {0};
-	git_oid *queue;
-	size_t nqueue = 0;
-	int ok = 0, r;
+	struct sync_oidset seen;
+	int ok = sync_walk_onto_set(repo, from, stop, limit, &seen);
 
-	if (git_oid_equal(from, stop))
-		return 1;
-	queue = calloc(limit + 1, sizeof(*queue));
-	if (!queue)
-		return 0;
-	git_oid_cpy(&queue[nqueue++], from);
-	while (nqueue) {
-		git_oid id = queue[--nqueue];
-		git_commit *c = NULL;
-		unsigned parents;
-
-		if (git_oid_equal(&id, stop))
-			continue;
-		r = sync_oidset_add(&seen, &id);
-		if (r == 0)
-			continue; /* seen already */
-		if (r < 0 || seen.n > limit || git_commit_lookup(&c, repo, &id) < 0)
-			goto out;
-		parents = git_commit_parentcount(c);
-		if (parents == 0 || nqueue + parents > limit) {
-			git_commit_free(c);
-			goto out;
-		}
-		for (unsigned i = 0; i < parents; i++)
-			git_oid_cpy(&queue[nqueue++], git_commit_parent_id(c, i));
-		git_commit_free(c);
-	}
-	ok = 1;
-out:
 	sync_oidset_free(&seen);
-	free(queue);
-	git_error_clear();
 	return ok;
 }
 
@@ -87,13 +54,18 @@ int sync_still_unrelated(git_repository *repo, const git_oid *t, const git_oid *
 	return no_new_root(repo, t2, t, limit) && no_new_root(repo, h2, h, limit);
 }
 
-static int memo_path(const char *gitdir, const char *suffix, char *out, size_t n)
+int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n)
 {
 	size_t l = strlen(gitdir);
-	int w = snprintf(out, n, "%s%s%s%s", gitdir, l && gitdir[l - 1] == '/' ? "" : "/",
-		MEMO_NAME, suffix);
+	int w = snprintf(out, n, "%s%s%s%s", gitdir, l && gitdir[l - 1] == '/' ? "" : "/", name,
+		suffix);
 
 	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
+}
+
+static int memo_path(const char *gitdir, const char *suffix, char *out, size_t n)
+{
+	return sync_gitdir_path(gitdir, MEMO_NAME, suffix, out, n);
 }
 
 /* One line "<ref> <tip hex> <against hex>": 0, or -1 when it is not one. */
@@ -187,37 +159,31 @@ int sync_memo_add(
 	return 0;
 }
 
-int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
+FILE *sync_memo_create(const char *tmp, int *err)
 {
-	char path[4096], tmp[4096];
 	FILE *f;
-	int fd, bad;
+	int fd;
 
-	if (memo_path(gitdir, "", path, sizeof(path)) < 0 ||
-		memo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
-		return -ENAMETOOLONG;
-	if (!ms->n)
-		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 	/* Under the pull's lock; O_NOFOLLOW: a planted link is not written through. */
 	(void)unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		*err = -errno;
+		return NULL;
+	}
 	f = fdopen(fd, "w");
 	if (!f) {
-		int e = errno;
-
+		*err = -errno;
 		close(fd);
 		unlink(tmp);
-		return -e;
 	}
-	for (size_t i = 0; i < ms->n; i++) {
-		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
+	return f;
+}
 
-		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
-			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
-	}
-	bad = fflush(f) != 0 || ferror(f);
+int sync_memo_commit(FILE *f, const char *tmp, const char *path)
+{
+	int bad = fflush(f) != 0 || ferror(f);
+
 	if (fclose(f) != 0 || bad) {
 		unlink(tmp);
 		return -EIO;
@@ -229,6 +195,29 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 		return -e;
 	}
 	return 0;
+}
+
+int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
+{
+	char path[4096], tmp[4096];
+	FILE *f;
+	int r;
+
+	if (memo_path(gitdir, "", path, sizeof(path)) < 0 ||
+		memo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
+		return -ENAMETOOLONG;
+	if (!ms->n)
+		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+	f = sync_memo_create(tmp, &r);
+	if (!f)
+		return r;
+	for (size_t i = 0; i < ms->n; i++) {
+		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
+
+		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
+			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
+	}
+	return sync_memo_commit(f, tmp, path);
 }
 
 void sync_memos_free(struct sync_memos *ms)

@@ -48,8 +48,7 @@
 
 /* --- walks */
 
-/* The walk of sync_walk_onto; the commits it met in *set (owned by the caller). */
-static int walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
 	size_t limit, struct sync_oidset *set)
 {
 	git_oid *queue;
@@ -97,7 +96,7 @@ int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *sto
 	size_t *ret_count)
 {
 	struct sync_oidset set;
-	int ok = walk_onto_set(repo, from, stop, limit, &set);
+	int ok = sync_walk_onto_set(repo, from, stop, limit, &set);
 
 	if (ok)
 		*ret_count = set.n;
@@ -227,9 +226,9 @@ int sync_history_step(git_repository *repo, const struct sync_rmemo *m, const gi
 	 * commits may be agent commits. */
 	if (owner_moved && on_owner && !m->bloom)
 		return 0;
-	if (!walk_onto_set(repo, tip, &m->tip, limit, &wt))
+	if (!sync_walk_onto_set(repo, tip, &m->tip, limit, &wt))
 		goto out;
-	if (owner_moved && !walk_onto_set(repo, against, &m->against, limit, &wl))
+	if (owner_moved && !sync_walk_onto_set(repo, against, &m->against, limit, &wl))
 		goto out;
 	if (owner_moved && on_owner) {
 		out->filtered = 1;
@@ -278,11 +277,7 @@ out:
 
 static int rmemo_path(const char *gitdir, const char *suffix, char *out, size_t n)
 {
-	size_t l = strlen(gitdir);
-	int w = snprintf(out, n, "%s%s%s%s", gitdir, l && gitdir[l - 1] == '/' ? "" : "/",
-		RMEMO_NAME, suffix);
-
-	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
+	return sync_gitdir_path(gitdir, RMEMO_NAME, suffix, out, n);
 }
 
 static int hex_oid(const char *s, git_oid *out)
@@ -522,26 +517,16 @@ int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
 {
 	char path[4096], tmp[4096];
 	FILE *f;
-	int fd, bad;
+	int r;
 
 	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0 ||
 		rmemo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
 		return -ENAMETOOLONG;
 	if (!ms->n)
 		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
-	/* Under the pull's lock; O_NOFOLLOW: a planted link is not written through. */
-	(void)unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		int e = errno;
-
-		close(fd);
-		unlink(tmp);
-		return -e;
-	}
+	f = sync_memo_create(tmp, &r);
+	if (!f)
+		return r;
 	for (size_t i = 0; i < ms->n; i++) {
 		const struct sync_rmemo *m = &ms->v[i];
 		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
@@ -569,18 +554,7 @@ int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
 				s->add, s->del, s->binary);
 		}
 	}
-	bad = fflush(f) != 0 || ferror(f);
-	if (fclose(f) != 0 || bad) {
-		unlink(tmp);
-		return -EIO;
-	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-
-		unlink(tmp);
-		return -e;
-	}
-	return 0;
+	return sync_memo_commit(f, tmp, path);
 }
 
 /* --- line counts, looked up by blob pair */

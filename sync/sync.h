@@ -3,6 +3,7 @@
 #define OCSB_SYNC_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <time.h>
 #include <sys/types.h>
@@ -272,6 +273,15 @@ int sync_memo_add(
 	struct sync_memos *ms, const char *ref, const git_oid *tip, const git_oid *against);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
+/*
+ * A memo file written whole or not at all: sync_memo_create opens tmp (0600, O_EXCL,
+ * not through a link; NULL with *err = -errno), sync_memo_commit flushes, closes and
+ * renames it over path (0 or -errno; tmp removed on failure).
+ */
+FILE *sync_memo_create(const char *tmp, int *err);
+/* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
+int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
+int sync_memo_commit(FILE *f, const char *tmp, const char *path);
 void sync_memos_free(struct sync_memos *ms);
 
 /* --- diff.c: what changed between two trees, opening only the subtrees that differ */
@@ -346,6 +356,9 @@ void sync_rmemos_free(struct sync_rmemos *ms);
  */
 int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
 	size_t *ret_count);
+/* The same walk; the commits it met in *set (the caller frees it, whatever the answer). */
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
+	size_t limit, struct sync_oidset *set);
 struct sync_history {
 	int have_base, unique;
 	git_oid base;

@@ -347,7 +347,9 @@ phase_first() {
 	# earlier sessions keep it tracked (its manager failed: masked), so start it as logind
 	# would (bookworm's logind retries at the next login, trixie's does not).
 	systemctl start "user@$AGENT_UID.service"
-	o=$(owner_ssh "$AGENT@localhost" 'systemd-run --user --unit=ocsb-vm-nomask /bin/sleep 777; echo "rc=$?"' 2>&1)
+	# (XDG_RUNTIME_DIR set by hand, as a determined agent would: trixie's sessions of the
+	# agent come without it.)
+	o=$(owner_ssh "$AGENT@localhost" 'export XDG_RUNTIME_DIR=/run/user/$(id -u); systemd-run --user --unit=ocsb-vm-nomask /bin/sleep 777; echo "rc=$?"' 2>&1)
 	sleep 1
 	nomask=$(pgrep -u "$AGENT" -f '^/bin/sleep 777$' | head -n 1)
 	note "without the mask, the agent's systemd-run --user: $(tr '\n' ' ' <<<"$o")"
@@ -359,12 +361,12 @@ phase_first() {
 		ocsb-provision --owner "$OWNER" --project "$PROJECT"
 	check_output "user@$AGENT_UID.service is masked again" '^masked' \
 		systemctl is-enabled "user@$AGENT_UID.service"
-	o=$(owner_ssh "$AGENT@localhost" 'systemd-run --user --unit=ocsb-vm-persist /bin/sleep 600; echo "rc=$?"' 2>&1)
+	o=$(owner_ssh "$AGENT@localhost" 'export XDG_RUNTIME_DIR=/run/user/$(id -u); systemd-run --user --unit=ocsb-vm-persist /bin/sleep 600; echo "rc=$?"' 2>&1)
 	check_output "systemd-run --user from the agent's ssh session fails" '^rc=[1-9]' echo "$o"
 	note "agent's systemd-run --user: $(tr '\n' ' ' <<<"$o")"
 	o=$(owner_ssh "$OWNER@localhost" 'systemd-run --user --unit=ocsb-vm-persist /bin/sleep 600; echo "rc=$?"' 2>&1)
 	check_output "control: the owner's systemd-run --user starts a transient unit" '^rc=0' echo "$o"
-	PERSIST_UNIT='mkdir -p ~/.config/systemd/user &&
+	PERSIST_UNIT='export XDG_RUNTIME_DIR=/run/user/$(id -u); mkdir -p ~/.config/systemd/user &&
 		printf "[Service]\nExecStart=/bin/sleep 600\n" >~/.config/systemd/user/ocsb-vm-p.service &&
 		systemctl --user daemon-reload && systemctl --user start ocsb-vm-p.service; echo "rc=$?"'
 	o=$(owner_ssh "$AGENT@localhost" "$PERSIST_UNIT" 2>&1)
