@@ -98,6 +98,13 @@ ensure_pkg() {
 		PKG_HOW="given: $OCSB_VM_DEB"
 	else
 		PKG_DEB=$(ls "$REPO"/build/matrix/"$rel"/ocsb_*.deb 2>/dev/null | sort -V | tail -n 1)
+		# Only a package newer than every source file: an older one is another tree's.
+		if [ -n "$PKG_DEB" ] && [ -n "$(cd "$REPO" && git ls-files -z -co --exclude-standard \
+			-- . ':!tests/vm' | xargs -0 -r sh -c 'find "$@" -maxdepth 0 -newer "$0"' "$PKG_DEB" \
+			2>/dev/null | head -n 1)" ]; then
+			out "# $rel: ${PKG_DEB#"$REPO"/} is older than the sources: not used"
+			PKG_DEB=
+		fi
 		[ -n "$PKG_DEB" ] && PKG_HOW="from the build matrix: ${PKG_DEB#"$REPO"/}"
 	fi
 	if [ -n "$PKG_DEB" ]; then
