@@ -359,7 +359,7 @@ phase_first() {
 			sed -n 's/^0:://p' "/proc/${nomask:-0}/cgroup"
 	else
 		skip "before the fix (no mask): the agent's systemd-run --user runs outside ocsb-agentd's cgroup" \
-			"the agent's user manager did not come up unmasked in this guest ($(systemctl is-active "user@$AGENT_UID.service" 2>&1); $(tr "\n" " " <<<"${mgr_err:-no error from systemctl start}")), so there is no before to show here"
+			"the agent's user manager did not come up unmasked in this guest ($(systemctl is-active "user@$AGENT_UID.service" 2>&1 | tr "\n" " "); $(tr "\n" " " <<<"${mgr_err:-no error from systemctl start}")), so there is no before to show here"
 	fi
 	systemctl stop "user@$AGENT_UID.service"
 	check_output "ocsb-provision masks it again" "mask user@$AGENT_UID.service" \
