@@ -23,8 +23,8 @@ sum_before=$(sha256sum </etc/ocsb/egress.conf)
 resolv_before=$(cat /etc/resolv.conf)
 
 # The stand-in: start, stop, restart ocsb-agentd with the drop-ins' Environment= lines.
-STUB=$E2E_SCRATCH/systemctl
-cat >"$STUB" <<STUB
+FAKE_SYSTEMCTL=$E2E_SCRATCH/systemctl
+cat >"$FAKE_SYSTEMCTL" <<FAKE
 #!/bin/bash
 PIDF=$E2E_SCRATCH/agentd.pid
 start() {
@@ -52,15 +52,15 @@ stop) stop ;;
 restart) stop; start ;;
 *) exit 1 ;;
 esac
-STUB
-chmod 0755 "$STUB"
-"$STUB" start
+FAKE
+chmod 0755 "$FAKE_SYSTEMCTL"
+"$FAKE_SYSTEMCTL" start
 
 ONLY=f-secret-0600,p-cmdline,id-machine-id,t-tmp,i-abstract,i-agentd-ctl,n-lan,n-v6-local,n-udp,x-lan,x-loopback
 ONLY=$ONLY,x-dns-exfil,s-rc,s-environment,s-authkeys,s-agent-fwd,g-hostile,g-refname,m-symlink,k-secrets-home
 ONLY=$ONLY,r-linger,e-cgroup
 N=$(tr ',' '\n' <<<"$ONLY" | wc -l)
-_capture env ESC_SYSTEMCTL="$STUB" ESC_DROPIN_DIR="$E2E_SCRATCH/dropin" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
+_capture env ESC_SYSTEMCTL="$FAKE_SYSTEMCTL" ESC_DROPIN_DIR="$E2E_SCRATCH/dropin" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
 	ESC_ONLY="$ONLY" ESC_AGENTD_WAIT=300 bash "$SRC/run-here.sh"
 printf '%s\n' "$_out" | grep -E '^(ok|not ok) - escape |^# escape battery'
 if [ "$_rc" -eq 0 ] && grep -q "^# escape battery: $N probes x 2 places: [0-9]* passed, 0 failed" <<<"$_out"; then
@@ -87,5 +87,5 @@ if [ "$_rc" -eq 2 ] && grep -q 'systemd is not PID 1' <<<"$_out"; then
 else
 	fail "run-here.sh: without systemd it refuses (exit 2)" "exit $_rc" "$_out"
 fi
-"$STUB" stop
+"$FAKE_SYSTEMCTL" stop
 exit 0

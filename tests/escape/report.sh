@@ -28,16 +28,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BATTERY=$DIR/battery.sh
 [ -f "$BATTERY" ] || BATTERY=$HERE/battery.sh
 
-ok() { printf 'ok - %s\n' "$1"; }
-notok() {
-	local text
-	printf 'not ok - %s\n' "$1"
-	shift
-	for text in "$@"; do
-		[ -n "$text" ] && printf '%s\n' "$text" | head -n 40 | sed 's/^/  # /'
-	done
-}
-skip() { printf 'ok - %s # SKIP %s\n' "$1" "$2"; }
+. "$HERE/tap.sh"
 
 declare -A CONTROL EXPECT CAT DESC VERDICT DETAIL
 LIST=$(ESC_DIR=$DIR bash "$BATTERY" list) || { notok "escape battery: cannot list the probes ($BATTERY)"; exit 1; }

@@ -56,16 +56,7 @@ T0=$SECONDS
 FAILED=0
 
 say() { echo "# run-here: $*"; }
-ok() { printf 'ok - %s\n' "$1"; }
-notok() {
-	local text
-	printf 'not ok - %s\n' "$1"
-	shift
-	for text in "$@"; do
-		[ -n "$text" ] && printf '%s\n' "$text" | head -n 30 | sed 's/^/  # /'
-	done
-	FAILED=1
-}
+. "$HERE/tap.sh"
 cannot() { echo "run-here.sh: $*" >&2; exit 2; }
 # conf_value KEYWORD: its first value in /etc/ocsb/ocsb.conf, quotes taken off.
 conf_value() { awk -v k="$1" '$1 == k { v = $2; if (v ~ /^".*"$/) v = substr(v, 2, length(v) - 2); print v; exit }' /etc/ocsb/ocsb.conf 2>/dev/null; }

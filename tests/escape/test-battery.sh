@@ -18,7 +18,7 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 if [ "$(id -u)" -eq 0 ]; then
 	copy=$(mktemp -d /tmp/ocsb-esc-test.XXXXXX) || exit 1
-	cp "$SRC"/battery.sh "$SRC"/probes.sh "$SRC"/report.sh "$SRC"/test-battery.sh "$copy/" &&
+	cp "$SRC"/battery.sh "$SRC"/probes.sh "$SRC"/report.sh "$SRC"/tap.sh "$SRC"/test-battery.sh "$copy/" &&
 		chmod 0755 "$copy" && chmod 0644 "$copy"/*.sh
 	setpriv --reuid=65534 --regid=65534 --clear-groups --reset-env env -C / bash "$copy/test-battery.sh"
 	rc=$?

@@ -256,7 +256,8 @@ prepare_guest() {
 	install -d "$tree/usr/local/lib/ocsb-vm/escape"
 	install -m 0644 "$REPO"/tests/escape/battery.sh "$REPO"/tests/escape/probes.sh \
 		"$REPO"/tests/escape/world.sh "$REPO"/tests/escape/report.sh \
-		"$REPO"/tests/escape/run-here.sh "$tree/usr/local/lib/ocsb-vm/escape/"
+		"$REPO"/tests/escape/run-here.sh "$REPO"/tests/escape/tap.sh \
+		"$tree/usr/local/lib/ocsb-vm/escape/"
 	# The boot probes, installed by the scenario itself before its reboots.
 	install -m 0644 "$VM_DIR"/ocsb-vm-far.service "$VM_DIR"/ocsb-vm-probe-*.service \
 		"$tree/usr/local/lib/ocsb-vm/"
