@@ -379,11 +379,9 @@ static int run_remove(struct prov *p)
 	if (harden_remove(p) < 0)
 		r = -1;
 	/* No process of the agent may outlive its netlock: stop them before the table goes. */
-	if (p->agent_exists && (n = procs_signal_uid(p->agent.uid, SIGKILL, 1)) != 0) {
-		if (n < 0) {
-			log_err("cannot stop the processes of %s: %s", p->agent.name, strerror(-n));
+	if (p->agent_exists && (n = procs_kill_uid(p->agent.uid, p->agent.name)) != 0) {
+		if (n < 0)
 			return -1;
-		}
 		prov_change(p, "stopped %d process%s of %s", n, n == 1 ? "" : "es", p->agent.name);
 	}
 	if (prov_mirror_remove(p) < 0)
