@@ -150,8 +150,8 @@ static void describe_one(pid_t pid, void *ctx)
 	for (char *q = comm; *q; q++)
 		if (*q < 0x20 || *q > 0x7e)
 			*q = '?';
-	w = snprintf(c->out + c->len, c->n - c->len, "%s%d (%s)", c->shown ? ", " : "", (int)pid,
-		comm);
+	w = snprintf(
+		c->out + c->len, c->n - c->len, "%s%d (%s)", c->shown ? ", " : "", (int)pid, comm);
 	if (w > 0 && (size_t)w < c->n - c->len)
 		c->len += (size_t)w;
 	c->shown++;
