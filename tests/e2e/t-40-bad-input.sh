@@ -62,6 +62,12 @@ mount --bind "$E2E_SCRATCH/nosshd" /usr/sbin/sshd
 refused "sshd missing" "sshd not found at /usr/sbin/sshd: install .*apt-get install openssh-server" provision
 umount /usr/sbin/sshd
 
+# Nothing listens on the configured ssh port: found before the first change.
+mkdir -p /etc/ocsb
+printf 'ssh-port 2222\n' >/etc/ocsb/ocsb.conf
+refused "sshd not listening on ssh-port" "nothing accepts ssh connections on 127.0.0.1:2222: start sshd first" provision
+rm -f /etc/ocsb/ocsb.conf
+
 # An sshd configuration that is already broken is not touched.
 cp /etc/ssh/sshd_config "$E2E_SCRATCH/sshd_config.orig"
 echo "NoSuchSshdKeyword yes" >>/etc/ssh/sshd_config
