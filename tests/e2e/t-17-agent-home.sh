@@ -48,7 +48,8 @@ done
 check "nothing a link pointed at was changed (the owner's file, /etc/passwd)" \
 	test "$before" = "$(sha256sum "$OWNER_HOME/target.txt" /etc/passwd)"
 # Once the agent's places are gone, provisioning makes them again: no lasting damage.
-check_output "after the agent removes them, provisioning restores both" \
-	"source .* from $H/.bashrc" provision
+check_output "after the agent removes them, provisioning makes the clone again" \
+	"create the repository ~$AGENT/shop" provision
 check "the clone is back" as_user "$AGENT" git -C "$H/shop" rev-parse --git-dir
+check "~/.bashrc sources the secrets hook again" grep -q '^# added by ocsb-provision: the owner.s secrets' "$H/.bashrc"
 check_output "and converges" '^ocsb-provision: 0 changes$' provision
