@@ -116,7 +116,8 @@ int child_sandbox_mounts(struct agentd *d)
 		return -errno;
 	if ((r = child_tmpfs("/tmp", "mode=1777")) < 0 ||
 		(r = child_tmpfs("/var/tmp", "mode=1777")) < 0 ||
-		(r = child_tmpfs("/dev/shm", "mode=1777")) < 0)
+		(r = child_tmpfs("/dev/shm", "mode=1777")) < 0 ||
+		(r = child_tmpfs("/run/lock", "mode=1777")) < 0)
 		return r;
 	/* Our own /proc instance: other users' processes (and their argv) are invisible. */
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") <

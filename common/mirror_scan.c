@@ -287,7 +287,11 @@ static void jvalue(struct jscan *j, size_t a, size_t b)
 	const char *parent =
 		j->depth >= 2 && j->st[j->depth - 2].is_obj ? j->st[j->depth - 2].key : "";
 	const struct prefix *p = find_prefix(j->s + a, b - a, NULL);
-	char name[96], what[64];
+	/* provider.<id>.options.apiKey: the provider it is configured under names it. */
+	int provider_key = f && f->is_obj && !strcasecmp(key, "apiKey") && j->depth >= 3 &&
+		jancestor(j, "provider", j->depth - 2) && j->st[1].is_obj && j->st[0].is_obj &&
+		!strcmp(j->st[0].key, "provider");
+	char name[96], what[96];
 	struct buf line = {0};
 
 	if (b == a ||
@@ -298,17 +302,18 @@ static void jvalue(struct jscan *j, size_t a, size_t b)
 		jancestor(j, "mcp", j->depth - 2)) {
 		env_name(name, sizeof(name), key, NULL);
 		snprintf(what, sizeof(what), "an MCP server's environment value");
+	} else if (provider_key) {
+		/*
+		 * Not the key's look: a short Anthropic key reads as "sk-" plus 20 characters,
+		 * OpenAI's form, and OpenCode would then get the OpenAI key as its Anthropic one.
+		 */
+		env_name(name, sizeof(name), j->st[1].key, "API_KEY");
+		snprintf(what, sizeof(what), "the API key of provider %.40s", j->st[1].key);
 	} else if (p) {
 		snprintf(name, sizeof(name), "%s", p->env);
 		snprintf(what, sizeof(what), "%s", p->what);
 	} else if (f && f->is_obj && secret_key(key)) {
-		/* provider.<id>.options.apiKey -> <ID>_API_KEY */
-		if (!strcasecmp(key, "apiKey") && j->depth >= 3 &&
-			jancestor(j, "provider", j->depth - 2) && j->st[1].is_obj &&
-			j->st[0].is_obj && !strcmp(j->st[0].key, "provider"))
-			env_name(name, sizeof(name), j->st[1].key, "API_KEY");
-		else
-			env_name(name, sizeof(name), parent, key);
+		env_name(name, sizeof(name), parent, key);
 		snprintf(what, sizeof(what), "a credential-like key");
 	} else {
 		return;

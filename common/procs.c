@@ -13,13 +13,18 @@
 #include <sys/stat.h>
 
 #include "fileops.h"
+#include "log.h"
 
 #include "procs.h"
 
-/* 1 when /proc/pid/status names uid; 0 otherwise (or when the process is gone). */
+/*
+ * 1 when /proc/pid/status names uid; 0 otherwise, when the process is gone, or when it is
+ * a zombie (State Z) or dead (X): it runs nothing, holds nothing and no signal removes it;
+ * only its parent's wait does (an init that does not reap leaves them forever).
+ */
 static int proc_has_uid(pid_t pid, uid_t uid)
 {
-	char path[64], line[256];
+	char path[64], line[256], st = '?';
 	unsigned r, e, s, f;
 	int hit = 0;
 	FILE *fp;
@@ -28,11 +33,14 @@ static int proc_has_uid(pid_t pid, uid_t uid)
 	fp = fopen(path, "re");
 	if (!fp)
 		return 0;
-	while (fgets(line, sizeof(line), fp))
+	while (fgets(line, sizeof(line), fp)) {
+		if (sscanf(line, "State: %c", &st) == 1 && (st == 'Z' || st == 'X'))
+			break;
 		if (sscanf(line, "Uid: %u %u %u %u", &r, &e, &s, &f) == 4) {
 			hit = r == uid || e == uid || s == uid || f == uid;
 			break;
 		}
+	}
 	fclose(fp);
 	return hit;
 }
@@ -94,6 +102,69 @@ int procs_signal_uid(uid_t uid, int sig, int until_none)
 		usleep(10000);
 	}
 	return -EBUSY;
+}
+
+int procs_kill_uid(uid_t uid, const char *name)
+{
+	char who[512];
+	int n = procs_signal_uid(uid, SIGKILL, 1);
+
+	if (n >= 0)
+		return n;
+	if (n == -EBUSY && procs_describe_uid(uid, who, sizeof(who)) > 0)
+		log_err("cannot stop the processes of %s: they keep coming back: %s", name, who);
+	else
+		log_err("cannot stop the processes of %s: %s", name, strerror(-n));
+	return n;
+}
+
+struct desc_ctx {
+	char *out;
+	size_t n, len;
+	int shown;
+};
+
+static void describe_one(pid_t pid, void *ctx)
+{
+	struct desc_ctx *c = ctx;
+	char path[64], comm[64] = "?";
+	int w;
+	FILE *fp;
+
+	if (c->shown == 5) {
+		if (c->len + 5 < c->n)
+			c->len += (size_t)snprintf(c->out + c->len, c->n - c->len, ", ...");
+		c->shown++;
+		return;
+	}
+	if (c->shown > 5)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fp = fopen(path, "re");
+	if (fp) {
+		if (fgets(comm, sizeof(comm), fp))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(fp);
+	}
+	/* comm is the process's own choice of name: printable ASCII only. */
+	for (char *q = comm; *q; q++)
+		if (*q < 0x20 || *q > 0x7e)
+			*q = '?';
+	w = snprintf(
+		c->out + c->len, c->n - c->len, "%s%d (%s)", c->shown ? ", " : "", (int)pid, comm);
+	if (w > 0 && (size_t)w < c->n - c->len)
+		c->len += (size_t)w;
+	c->shown++;
+}
+
+int procs_describe_uid(uid_t uid, char *out, size_t n)
+{
+	struct desc_ctx c = {out, n, 0, 0};
+
+	if (n == 0)
+		return -EINVAL;
+	out[0] = '\0';
+	return procs_foreach_uid(uid, describe_one, &c);
 }
 
 int procs_count_uid(uid_t uid)

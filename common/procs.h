@@ -7,8 +7,9 @@
 /*
  * Send sig to every process with uid among its real, effective, saved or filesystem
  * uids. With `until_none`, repeat (a process may fork between scan and signal) until a
- * scan finds none: for SIGKILL. Returns how many were signalled, or -errno (-EBUSY when
- * they keep coming back).
+ * scan finds none: for SIGKILL. Zombies are not counted (they run nothing and only their
+ * parent's wait removes them). Returns how many were signalled, or -errno (-EBUSY when
+ * they keep coming back: procs_describe_uid names them).
  */
 int procs_signal_uid(uid_t uid, int sig, int until_none);
 /*
@@ -34,7 +35,18 @@ int procs_port_holder(unsigned port, pid_t pid);
 /* Calls fn for every process with uid (any of the four); returns how many, or -errno. */
 int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx);
 
-/* How many processes run with uid (any of the four). */
+/*
+ * procs_signal_uid(uid, SIGKILL, 1), and on failure one error naming what is left
+ * ("name" is the account, for the message). Returns how many were killed, or -errno.
+ */
+int procs_kill_uid(uid_t uid, const char *name);
+/*
+ * The processes of uid as "PID (comm), ..." (at most five named) in out, for an error a
+ * person can act on. Returns how many there are, or -errno.
+ */
+int procs_describe_uid(uid_t uid, char *out, size_t n);
+
+/* How many processes run with uid (any of the four); zombies do not count. */
 int procs_count_uid(uid_t uid);
 
 #endif

@@ -691,11 +691,9 @@ int account_purge(struct prov *p)
 	if (state_record(p, origin) < 0)
 		return -1;
 	prov_change(p, "stop every process of %s", p->cfg.agent);
-	n = procs_signal_uid(uid, SIGKILL, 1);
-	if (n < 0) {
-		log_err("cannot stop the processes of %s: %s", p->cfg.agent, strerror(-n));
+	n = procs_kill_uid(uid, p->cfg.agent);
+	if (n < 0)
 		return -1;
-	}
 	prov_done(p);
 	prov_change(p, "delete account %s (uid %u) with its home %s", p->cfg.agent, (unsigned)uid,
 		p->agent.home);

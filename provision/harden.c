@@ -80,8 +80,9 @@ int harden_render_namespace(const char *user, struct buf *out)
 		"# pam_namespace, for %s only (~): its ssh sessions get fresh tmpfs instances.\n"
 		"/tmp /tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:iscript=ocsb-%s.init ~%s\n"
 		"/var/tmp /var/tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n"
-		"/dev/shm /dev/shm/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n",
-		user, user, user, user, user);
+		"/dev/shm /dev/shm/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n"
+		"/run/lock /run/lock/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n",
+		user, user, user, user, user, user);
 }
 
 int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out)

@@ -620,3 +620,115 @@ int keys_remove(struct prov *p)
 	}
 	return r < 0 ? -1 : 0;
 }
+
+/*
+ * `ssh ai-dev@localhost` as the README says, with no question about a host key: ssh also
+ * reads the machine-wide /etc/ssh/ssh_known_hosts (GlobalKnownHostsFile), and this
+ * machine's own host keys are root's to vouch for. One marked block there, nothing in the
+ * owner's home; a key the owner pinned herself in ~/.ssh/known_hosts still counts first.
+ */
+#define KH_BEGIN "# >>> ocsb-provision: this machine's own sshd, for ssh to localhost >>>"
+#define KH_END "# <<< ocsb-provision <<<"
+
+int keys_global_known_hosts_edit(const char *in, const char *block, struct buf *out)
+{
+	const char *s = in ? in : "";
+	int inside = 0, had = 0, changed;
+	struct buf old = {0};
+
+	while (*s) {
+		size_t n = strcspn(s, "\n");
+
+		if (!inside && n == strlen(KH_BEGIN) && !strncmp(s, KH_BEGIN, n)) {
+			inside = had = 1;
+		} else if (inside) {
+			if (n == strlen(KH_END) && !strncmp(s, KH_END, n))
+				inside = 0;
+			else if (buf_append(&old, s, n) < 0 || buf_puts(&old, "\n") < 0)
+				goto fail;
+		} else if (buf_append(out, s, n) < 0 || buf_puts(out, "\n") < 0) {
+			goto fail;
+		}
+		s += n + (s[n] == '\n');
+	}
+	/* Same block already there (and closed): nothing to do. */
+	changed = block ? !had || inside || old.len != strlen(block) ||
+			memcmp(old.data, block, old.len) != 0
+			: had;
+	if (block && buf_printf(out, KH_BEGIN "\n%s" KH_END "\n", block) < 0)
+		goto fail;
+	buf_free(&old);
+	return changed;
+fail:
+	buf_free(&old);
+	return -1;
+}
+
+static int global_known_hosts(struct prov *p, const char *block)
+{
+	char path[4096], *data = NULL;
+	struct buf out = {0};
+	struct stat st;
+	mode_t mode = 0644;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int r;
+
+	if (path_join(path, sizeof(path), p->paths.etc, "ssh/ssh_known_hosts") < 0)
+		return -1;
+	r = fo_read(path, 1 << 20, &data, NULL);
+	if (r < 0 && r != -ENOENT) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	if (r == 0 && lstat(path, &st) == 0) {
+		mode = st.st_mode & 07777;
+		uid = st.st_uid;
+		gid = st.st_gid;
+	}
+	r = keys_global_known_hosts_edit(data, block, &out);
+	if (r > 0 &&
+		prov_change(p,
+			block ? "vouch for this machine's host keys in %s (ssh to "
+				"localhost asks nothing)"
+			      : "remove ocsb's block from %s",
+			path)) {
+		/* Emptied and made by us: remove it rather than leave an empty file. */
+		if (!block && out.len == 0)
+			r = fo_unlink(path);
+		else
+			r = fo_write(path, out.data ? out.data : "", out.len, mode, uid, gid);
+		if (r < 0)
+			log_err("%s: %s", path, strerror(-r));
+		else
+			prov_done(p);
+	}
+	free(data);
+	buf_free(&out);
+	return r < 0 ? -1 : 0;
+}
+
+int keys_global_ensure(struct prov *p)
+{
+	struct strv hk = {0};
+	struct buf b = {0};
+	const char *lines;
+	int r = -1;
+
+	if (load_host_keys(p, &hk) < 0 || keys_render_known_hosts(&hk, p->cfg.ssh_port, &b) < 0)
+		goto out;
+	/* The pin file's lines without its two-line header. */
+	lines = b.data;
+	for (int i = 0; i < 2 && lines && *lines == '#'; i++)
+		lines = strchr(lines, '\n') ? strchr(lines, '\n') + 1 : lines + strlen(lines);
+	r = global_known_hosts(p, lines);
+out:
+	strv_free(&hk);
+	buf_free(&b);
+	return r;
+}
+
+int keys_global_remove(struct prov *p)
+{
+	return global_known_hosts(p, NULL);
+}

@@ -49,6 +49,21 @@ static void usage(FILE *f)
 		OCSB_OPENCODE_PREFIX);
 }
 
+/*
+ * getopt_long takes any unambiguous prefix ("--purg" for "--purge"). Options that delete
+ * must be typed in full: a typo of something else must never select them. argv[optind - 1]
+ * is the element getopt_long just consumed (they take no argument).
+ */
+static int exact_option(char **argv, const char *name)
+{
+	const char *given = argv[optind - 1];
+
+	if (strncmp(given, "--", 2) == 0 && strcmp(given + 2, name) == 0)
+		return 0;
+	log_err("'%s': options that delete take their full name: type --%s", given, name);
+	return -1;
+}
+
 static int push_abs(struct strv *s, const char *arg)
 {
 	char cwd[PATH_MAX], path[PATH_MAX * 2];
@@ -59,7 +74,10 @@ static int push_abs(struct strv *s, const char *arg)
 	} else {
 		if (!getcwd(cwd, sizeof(cwd)))
 			return -1;
-		snprintf(path, sizeof(path), "%s/%s", cwd, arg);
+		while (arg[0] == '.' && arg[1] == '/')
+			arg += 2;
+		/* Relative to the current directory; "/" plus "code" is "/code", not "//code". */
+		snprintf(path, sizeof(path), "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, arg);
 	}
 	n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
@@ -139,9 +157,13 @@ int main(int argc, char **argv)
 			check = 1;
 			break;
 		case OPT_REMOVE:
+			if (exact_option(argv, "remove") < 0)
+				return 2;
 			remove = 1;
 			break;
 		case OPT_PURGE:
+			if (exact_option(argv, "purge") < 0)
+				return 2;
 			o.purge = 1;
 			break;
 		case OPT_INSTALL_OPENCODE:

@@ -379,11 +379,9 @@ static int run_remove(struct prov *p)
 	if (harden_remove(p) < 0)
 		r = -1;
 	/* No process of the agent may outlive its netlock: stop them before the table goes. */
-	if (p->agent_exists && (n = procs_signal_uid(p->agent.uid, SIGKILL, 1)) != 0) {
-		if (n < 0) {
-			log_err("cannot stop the processes of %s: %s", p->agent.name, strerror(-n));
+	if (p->agent_exists && (n = procs_kill_uid(p->agent.uid, p->agent.name)) != 0) {
+		if (n < 0)
 			return -1;
-		}
 		prov_change(p, "stopped %d process%s of %s", n, n == 1 ? "" : "es", p->agent.name);
 	}
 	if (prov_mirror_remove(p) < 0)
@@ -396,7 +394,8 @@ static int run_remove(struct prov *p)
 	if (others < 0) {
 		log_err("%s/ocsb/agents: %s", p->paths.varlib, strerror(-others));
 		r = -1;
-	} else if (systemd_remove(p, others == 0) < 0) {
+	} else if (systemd_remove(p, others == 0) < 0 ||
+		(others == 0 && keys_global_remove(p) < 0)) {
 		r = -1;
 	}
 	if (p->purge) {
@@ -478,8 +477,8 @@ int prov_main(struct prov_opts *o)
 	} else {
 		/* The netlock goes in right after the account exists, before any way in. */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
-			keys_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
-			systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
+			keys_ensure(p) < 0 || keys_global_ensure(p) < 0 || sshd_ensure(p) < 0 ||
+			repos_ensure(p) < 0 || systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
 			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 ||
 			opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
@@ -505,6 +504,11 @@ int prov_main(struct prov_opts *o)
 		printf("ocsb-provision: %u %s%s\n", p->changes, verb[p->mode],
 			p->changes == 1 ? "" : "s");
 	}
+	if (p->skipped)
+		printf("ocsb-provision: %u step%s skipped: the agent changed %s in its home (see "
+		       "the warnings above)\n",
+			p->skipped, p->skipped == 1 ? "" : "s",
+			p->skipped == 1 ? "its place" : "their places");
 out:
 	if (lock >= 0)
 		close(lock);

@@ -60,6 +60,7 @@ struct prov {
 	struct proxy proxy;
 
 	unsigned changes;
+	unsigned skipped; /* steps the agent broke in its own home (prov_skip) */
 	unsigned fault_at; /* test hook: SIGKILL self after this many changes */
 };
 
@@ -69,6 +70,16 @@ int prov_main(struct prov_opts *o);
 int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called after each change is made: the fault-injection point of the tests. */
 void prov_done(struct prov *p);
+
+/* agenthome.c */
+/*
+ * ~agent/name looked at as the agent, following nothing: 0 when absent or the regular file
+ * (want_dir: directory) the agent can open, 1 when the agent broke it (what, in ret_why),
+ * -1 on error (logged).
+ */
+int prov_agent_entry(struct prov *p, const char *name, int want_dir, char *ret_why, size_t n);
+/* A step left out because the agent broke its place: one warning, counted in the summary. */
+void prov_skip(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * A root-owned file under a root-owned tree holding exactly b (mode, root:root), written
  * atomically when it differs ("write PATH"); *changed set when written (may be NULL).
@@ -114,6 +125,15 @@ int keys_render_known_hosts(const struct strv *host_keys, unsigned port, struct 
 int keys_preflight(struct prov *p);
 int keys_ensure(struct prov *p);
 int keys_remove(struct prov *p);
+/*
+ * The marked block of this machine's host keys in /etc/ssh/ssh_known_hosts: in is the
+ * file, block the lines to keep there (NULL: none); out gets the new file. 1 changed,
+ * 0 same, -1 no memory.
+ */
+int keys_global_known_hosts_edit(const char *in, const char *block, struct buf *out);
+int keys_global_ensure(struct prov *p);
+/* Removes the block (with the last agent). */
+int keys_global_remove(struct prov *p);
 
 /* sshd.c */
 int sshd_render_dropin(const struct ocsb_config *c, const char *keys_dir, struct buf *out);

@@ -254,9 +254,21 @@ int repos_ensure(struct prov *p)
 			"updateInstead", NULL};
 		const char *tip[] = {
 			GIT, "-C", name, "rev-parse", "--quiet", "--verify", "HEAD", NULL};
-		char *out = NULL;
+		char *out = NULL, why[256];
 		int st, configured;
 
+		st = prov_agent_entry(p, name, 1, why, sizeof(why));
+		if (st < 0)
+			return -1;
+		if (st == 1) {
+			prov_skip(p,
+				"~%s/%s %s: the clone of %s is not checked or filled (the agent's "
+				"own doing; to repair: sudo -u %s rm -rf ~%s/%s, then run "
+				"ocsb-provision)",
+				p->agent.name, name, why, p->cfg.projects.v[i], p->agent.name,
+				p->agent.name, name);
+			continue;
+		}
 		/* Checked as the agent: its home is its own, root does not walk into it. */
 		st = agent_git(p, get, &out);
 		if (st < 0)

@@ -194,6 +194,19 @@ static int bashrc_ensure(struct prov *p, const char *hook)
 	struct spawn_result res;
 	int r;
 
+	char why[256];
+
+	r = prov_agent_entry(p, ".bashrc", 0, why, sizeof(why));
+	if (r < 0)
+		return -1;
+	if (r == 1) {
+		prov_skip(p,
+			"~%s/.bashrc %s: the secrets hook for `ssh %s@host cmd` is not added "
+			"(the agent's own doing; to repair: sudo -u %s rm ~%s/.bashrc, then run "
+			"ocsb-provision)",
+			p->agent.name, why, p->agent.name, p->agent.name, p->agent.name);
+		return 0;
+	}
 	snprintf(j.line, sizeof(j.line),
 		"# added by ocsb-provision: the owner's secrets (ocsb secrets push)\n"
 		"[ -r %s ] && . %s\n",

@@ -231,6 +231,21 @@ int sshd_preflight(struct prov *p)
 		log_err("%s: %s (reinstall openssh-server)", f.main, strerror(errno));
 		return -1;
 	}
+	/*
+	 * The agent is reached (and its clone filled) over ssh to this port: found before the
+	 * first change, not after a dozen of them.
+	 */
+	if (p->mode == PROV_APPLY && procs_port_open(p->cfg.ssh_port) != 1) {
+		log_err("nothing accepts ssh connections on 127.0.0.1:%u: start sshd first (%s), "
+			"or set ssh-port in %s to the port it listens on; ocsb-provision changed "
+			"nothing",
+			p->cfg.ssh_port,
+			stat("/run/systemd/system", &st) == 0
+				? "sudo systemctl start ssh"
+				: "sudo service ssh start, or sudo /usr/sbin/sshd",
+			p->config_path);
+		return -1;
+	}
 	/* Never start from a broken sshd: a failure later could not be told apart. */
 	if (sshd_test(p, &f, NULL) < 0) {
 		log_err("the current sshd configuration does not pass 'sshd -t' (above); fix it "

@@ -270,6 +270,9 @@ unsigned sync_review_classify(const struct sync_entry *e)
 		f |= SYNC_FLAG_CI;
 	if (!strcmp(b, ".envrc"))
 		f |= SYNC_FLAG_ENVRC;
+	/* git-lfs reads it from the checkout: lfs.url and remote.*.lfsurl move the large files. */
+	if (!strcmp(p, ".lfsconfig"))
+		f |= SYNC_FLAG_LFSCONFIG;
 	if (sync_under_dir(p, ".idea") ||
 		(sync_under_dir(p, ".vscode") &&
 			(!strcmp(b, "tasks.json") || !strcmp(b, "settings.json") ||
@@ -301,7 +304,15 @@ static const struct {
 	{SYNC_FLAG_EDITOR, "editor", "editor task/settings file (may run commands on open)"},
 	{SYNC_FLAG_SYMLINK_OUT, "symlink-out", "symbolic link leaving the tree"},
 	{SYNC_FLAG_NEW_EXEC, "new-exec", "newly executable file"},
+	{SYNC_FLAG_LFSCONFIG, "lfsconfig",
+		".lfsconfig (git-lfs takes its server for this repository's large files from it)"},
 };
+
+void sync_flags_print(FILE *f)
+{
+	for (size_t i = 0; i < sizeof(sync_flags) / sizeof(sync_flags[0]); i++)
+		fprintf(f, "  %-12s %s\n", sync_flags[i].name, sync_flags[i].text);
+}
 
 const char *sync_flag_name(unsigned flag)
 {

@@ -215,8 +215,9 @@ enum sync_flag {
 	SYNC_FLAG_EDITOR = 1 << 6, /* editor task/settings files */
 	SYNC_FLAG_SYMLINK_OUT = 1 << 7, /* symlink leaving the tree */
 	SYNC_FLAG_NEW_EXEC = 1 << 8, /* newly executable file */
+	SYNC_FLAG_LFSCONFIG = 1 << 9, /* .lfsconfig */
 };
-#define SYNC_FLAG_COUNT 9
+#define SYNC_FLAG_COUNT 10
 
 /* One changed path between the review base and the fetched tip; modes 0 = absent. */
 struct sync_entry {
@@ -228,6 +229,11 @@ struct sync_entry {
 	size_t new_len;
 };
 
+/*
+ * The gate's flags, one per line ("  name  what it means"): the one list that --help, the
+ * man page and docs/sync.md show (t-90-sync compares them).
+ */
+void sync_flags_print(FILE *f);
 /* Which SYNC_FLAG_* bits a change raises. */
 unsigned sync_review_classify(const struct sync_entry *e);
 /* Whether classification needs the blob contents of this path/mode. */

@@ -70,10 +70,10 @@ check_output "proxy variables set (lower case)" '^http_proxy=http://127.0.0.1:31
 check_output "proxy variables set (upper case)" '^HTTPS_PROXY=http://127.0.0.1:3128$' owner_ssh "$AGENT" env
 check_output "host key pinned: strict check against the pin passes" "^$AGENT$" \
 	as_owner ssh -i "$OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes \
-	-o UserKnownHostsFile="$PIN" -o LogLevel=ERROR "$AGENT@localhost" id -un
+	-o UserKnownHostsFile="$PIN" -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR "$AGENT@localhost" id -un
 check_fails "a wrong pin is refused (the pin is what is checked)" \
 	as_owner ssh -i "$OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=yes \
-	-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$AGENT@localhost" id -un
+	-o UserKnownHostsFile=/dev/null -o GlobalKnownHostsFile=/dev/null -o LogLevel=ERROR "$AGENT@localhost" id -un
 
 # --- forwardings (each refused for the agent, working for the owner's own account)
 start_canary || fail "canary web server did not start"

@@ -38,6 +38,10 @@ ln -sf "$units/ocsb-agentd.service" "$units/multi-user.target.wants/ocsb-agentd.
 printf '# Written by ocsb-provision; edits are overwritten.\n[Slice]\nIPAddressDeny=any\n' \
 	>"$units/user-$uid.slice.d/ocsb.conf"
 check "positive control: state under /var/lib/ocsb before the purge" test -d /var/lib/ocsb/agents
+# What ocsb-agentd keeps for a project (its OpenCode password) and the agent's fake identity
+# (issue 15: both were found left after --remove --purge of the only agent).
+mkdir -p /var/lib/ocsb/agentd && (umask 077 && echo pw0123456789abcdef >"/var/lib/ocsb/agentd/$(basename "$PROJECT").password")
+check "positive control: the agent's identity exists before the purge" test -d "/var/lib/ocsb/identity/$AGENT"
 
 check_output "--remove --purge succeeds" '^ocsb-provision: [1-9]' prov --remove --purge
 check_fails "account deleted" getent passwd "$AGENT"
@@ -52,6 +56,8 @@ check_fails "unit copy in /etc removed by --purge" test -e "$units/ocsb-agentd.s
 check_fails "unit's enabling link removed by --purge" test -L "$units/multi-user.target.wants/ocsb-agentd.service"
 check_fails "slice drop-in removed by --purge" test -e "$units/user-$uid.slice.d/ocsb.conf"
 check_fails "empty slice drop-in directory removed" test -e "$units/user-$uid.slice.d"
+check_fails "agentd's OpenCode password removed with the last agent" test -e "/var/lib/ocsb/agentd/$(basename "$PROJECT").password"
+check_fails "the agent's identity removed with the last agent" test -e "/var/lib/ocsb/identity/$AGENT"
 check_fails "/var/lib/ocsb removed with the last agent" test -e /var/lib/ocsb
 check_fails "/etc/ocsb removed with the last agent" test -e /etc/ocsb
 check_fails "pam_namespace line gone from /etc/pam.d/sshd" grep -q 'ocsb-provision' /etc/pam.d/sshd

@@ -36,6 +36,10 @@ refused "no owner at all" "no owner given" prov --project "$PROJECT"
 refused "bad key file" "bad.pub:1: not a public key line|bad.pub:1: unknown key type" \
 	bash -c "echo 'hello world' > /root/bad.pub && '$OCSB_BUILD/ocsb-provision' --owner $OWNER --project $PROJECT --key /root/bad.pub"
 refused "--purge without --remove" "--purge is only valid with --remove" prov --purge
+refused "--purge abbreviated" "'--purg': options that delete take their full name: type --purge" prov --remove --purg
+refused "--remove abbreviated" "'--rem': options that delete take their full name: type --remove" prov --rem
+refused "relative project from /" "project /code/shop: No such file" bash -c "cd / && '$OCSB_BUILD/ocsb-provision' --owner $OWNER --project code/shop"
+refused "relative project from /, ./ form" "project /code/shop: No such file" bash -c "cd / && '$OCSB_BUILD/ocsb-provision' --owner $OWNER --project ./code/shop"
 refused "two modes" "cannot be combined" prov --check --dry-run
 refused "not root" "must run as root" as_owner "$OCSB_BUILD/ocsb-provision" --owner "$OWNER"
 
@@ -57,6 +61,12 @@ rm -f /etc/ocsb/ocsb.conf
 mount --bind "$E2E_SCRATCH/nosshd" /usr/sbin/sshd
 refused "sshd missing" "sshd not found at /usr/sbin/sshd: install .*apt-get install openssh-server" provision
 umount /usr/sbin/sshd
+
+# Nothing listens on the configured ssh port: found before the first change.
+mkdir -p /etc/ocsb
+printf 'ssh-port 2222\n' >/etc/ocsb/ocsb.conf
+refused "sshd not listening on ssh-port" "nothing accepts ssh connections on 127.0.0.1:2222: start sshd first" provision
+rm -f /etc/ocsb/ocsb.conf
 
 # An sshd configuration that is already broken is not touched.
 cp /etc/ssh/sshd_config "$E2E_SCRATCH/sshd_config.orig"

@@ -30,8 +30,18 @@ field() { # field KEY [N]: the N-th (default 1st) value of KEY in ocsb status
 oc_pid() { field pid 2; } # pid 1 is the proxy's
 running() { [ "$(field state 2)" = running ]; }
 
+# The "no systemd here" note: given while no supervisor runs (control), not once it answers.
+rm -f "/etc/security/namespace.d/ocsb-$AGENT.conf"
+check_output "a run with a change, no supervisor: notes how to run it" "^note: no systemd here" provision
 start_agentd
 check "control socket appears" wait_for 10 test -S /run/ocsb/agentd.sock
+rm -f "/etc/security/namespace.d/ocsb-$AGENT.conf"
+out=$(provision 2>&1)
+if grep -q '^ocsb-provision: 1 change$' <<<"$out" && ! grep -q 'no systemd here' <<<"$out"; then
+	pass "a run with a change while ocsb-agentd answers: no note"
+else
+	fail "a run with a change while ocsb-agentd answers: no note" "$out"
+fi
 check_output "status: netlock verified" '^ +netlock +verified$' status
 check_output "status: the proxy runs" '^proxy squid' status
 t0=$(date +%s%N)

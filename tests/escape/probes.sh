@@ -56,6 +56,7 @@ PROBES=(
 	"id-umount|files|blocked|other-content|undo the masks: unshare -Urm, umount /etc/machine-id"
 	"t-tmp|files|blocked|ENOENT|see the owner's file in /tmp"
 	"t-shm|files|blocked|ENOENT|see the owner's file in /dev/shm"
+	"t-runlock|files|blocked|ENOENT|see the owner's file in /run/lock (1777, shared like /tmp)"
 	# --- local IPC
 	"i-unix-tmp|ipc|blocked|ENOENT|connect to the owner's socket in /tmp/.X11-unix"
 	"i-unix-home|ipc|blocked|EACCES|connect to the owner's socket in her home (0700 dir)"
@@ -363,12 +364,14 @@ p_id-umount() {
 	blocked other-content "the mask stayed: $(head -n 1 <<<"$out" | tr '\n' ' ')"
 }
 c_id-umount() { timeout 5 unshare -m sh -c 'umount /etc/machine-id 2>/dev/null; cat /etc/machine-id' | has "$C_MACHINE_ID"; }
-# Private /tmp and /dev/shm: the owner's file does not exist in the agent's view (ENOENT is
+# Private /tmp, /dev/shm and /run/lock: the owner's file does not exist in the agent's view (ENOENT is
 # the protection here; the control proves the file was planted).
 p_t-tmp() { pyx read /tmp/owner-canary.txt "$C_MARK"; }
 c_t-tmp() { owner_pyx read /tmp/owner-canary.txt "$C_MARK"; }
 p_t-shm() { pyx read /dev/shm/owner-canary "$C_MARK"; }
 c_t-shm() { owner_pyx read /dev/shm/owner-canary "$C_MARK"; }
+p_t-runlock() { pyx read /run/lock/owner-canary "$C_MARK"; }
+c_t-runlock() { owner_pyx read /run/lock/owner-canary "$C_MARK"; }
 
 # ---- local IPC
 p_i-unix-tmp() { pyx unix /tmp/.X11-unix/X9 OWNER; }

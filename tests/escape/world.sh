@@ -212,6 +212,7 @@ canaries_up() {
 	[ -d "$OWNER_HOME/.run" ] || { note dir "$OWNER_HOME/.run"; as_owner mkdir -m 0700 "$OWNER_HOME/.run"; }
 	owner_file /tmp/owner-canary.txt 644 "tmp $MARK"
 	owner_file /dev/shm/owner-canary 644 "shm $MARK"
+	owner_file /run/lock/owner-canary 644 "lock $MARK"
 	# Something in the mirror (m-symlink swaps one of the agent's links into it).
 	for d in .config .config/opencode .config/opencode/command; do
 		[ -d "$OWNER_HOME/$d" ] || { note dir "$OWNER_HOME/$d"; as_owner mkdir -m 0755 "$OWNER_HOME/$d"; }

@@ -150,6 +150,7 @@ static void namespace_entry_is_for_the_agent_only(void **state)
 		"\n/tmp /tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:"
 		"iscript=ocsb-ai-dev.init ~ai-dev\n"));
 	assert_non_null(strstr(b.data, "\n/dev/shm /dev/shm/ tmpfs:"));
+	assert_non_null(strstr(b.data, "\n/run/lock /run/lock/ tmpfs:"));
 	assert_non_null(strstr(b.data, "\n/var/tmp /var/tmp/ tmpfs:"));
 	assert_null(strstr(b.data, " ai-dev\n")); /* never an exclusion list */
 	buf_free(&b);

@@ -497,6 +497,37 @@ static void effective_keys_dir(void **state)
 	config_free(&c);
 }
 
+/* The marked block in /etc/ssh/ssh_known_hosts: added once, replaced, removed; the rest kept. */
+static void global_known_hosts_block(void **state)
+{
+	const char *mine = "localhost ssh-ed25519 AAAA1\n";
+	struct buf a = {0}, b = {0}, c = {0}, d = {0};
+
+	(void)state;
+	assert_int_equal(keys_global_known_hosts_edit("other.org ssh-rsa X\n", mine, &a), 1);
+	assert_non_null(strstr(a.data, "other.org ssh-rsa X\n# >>> ocsb-provision"));
+	assert_non_null(strstr(a.data, mine));
+	/* Same again: no change, same text. */
+	assert_int_equal(keys_global_known_hosts_edit(a.data, mine, &b), 0);
+	assert_string_equal(a.data, b.data);
+	/* A new key replaces the block; the owner's line stays once. */
+	assert_int_equal(
+		keys_global_known_hosts_edit(b.data, "localhost ssh-ed25519 BBBB\n", &c), 1);
+	assert_null(strstr(c.data, "AAAA1"));
+	assert_non_null(strstr(c.data, "BBBB"));
+	assert_ptr_equal(strstr(c.data, "other.org"), c.data);
+	/* Removed: only the machine's own line is left. */
+	assert_int_equal(keys_global_known_hosts_edit(c.data, NULL, &d), 1);
+	assert_string_equal(d.data, "other.org ssh-rsa X\n");
+	buf_free(&a);
+	buf_free(&b);
+	buf_free(&c);
+	buf_free(&d);
+	/* Nothing of ours in the file: removal changes nothing. */
+	assert_int_equal(keys_global_known_hosts_edit("x y z\n", NULL, &a), 0);
+	buf_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +547,7 @@ int main(void)
 		cmocka_unit_test(effective_setenv),
 		cmocka_unit_test(effective_setenv_port),
 		cmocka_unit_test(effective_keys_dir),
+		cmocka_unit_test(global_known_hosts_block),
 	};
 
 	return cmocka_run_group_tests(tests, make_key, NULL);

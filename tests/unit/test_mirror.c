@@ -53,6 +53,28 @@ static void json_provider_key_redacted(void **state)
 	strv_free(&notes);
 }
 
+/*
+ * A short Anthropic key reads as OpenAI's "sk-" form; under provider.anthropic it is
+ * Anthropic's all the same (issue 15: it was replaced by {env:OPENAI_API_KEY}).
+ */
+static void json_provider_names_the_key(void **state)
+{
+	const char *in = "{\"provider\": {\"anthropic\": {\"options\": {\"apiKey\": "
+			 "\"sk-ant-x123456789abcdefg\"}}, \"mistral\": {\"options\": "
+			 "{\"apiKey\": \"sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX\"}}}}";
+	struct buf out = {0};
+	struct strv notes = {0};
+
+	assert_int_equal(scan("opencode.json", in, &out, &notes), MS_REDACTED);
+	assert_non_null(strstr(out.data, "\"apiKey\": \"{env:ANTHROPIC_API_KEY}\""));
+	assert_non_null(strstr(out.data, "\"apiKey\": \"{env:MISTRAL_API_KEY}\""));
+	assert_null(strstr(out.data, "OPENAI"));
+	assert_true(notes_have(&notes, "the API key of provider anthropic"));
+	assert_false(notes_have(&notes, "x123456789")); /* never the value */
+	buf_free(&out);
+	strv_free(&notes);
+}
+
 static void json_mcp_environment_redacted(void **state)
 {
 	const char *in =
@@ -796,6 +818,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(json_provider_key_redacted),
+		cmocka_unit_test(json_provider_names_the_key),
 		cmocka_unit_test(json_mcp_environment_redacted),
 		cmocka_unit_test(json_clean_untouched),
 		cmocka_unit_test(jsonc_comments_and_trailing_commas),

@@ -205,6 +205,15 @@ static void gate_exec(void **state)
 		SYNC_FLAG_HOOK | SYNC_FLAG_NEW_EXEC);
 }
 
+static void gate_lfsconfig(void **state)
+{
+	assert_int_equal(classify(".lfsconfig", 0, F, NULL, NULL), SYNC_FLAG_LFSCONFIG);
+	assert_int_equal(classify(".lfsconfig", F, F, NULL, NULL), SYNC_FLAG_LFSCONFIG);
+	/* git-lfs reads only the top one. */
+	assert_int_equal(classify("sub/.lfsconfig", 0, F, NULL, NULL), 0);
+	assert_int_equal(classify(".lfsconfig", F, 0, NULL, NULL), 0);
+}
+
 static void gate_wants_data(void **state)
 {
 	assert_true(sync_review_wants_data(".gitattributes", F));
@@ -1167,6 +1176,7 @@ int main(void)
 		cmocka_unit_test(gate_paths),
 		cmocka_unit_test(gate_symlinks),
 		cmocka_unit_test(gate_exec),
+		cmocka_unit_test(gate_lfsconfig),
 		cmocka_unit_test(gate_wants_data),
 		cmocka_unit_test(flag_names),
 		cmocka_unit_test(pkt_parse_good),
