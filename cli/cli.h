@@ -52,7 +52,5 @@ int doctor_sensitive(const char *rel);
  */
 int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t owner,
 	char *why, size_t n);
-struct buf;
-void doctor_json_str(struct buf *b, const char *s);
 
 #endif

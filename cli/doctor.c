@@ -30,6 +30,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "fileops.h"
+#include "json.h"
 #include "landlock.h"
 #include "log.h"
 #include "loginshell.h"
@@ -181,22 +182,6 @@ int doctor_sensitive(const char *rel)
 			if (strcasestr(base, words[i]))
 				return 1;
 	return 0;
-}
-
-void doctor_json_str(struct buf *b, const char *s)
-{
-	buf_puts(b, "\"");
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			buf_printf(b, "\\%c", ch);
-		else if (ch < 0x20)
-			buf_printf(b, "\\u%04x", ch);
-		else
-			buf_append(b, s, 1);
-	}
-	buf_puts(b, "\"");
 }
 
 /* ---- checks ---- */
@@ -947,12 +932,12 @@ static int report(struct doctor *dr)
 		buf_puts(&b, "{\"checks\":[");
 		for (size_t i = 0; i < dr->n; i++) {
 			buf_printf(&b, "%s{\"check\":", i ? "," : "");
-			doctor_json_str(&b, dr->v[i].name);
+			json_buf_str(&b, dr->v[i].name);
 			buf_printf(&b,
 				",\"status\":\"%s\",\"detail\":", doctor_status_name(dr->v[i].st));
-			doctor_json_str(&b, dr->v[i].detail);
+			json_buf_str(&b, dr->v[i].detail);
 			buf_puts(&b, ",\"fix\":");
-			doctor_json_str(&b, dr->v[i].fix);
+			json_buf_str(&b, dr->v[i].fix);
 			buf_puts(&b, "}");
 		}
 		buf_printf(&b, "],\"fail\":%u,\"warn\":%u}\n", fails, warns);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "json.h"
 #include "log.h"
 #include "paths.h"
 #include "sync.h"
@@ -78,23 +79,6 @@ struct sync_branch {
 };
 
 /* --- output helpers */
-
-static void sync_json_str(FILE *f, const char *s)
-{
-	char esc[2048];
-
-	sync_escape(s, strlen(s), esc, sizeof(esc));
-	fputc('"', f);
-	for (const char *p = esc; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if ((unsigned char)*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
 
 static const char *sync_short(const git_oid *id, char *buf)
 {
@@ -788,9 +772,9 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 	git_oid_tostr(t, sizeof(t), &b->tip);
 	snprintf(ref, sizeof(ref), "refs/remotes/%s/%s", x->ns, b->name);
 	printf("%s{\"name\":", first ? "" : ",");
-	sync_json_str(stdout, b->name);
+	json_fput_str(stdout, b->name);
 	printf(",\"ref\":");
-	sync_json_str(stdout, ref);
+	json_fput_str(stdout, ref);
 	printf(",\"state\":\"%s\",\"new\":\"%s\",\"old\":", b->state, t);
 	if (b->have_old)
 		printf("\"%s\"", git_oid_tostr(o, sizeof(o), &b->old));
@@ -1193,9 +1177,9 @@ static int sync_do_pull(struct sync_ctx *x)
 
 	if (x->o->json) {
 		printf("{\"agent\":");
-		sync_json_str(stdout, x->cfg.agent);
+		json_fput_str(stdout, x->cfg.agent);
 		printf(",\"project\":");
-		sync_json_str(stdout, x->project);
+		json_fput_str(stdout, x->project);
 		printf(",\"branches\":[");
 		for (size_t i = 0; i < nb; i++)
 			sync_print_branch_json(x, &br[i], i == 0);
@@ -1204,7 +1188,7 @@ static int sync_do_pull(struct sync_ctx *x)
 			char *tab = strchr(deleted.v[i], '\t');
 			*tab = '\0';
 			printf("%s{\"name\":", i ? "," : "");
-			sync_json_str(stdout, deleted.v[i]);
+			json_fput_str(stdout, deleted.v[i]);
 			printf(",\"old\":\"%s\"}", tab + 1);
 		}
 		printf("],\"skipped\":[");
@@ -1212,19 +1196,19 @@ static int sync_do_pull(struct sync_ctx *x)
 			char *tab = strchr(skipped.v[i], '\t');
 			*tab = '\0';
 			printf("%s{\"name\":", i ? "," : "");
-			sync_json_str(stdout, skipped.v[i]);
+			json_fput_str(stdout, skipped.v[i]);
 			printf(",\"reason\":");
-			sync_json_str(stdout, tab + 1);
+			json_fput_str(stdout, tab + 1);
 			printf("}");
 		}
 		printf("],\"review\":[");
 		for (size_t i = 0; i < nfl; i++) {
 			printf("%s{\"branch\":", i ? "," : "");
-			sync_json_str(stdout, fl[i].branch);
+			json_fput_str(stdout, fl[i].branch);
 			printf(",\"path\":");
-			sync_json_str(stdout, fl[i].path);
+			json_fput_str(stdout, fl[i].path);
 			printf(",\"flag\":\"%s\",\"why\":", sync_flag_name(fl[i].flag));
-			sync_json_str(stdout, sync_flag_text(fl[i].flag));
+			json_fput_str(stdout, sync_flag_text(fl[i].flag));
 			printf(",\"new\":%s}", fl[i].is_new ? "true" : "false");
 		}
 		printf("]}\n");
