@@ -28,6 +28,12 @@ int cmd_agentd(int argc, char **argv);
 /* mirror.c: `ocsb mirror status [--json]` */
 int cmd_mirror(int argc, char **argv);
 
+/* secrets.c: `ocsb secrets ...`, the owner's side of the secrets (secrets/ holds the format) */
+int cmd_secrets(int argc, char **argv);
+
+/* sync.c: `ocsb sync ...`: argv[0] is "sync". Exit status 0 ok, 1 failure, 2 usage. */
+int cmd_sync(int argc, char **argv);
+
 /* egress.c: `ocsb egress render|verify|logs` */
 int cmd_egress(struct cli *c, int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */

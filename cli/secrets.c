@@ -11,13 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "config.h"
 #include "ctl.h"
 #include "fileops.h"
-#include "keyring.h"
 #include "log.h"
 #include "paths.h"
-#include "secrets.h"
+#include "../secrets/keyring.h"
+#include "../secrets/secrets.h"
 
 /*
  * `ocsb secrets`: the owner's side. Values come from a no-echo prompt or stdin, never
