@@ -284,8 +284,8 @@ static void test_pause(struct doctor *dr)
  * (the regular file the scan saw, same device and inode, the owner's), and chmod'ed through
  * that descriptor. 0, or -1 with the reason it was left alone in why.
  */
-int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t owner,
-	char *why, size_t n)
+int doctor_fix_mode(
+	int homefd, const char *rel, const struct stat *seen, uid_t owner, char *why, size_t n)
 {
 	struct stat st;
 	int fd, r;
@@ -295,8 +295,8 @@ int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t 
 		snprintf(why, n, "%s",
 			fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR
 				? "a symbolic link (or another file) is on its path now"
-			: fd == -ENOENT ? "it is gone"
-					: strerror(-fd));
+				: fd == -ENOENT ? "it is gone"
+						: strerror(-fd));
 		return -1;
 	}
 	if (fstat(fd, &st) < 0) {

@@ -40,8 +40,7 @@ void sync_git_fail(struct sync_ctx *x, const char *what)
 		char raw[sizeof(x->conn.err)];
 
 		log_err("%s: %s", what, sync_unescape(x->conn.err, raw, sizeof(raw)));
-	}
-	else
+	} else
 		log_err("%s: %s", what, e && e->message ? e->message : "unknown libgit2 error");
 }
 

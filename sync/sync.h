@@ -356,7 +356,8 @@ struct sync_rmemo {
 	size_t commits, ahead, behind;
 	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
 	size_t nstats;
-	unsigned char *bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
+	unsigned char
+		*bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
 	size_t bloom_bytes, bloom_n; /* a power of two; ids added */
 };
 struct sync_rmemos {
@@ -381,8 +382,8 @@ void sync_rmemos_free(struct sync_rmemos *ms);
 int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
 	size_t *ret_count);
 /* The same walk; the commits it met in *set (the caller frees it, whatever the answer). */
-int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
-	size_t limit, struct sync_oidset *set);
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	struct sync_oidset *set);
 struct sync_history {
 	int have_base, unique;
 	git_oid base;

@@ -44,9 +44,13 @@ static void control_characters(void **state)
 	assert_string_equal(js("\033[31m\t\r"), "\"\\u001b[31m\\u0009\\u000d\"");
 	assert_string_equal(js("del\x7f"), "\"del\\u007f\"");
 	/* C1 CSI in UTF-8, a bidi override, a zero-width space */
-	assert_string_equal(js("\xc2\x9b" "2J"), "\"\\u009b2J\"");
+	assert_string_equal(js("\xc2\x9b"
+			       "2J"),
+		"\"\\u009b2J\"");
 	assert_string_equal(js("txt\xe2\x80\xaegpj.exe"), "\"txt\\u202egpj.exe\"");
-	assert_string_equal(js("a\xe2\x80\x8b" "b"), "\"a\\u200bb\"");
+	assert_string_equal(js("a\xe2\x80\x8b"
+			       "b"),
+		"\"a\\u200bb\"");
 }
 
 static void invalid_utf8_spelled_out(void **state)
