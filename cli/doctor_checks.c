@@ -330,7 +330,7 @@ void doctor_check_agentd(struct doctor *dr)
 					"%s", err);
 		}
 	}
-	if (ctl_call(AGENTD_SOCK, &rq, &resp, 5000, err, sizeof(err)) < 0 || !resp.ok) {
+	if (ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) < 0 || !resp.ok) {
 		doctor_add(dr, DR_FAIL, "agentd",
 			"sudo ocsb-agentd --foreground (or systemctl start ocsb-agentd)", "%s",
 			resp.error ? resp.error : err);

@@ -35,7 +35,6 @@
 #include "proxy.h"
 #include "spawn.h"
 
-#define AGENTD_SOCK "/run/ocsb/agentd.sock"
 #define SCAN_MAX_FILES 20000 /* a bound on the home scan, not a promise of completeness */
 
 enum dr_status { DR_OK, DR_WARN, DR_FAIL };
