@@ -110,7 +110,7 @@ $(BUILDDIR)/provision/systemd.o $(BUILDDIR)/tests/unit/test_systemd.o: $(BUILDDI
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBAGENTD): $(AGENTD_OBJ)

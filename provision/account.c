@@ -160,6 +160,12 @@ int state_remove(struct prov *p)
 	return r;
 }
 
+int prov_root_binary(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == 0 && !(st->st_mode & 022) &&
+		(st->st_mode & 0111) == 0111;
+}
+
 int account_check_login_shell(const char *dir, char *path, size_t n, char *err, size_t errlen)
 {
 	struct stat st;
@@ -177,8 +183,7 @@ int account_check_login_shell(const char *dir, char *path, size_t n, char *err, 
 			path, strerror(e));
 		return -e;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
-		(st.st_mode & 0111) != 0111) {
+	if (!prov_root_binary(&st)) {
 		snprintf(err, errlen,
 			"%s: the agent's login shell must be a root-owned regular file, mode 0755 "
 			"(not writable by group or others): reinstall it (sudo make install) or "
@@ -190,21 +195,29 @@ int account_check_login_shell(const char *dir, char *path, size_t n, char *err, 
 	return 0;
 }
 
+int prov_self_dir(char *out, size_t n, const char *what)
+{
+	ssize_t l = n ? readlink("/proc/self/exe", out, n - 1) : -1;
+
+	if (l <= 0 || !memchr(out, '/', (size_t)l)) {
+		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
+			"%s beside it)",
+			l < 0 ? strerror(errno) : "not a path", what);
+		return -1;
+	}
+	out[l] = '\0';
+	*strrchr(out, '/') = '\0';
+	return 0;
+}
+
 /* The agent's login shell: ocsb-shell in the directory of this very program. */
 static int login_shell_preflight(struct prov *p)
 {
 	char self[4096], err[8192];
-	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int r;
 
-	if (l <= 0 || !strchr(self, '/')) {
-		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
-			"ocsb-shell beside it)",
-			l < 0 ? strerror(errno) : "not a path");
+	if (prov_self_dir(self, sizeof(self), "ocsb-shell") < 0)
 		return -EIO;
-	}
-	self[l] = '\0';
-	*strrchr(self, '/') = '\0';
 	r = account_check_login_shell(
 		self[0] ? self : "/", p->shell_src, sizeof(p->shell_src), err, sizeof(err));
 	if (r < 0) {

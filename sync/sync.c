@@ -122,7 +122,8 @@ static void sync_ctx_free(struct sync_ctx *x)
 static int sync_remote_paths(struct sync_ctx *x)
 {
 	const char *host = x->o->host;
-	char full[SYNC_REF_MAX + 40], port[32] = "", agent[64] = "";
+	char full[SYNC_REF_MAX + 40], port[32] = "",
+				      agent[80] = ""; /* " --agent " and a 63-character name */
 	int valid = 0;
 
 	if (snprintf(x->remote_path, sizeof(x->remote_path), "%s", path_base(x->project)) >=
@@ -163,11 +164,10 @@ static int sync_remote_paths(struct sync_ctx *x)
 }
 
 /*
- * Load ocsb.conf, open the repository (project_path, or the one around the current
- * directory), check it is a configured project, and prepare the connection.
+ * Load ocsb.conf, open the repository around the current directory, check it is a
+ * configured project, and prepare the connection.
  */
-static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *project_path,
-	const char *agent_override, unsigned port_override)
+static int sync_open(struct sync_ctx *x, struct sync_opts *o)
 {
 	struct paths p;
 	char conf[PATH_MAX], err[1024], top[PATH_MAX], real[PATH_MAX];
@@ -185,12 +185,6 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 		/* Another machine: its ocsb.conf is there, not here; nothing local is read. */
 		snprintf(x->cfg.agent, sizeof(x->cfg.agent), "%s", o->agent ? o->agent : "ai-dev");
 		x->cfg.ssh_port = o->port ? o->port : 22;
-	} else if (agent_override) {
-		/* Seeding from ocsb-provision: the caller already holds the validated config. */
-		snprintf(x->cfg.agent, sizeof(x->cfg.agent), "%s", agent_override);
-		x->cfg.ssh_port = port_override;
-		if (strv_push(&x->cfg.projects, project_path) < 0)
-			return -1;
 	} else {
 		if (path_join(conf, sizeof(conf), p.etc, "ocsb/ocsb.conf") < 0)
 			return -1;
@@ -216,12 +210,10 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o, const char *projec
 		log_err("agent account %s does not exist: run 'sudo ocsb-provision'", x->cfg.agent);
 		return -1;
 	}
-	r = git_repository_open_ext(&x->repo, project_path ? project_path : ".",
-		project_path ? GIT_REPOSITORY_OPEN_NO_SEARCH : 0, NULL);
+	r = git_repository_open_ext(&x->repo, ".", 0, NULL);
 	if (r < 0) {
 		const git_error *e = git_error_last();
-		log_err("%s: not inside a git repository (%s)", project_path ? project_path : ".",
-			e ? e->message : "not found");
+		log_err("%s: not inside a git repository (%s)", ".", e ? e->message : "not found");
 		return -1;
 	}
 	wd = git_repository_workdir(x->repo);
@@ -533,22 +525,6 @@ void sync_opts_defaults(struct sync_opts *o)
 	o->io_timeout_s = 60;
 }
 
-int sync_push_as_current_user(const char *project_path, const char *agent, unsigned ssh_port)
-{
-	struct sync_opts o = {0};
-	struct sync_ctx x;
-	int r = -1;
-
-	sync_opts_defaults(&o);
-	o.all = 1;
-	sync_lib_init();
-	if (sync_open(&x, &o, project_path, agent, ssh_port) == 0)
-		r = sync_do_push(&x);
-	sync_ctx_free(&x);
-	git_libgit2_shutdown();
-	return r;
-}
-
 int sync_run(const char *sub, struct sync_opts *o)
 {
 	struct sync_ctx x;
@@ -560,7 +536,7 @@ int sync_run(const char *sub, struct sync_opts *o)
 		git_libgit2_shutdown();
 		return r < 0 ? 1 : 0;
 	}
-	r = sync_open(&x, o, NULL, NULL, 0);
+	r = sync_open(&x, o);
 	if (r == 0) {
 		if (!strcmp(sub, "push"))
 			r = sync_do_push(&x);

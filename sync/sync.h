@@ -53,12 +53,6 @@ void sync_opts_defaults(struct sync_opts *o);
  */
 int sync_run(const char *sub, struct sync_opts *o);
 
-/*
- * Seeding from ocsb-provision: push every local branch of project_path to the
- * agent's clone, run by a child that already is the owner. 0 or -1 (logged).
- */
-int sync_push_as_current_user(const char *project_path, const char *agent, unsigned ssh_port);
-
 #define SYNC_REF_MAX 255
 #define SYNC_REF_MAX_BUF (SYNC_REF_MAX + 1)
 #define SYNC_MAX_ADVERTISED 10000
