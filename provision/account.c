@@ -296,7 +296,7 @@ int account_preflight(struct prov *p)
 }
 
 static int fix_password(struct prov *p);
-static int init_profile(struct prov *p);
+static int agent_init_profile(struct prov *p);
 
 static int agent_home(struct prov *p, char *out, size_t n)
 {
@@ -333,7 +333,7 @@ static int create_account(struct prov *p)
 		return -EIO;
 	prov_done(p);
 	/* Part of creating it: these do not count as changes of their own. */
-	if (fix_password(p) < 0 || init_profile(p) < 0)
+	if (fix_password(p) < 0 || agent_init_profile(p) < 0)
 		return -EIO;
 	return 0;
 }
@@ -419,7 +419,7 @@ static int fix_groups(struct prov *p)
 	return r;
 }
 
-static int fix_home(struct prov *p)
+static int priv_fix_home(struct prov *p)
 {
 	const char *home = p->agent.home;
 	char name[256];
@@ -529,7 +529,7 @@ static int child_umask_profile(void *arg, int outfd)
 	return 0;
 }
 
-static int init_profile(struct prov *p)
+static int agent_init_profile(struct prov *p)
 {
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->agent.uid,
@@ -598,7 +598,7 @@ int account_ensure(struct prov *p)
 		prov_change(p, "set the comment of %s to '%s'", p->cfg.agent, AGENT_GECOS) &&
 		usermod(p, "--comment", AGENT_GECOS) < 0)
 		return -1;
-	if (fix_groups(p) < 0 || fix_home(p) < 0)
+	if (fix_groups(p) < 0 || priv_fix_home(p) < 0)
 		return -1;
 	return 0;
 }
@@ -606,7 +606,7 @@ int account_ensure(struct prov *p)
 static uid_t sweep_uid;
 static unsigned sweep_removed, sweep_failed;
 
-static int sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int child_sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	if (st->st_uid != sweep_uid)
 		return 0;
@@ -635,7 +635,7 @@ static int child_sweep(void *arg, int outfd)
 	sweep_uid = getuid();
 	sweep_removed = sweep_failed = 0;
 	for (size_t i = 0; i < j->n; i++)
-		if (nftw(j->roots[i], sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
+		if (nftw(j->roots[i], child_sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
 			errno != ENOENT && errno != EACCES)
 			dprintf(outfd, "scanning %s: %s\n", j->roots[i], strerror(errno));
 	dprintf(outfd, "removed %u\n", sweep_removed);
@@ -643,7 +643,7 @@ static int child_sweep(void *arg, int outfd)
 }
 
 /* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
-static int sweep_files(struct prov *p, uid_t uid)
+static int agent_sweep_files(struct prov *p, uid_t uid)
 {
 	const char *fixed[] = {
 		"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
@@ -694,7 +694,7 @@ int account_purge(struct prov *p)
 			if (user_lookup_uid(uid, &other) == 0)
 				log_warn("uid %u now belongs to %s: its files are not swept",
 					(unsigned)uid, other.name);
-			else if (sweep_files(p, uid) < 0)
+			else if (agent_sweep_files(p, uid) < 0)
 				return -1;
 		}
 		return state_remove(p);
@@ -716,7 +716,7 @@ int account_purge(struct prov *p)
 	if (prov_exec(p, argv, NULL) < 0 && user_lookup(p->cfg.agent, &p->agent) == 0)
 		return -1;
 	prov_done(p);
-	if (sweep_files(p, uid) < 0)
+	if (agent_sweep_files(p, uid) < 0)
 		return -1;
 	return state_remove(p);
 }

@@ -10,6 +10,13 @@
 #include "proxy.h"
 #include "util.h"
 
+/*
+ * ocsb-provision runs as root. Its functions are named after whose rights they use where
+ * another user is involved: priv_* works as root inside a directory a user controls (by
+ * descriptor, O_NOFOLLOW); owner_* and agent_* run something with that user's rights
+ * through common/spawn.c; child_* is the code inside such a dropped child.
+ */
+
 enum prov_mode {
 	PROV_APPLY,
 	PROV_DRY_RUN, /* print the plan, change nothing */

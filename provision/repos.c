@@ -210,7 +210,7 @@ static int owner_has_commits(struct prov *p, const char *project)
 }
 
 /* As the owner, in the project: `ocsb sync push --all` over the sync key. */
-static int seed(struct prov *p, const char *project, const char *name)
+static int owner_seed(struct prov *p, const char *project, const char *name)
 {
 	char cli[4096], home[4200];
 	/* libgit2 reads $HOME/.gitconfig: the owner's, never root's (0700, kept by sudo). */
@@ -302,7 +302,7 @@ int repos_ensure(struct prov *p)
 			    "fill ~%s/%s with the branches of %s (as %s, over the sync key)",
 			    p->cfg.agent, name, p->cfg.projects.v[i], p->owner.name))
 			continue;
-		if (seed(p, p->cfg.projects.v[i], name) < 0)
+		if (owner_seed(p, p->cfg.projects.v[i], name) < 0)
 			return -1;
 		prov_done(p);
 	}
