@@ -199,10 +199,14 @@ int prov_self_dir(char *out, size_t n, const char *what)
 {
 	ssize_t l = n ? readlink("/proc/self/exe", out, n - 1) : -1;
 
-	if (l <= 0 || !memchr(out, '/', (size_t)l)) {
+	/* A name that fills the buffer may have been cut short: refused, not guessed. */
+	if (l <= 0 || (size_t)l >= n - 1 || !memchr(out, '/', (size_t)l)) {
 		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
 			"%s beside it)",
-			l < 0 ? strerror(errno) : "not a path", what);
+			l < 0		? strerror(errno)
+				: l > 0 ? "too long"
+					: "not a path",
+			what);
 		return -1;
 	}
 	out[l] = '\0';
