@@ -198,15 +198,17 @@ int account_check_login_shell(const char *dir, char *path, size_t n, char *err, 
 int prov_self_dir(char *out, size_t n, const char *what)
 {
 	ssize_t l = n ? readlink("/proc/self/exe", out, n - 1) : -1;
+	const char *why = l < 0 ? strerror(errno) : "not a path";
 
 	/* A name that fills the buffer may have been cut short: refused, not guessed. */
-	if (l <= 0 || (size_t)l >= n - 1 || !memchr(out, '/', (size_t)l)) {
+	if (l > 0 && (size_t)l >= n - 1)
+		why = "too long";
+	else if (l > 0 && memchr(out, '/', (size_t)l))
+		why = NULL;
+	if (why) {
 		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
 			"%s beside it)",
-			l < 0		? strerror(errno)
-				: l > 0 ? "too long"
-					: "not a path",
-			what);
+			why, what);
 		return -1;
 	}
 	out[l] = '\0';
