@@ -9,40 +9,37 @@
 
 #include "../../provision/provision.h"
 
-static struct stat st_of(mode_t type, uid_t uid, mode_t perm)
-{
-	struct stat st;
-
-	memset(&st, 0, sizeof(st));
-	st.st_mode = type | perm;
-	st.st_uid = uid;
-	return st;
-}
-
 static void root_binary_rules(void **state)
 {
-	struct stat st;
+	static const struct {
+		mode_t mode;
+		uid_t uid;
+		int want;
+	} cases[] = {
+		/* positive controls: what make install leaves */
+		{S_IFREG | 0755, 0, 1},
+		{S_IFREG | 0555, 0, 1},
+		/* someone else's, or writable by someone else: it would run as the owner */
+		{S_IFREG | 0755, 1000, 0},
+		{S_IFREG | 0775, 0, 0},
+		{S_IFREG | 0757, 0, 0},
+		/* not a program: a link, a directory, not executable by all */
+		{S_IFLNK | 0755, 0, 0},
+		{S_IFDIR | 0755, 0, 0},
+		{S_IFREG | 0700, 0, 0},
+	};
 
 	(void)state;
-	/* positive control: what make install leaves */
-	st = st_of(S_IFREG, 0, 0755);
-	assert_true(prov_root_binary(&st));
-	st = st_of(S_IFREG, 0, 0555);
-	assert_true(prov_root_binary(&st));
-	/* someone else's, or writable by someone else: it would run with the owner's rights */
-	st = st_of(S_IFREG, 1000, 0755);
-	assert_false(prov_root_binary(&st));
-	st = st_of(S_IFREG, 0, 0775);
-	assert_false(prov_root_binary(&st));
-	st = st_of(S_IFREG, 0, 0757);
-	assert_false(prov_root_binary(&st));
-	/* not a program: a link, a directory, not executable by all */
-	st = st_of(S_IFLNK, 0, 0755);
-	assert_false(prov_root_binary(&st));
-	st = st_of(S_IFDIR, 0, 0755);
-	assert_false(prov_root_binary(&st));
-	st = st_of(S_IFREG, 0, 0700);
-	assert_false(prov_root_binary(&st));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct stat st;
+
+		memset(&st, 0, sizeof(st));
+		st.st_mode = cases[i].mode;
+		st.st_uid = cases[i].uid;
+		if (prov_root_binary(&st) != cases[i].want)
+			fail_msg("mode %o uid %u: want %d", (unsigned)cases[i].mode,
+				(unsigned)cases[i].uid, cases[i].want);
+	}
 }
 
 static void self_dir_is_this_programs(void **state)
