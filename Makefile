@@ -69,7 +69,7 @@ CLI_SRC       := $(filter-out cli/main.c,$(wildcard cli/*.c))
 CLI_OBJ       := $(CLI_SRC:%.c=$(BUILDDIR)/%.o)
 LIBCLI        := $(BUILDDIR)/libcli.a
 
-AGENTD_SRC    := $(filter-out agentd/main.c agentd/shell_main.c,$(wildcard agentd/*.c))
+AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
@@ -110,7 +110,7 @@ $(BUILDDIR)/provision/systemd.o $(BUILDDIR)/tests/unit/test_systemd.o: $(BUILDDI
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBAGENTD): $(AGENTD_OBJ)
@@ -120,7 +120,7 @@ $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The agent's login shell: libc and the config parser only.
-$(BUILDDIR)/ocsb-shell: $(BUILDDIR)/agentd/shell_main.o $(LIBOCSB)
+$(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(LIBCLI): $(CLI_OBJ)
@@ -226,7 +226,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

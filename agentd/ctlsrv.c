@@ -31,17 +31,18 @@ int ctlsrv_open(struct agentd *d)
 	char dir[4096];
 	int fd, dfd;
 
-	if (path_join(dir, sizeof(dir), d->paths.run, "ocsb") < 0 ||
-		path_join(d->ctl_path, sizeof(d->ctl_path), dir, "agentd.sock") < 0 ||
-		strlen(d->ctl_path) >= sizeof(a.sun_path))
+	if (snprintf(dir, sizeof(dir), "%s", d->paths.ctl_sock) >= (int)sizeof(dir) ||
+		snprintf(d->ctl_path, sizeof(d->ctl_path), "%s", dir) >= (int)sizeof(d->ctl_path) ||
+		strlen(d->ctl_path) >= sizeof(a.sun_path) || !strrchr(dir, '/'))
 		return -1;
+	*strrchr(dir, '/') = '\0';
 	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
 	if (dfd < 0) {
 		log_err("%s: %s", dir, strerror(-dfd));
 		return -1;
 	}
 	/* A stale socket of a killed agentd; a live one would answer (checked by the caller). */
-	unlinkat(dfd, "agentd.sock", 0);
+	unlinkat(dfd, path_base(d->ctl_path), 0);
 	close(dfd);
 	strcpy(a.sun_path, d->ctl_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -17,7 +17,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: ocsb-agentd [--foreground] [--config FILE] [-v]\n"
 		"The ocsb supervisor: installs and watches the netlock, runs the egress proxy\n"
-		"and one OpenCode server per project as the agent, serves /run/ocsb/agentd.sock.\n"
+		"and one OpenCode server per project as the agent, serves " PATHS_CTL_SOCK ".\n"
 		"Runs as root, in the foreground (under systemd, or by hand).\n"
 		"\n"
 		"  --foreground     run in the foreground (the only mode; for clarity in scripts)\n"
@@ -96,9 +96,9 @@ int main(int argc, char **argv)
 		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
 	d->fault_apply = getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1");
 	/* One supervisor per machine: a live one answers on the socket. */
-	if (ctl_call("/run/ocsb/agentd.sock", &ping, &resp, 1000, err, sizeof(err)) == 0) {
+	if (ctl_call(d->paths.ctl_sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
 		ctl_response_free(&resp);
-		log_err("another ocsb-agentd is running (it answers on /run/ocsb/agentd.sock)");
+		log_err("another ocsb-agentd is running (it answers on %s)", d->paths.ctl_sock);
 		free(d);
 		return 2;
 	}

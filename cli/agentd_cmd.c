@@ -6,14 +6,15 @@
 #include "cli.h"
 #include "ctl.h"
 #include "log.h"
-
-#define AGENTD_SOCK "/run/ocsb/agentd.sock"
+#include "paths.h"
 
 static int call(struct ctl_request *rq, struct ctl_response *resp)
 {
 	char err[1024];
+	struct paths p;
 
-	if (ctl_call(AGENTD_SOCK, rq, resp, 10000, err, sizeof(err)) < 0) {
+	paths_default(&p);
+	if (ctl_call(p.ctl_sock, rq, resp, 10000, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		return 1;
 	}

@@ -28,6 +28,12 @@ int cmd_agentd(int argc, char **argv);
 /* mirror.c: `ocsb mirror status [--json]` */
 int cmd_mirror(int argc, char **argv);
 
+/* secrets.c: `ocsb secrets ...`, the owner's side of the secrets (secrets/ holds the format) */
+int cmd_secrets(int argc, char **argv);
+
+/* sync.c: `ocsb sync ...`: argv[0] is "sync". Exit status 0 ok, 1 failure, 2 usage. */
+int cmd_sync(int argc, char **argv);
+
 /* egress.c: `ocsb egress render|verify|logs` */
 int cmd_egress(struct cli *c, int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */
@@ -52,7 +58,5 @@ int doctor_sensitive(const char *rel);
  */
 int doctor_fix_mode(int homefd, const char *rel, const struct stat *seen, uid_t owner,
 	char *why, size_t n);
-struct buf;
-void doctor_json_str(struct buf *b, const char *s);
 
 #endif

@@ -4,8 +4,6 @@
 
 #include "cli.h"
 #include "log.h"
-#include "../secrets/secrets.h"
-#include "../sync/sync.h"
 #include "dirs.h"
 
 static void usage(FILE *f)

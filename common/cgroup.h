@@ -84,7 +84,4 @@ int cg_kill_all(const struct cgroup *cg);
 /* Kills what is left and removes the cgroup directories. */
 int cg_remove(struct cgroup *cg);
 
-/* "4G", "512M", "100000K", "none" -> bytes (0 = none). */
-int cg_parse_size(const char *s, uint64_t *out);
-
 #endif

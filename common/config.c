@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "cgroup.h"
 #include "conf.h"
 #include "opencode.h"
 #include "paths.h"
@@ -216,6 +217,52 @@ static int kw_opencode_port(
 	return 0;
 }
 
+int config_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	unsigned shift = 0;
+
+	if (strcmp(s, "none") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case 'T':
+	case 't':
+		shift = 40;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end && end[1] != '\0')
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int kw_limit_memory(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
@@ -226,7 +273,7 @@ static int kw_limit_memory(
 		c->limit_memory = OCSB_LIMIT_AUTO;
 		return 0;
 	}
-	if (cg_parse_size(argv[0], &v) < 0 || (v && v < (16ULL << 20))) {
+	if (config_parse_size(argv[0], &v) < 0 || (v && v < (16ULL << 20))) {
 		snprintf(err, errlen,
 			"limit-memory '%.64s': give a size of at least 16M (e.g. 4G, 512M), "
 			"'auto' or 'none'",

@@ -4,8 +4,24 @@
 
 #include <stdint.h>
 
-#include "mirror.h"
 #include "util.h"
+
+/*
+ * What `mirror`, `mirror-writable` and `mirror-noscan` say; the mirror (mirror.h) works from
+ * it. The functions are the mirror's rules for these keywords (common/mirror.c,
+ * common/mirror_scan.c).
+ */
+struct mirror_spec {
+	struct strv paths; /* relative to the owner's home */
+	struct strv writable; /* subset of paths: the agent gets its own copy */
+	struct strv noscan; /* paths (or prefixes) not scanned for secrets */
+	int set; /* a `mirror` line was given (else the defaults) */
+};
+
+void mirror_spec_defaults(struct mirror_spec *s);
+void mirror_spec_free(struct mirror_spec *s);
+/* A path acceptable after `mirror`: relative, no "..", no control characters, not secret. */
+int mirror_path_ok(const char *rel, char *err, size_t errlen);
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
 struct ocsb_config {
@@ -35,6 +51,9 @@ struct ocsb_config {
 #define OCSB_DEFAULT_SSH_PORT 22
 #define OCSB_DEFAULT_PROXY_PORT 3128
 #define OCSB_DEFAULT_OPENCODE_PORT 4096
+
+/* "4G", "512M", "100000K", "none" -> bytes (0 = none): limit-memory's values. */
+int config_parse_size(const char *s, uint64_t *out);
 
 void config_defaults(struct ocsb_config *c);
 void config_free(struct ocsb_config *c);

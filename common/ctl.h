@@ -8,7 +8,8 @@
 #include "util.h"
 
 /*
- * The control protocol between the `ocsb` CLI and ocsb-agentd on /run/ocsb/agentd.sock.
+ * The control protocol between the `ocsb` CLI and ocsb-agentd on its control socket
+ * (struct paths' ctl_sock, PATHS_CTL_SOCK in paths.h).
  *
  * Frame: 4-byte big-endian length N (1..CTL_MAX_FRAME), then N bytes of payload. The
  * payload is printable ASCII (0x20-0x7e) and '\n' only, and ends with '\n'.

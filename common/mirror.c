@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "json.h"
 #include "log.h"
 #include "mirror.h"
 #include "spawn.h"
@@ -1904,18 +1905,7 @@ int mirror_watch_dirs(const struct mirror *m, struct strv *ret_ancestors, struct
 
 static void json_str(FILE *f, const char *s)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	json_fput_str(f, s);
 }
 
 static const char *state_word(const struct mirror_entry *e)

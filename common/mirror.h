@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "config.h"
 #include "paths.h"
 #include "util.h"
 
@@ -29,18 +30,7 @@
 /* Marker file in a writable copy (mirror-writable). */
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
 
-/* What the configuration asks for (common/config.c). */
-struct mirror_spec {
-	struct strv paths; /* relative to the owner's home */
-	struct strv writable; /* subset of paths: the agent gets its own copy */
-	struct strv noscan; /* paths (or prefixes) not scanned for secrets */
-	int set; /* a `mirror` line was given (else the defaults) */
-};
-
-void mirror_spec_defaults(struct mirror_spec *s);
-void mirror_spec_free(struct mirror_spec *s);
-/* A path acceptable after `mirror`: relative, no "..", no control characters, not secret. */
-int mirror_path_ok(const char *rel, char *err, size_t errlen);
+/* What the configuration asks for: struct mirror_spec, config.h. */
 /* 1 when `path` is `prefix` or lies below it. */
 int mirror_path_under(const char *path, const char *prefix);
 

@@ -13,6 +13,7 @@ void paths_default(struct paths *p)
 	strcpy(p->varlib, "/var/lib");
 	strcpy(p->home, "/home");
 	strcpy(p->sshd, "/usr/sbin/sshd");
+	strcpy(p->ctl_sock, PATHS_CTL_SOCK);
 }
 
 int paths_under(struct paths *p, const char *root)
@@ -22,6 +23,7 @@ int paths_under(struct paths *p, const char *root)
 		path_join(p->run, sizeof(p->run), root, "run") < 0 ||
 		path_join(p->varlib, sizeof(p->varlib), root, "var/lib") < 0 ||
 		path_join(p->home, sizeof(p->home), root, "home") < 0 ||
+		path_join(p->ctl_sock, sizeof(p->ctl_sock), p->run, PATHS_CTL_SOCK_REL) < 0 ||
 		snprintf(p->pkgroot, sizeof(p->pkgroot), "%s", root) >= (int)sizeof(p->pkgroot))
 		return -1;
 	return 0;

@@ -15,7 +15,15 @@ struct paths {
 	char home[PATH_MAX]; /* /home: parent of the agent's home */
 	char sshd[PATH_MAX]; /* /usr/sbin/sshd */
 	char pkgroot[PATH_MAX]; /* "": where the package's /lib and /usr/lib trees are */
+	char ctl_sock[PATH_MAX]; /* run/ocsb/agentd.sock: ocsb-agentd's control socket */
 };
+
+/*
+ * The control socket below `run`, and its full default name for texts that are written
+ * before any struct paths exists (--help). Code uses struct paths' ctl_sock.
+ */
+#define PATHS_CTL_SOCK_REL "ocsb/agentd.sock"
+#define PATHS_CTL_SOCK "/run/" PATHS_CTL_SOCK_REL
 
 void paths_default(struct paths *p);
 /* All trees below `root` (tests). Returns -1 if the result does not fit. */

@@ -160,6 +160,12 @@ int state_remove(struct prov *p)
 	return r;
 }
 
+int prov_root_binary(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == 0 && !(st->st_mode & 022) &&
+		(st->st_mode & 0111) == 0111;
+}
+
 int account_check_login_shell(const char *dir, char *path, size_t n, char *err, size_t errlen)
 {
 	struct stat st;
@@ -177,8 +183,7 @@ int account_check_login_shell(const char *dir, char *path, size_t n, char *err, 
 			path, strerror(e));
 		return -e;
 	}
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022) ||
-		(st.st_mode & 0111) != 0111) {
+	if (!prov_root_binary(&st)) {
 		snprintf(err, errlen,
 			"%s: the agent's login shell must be a root-owned regular file, mode 0755 "
 			"(not writable by group or others): reinstall it (sudo make install) or "
@@ -190,21 +195,35 @@ int account_check_login_shell(const char *dir, char *path, size_t n, char *err, 
 	return 0;
 }
 
+int prov_self_dir(char *out, size_t n, const char *what)
+{
+	ssize_t l = n ? readlink("/proc/self/exe", out, n - 1) : -1;
+	const char *why = l < 0 ? strerror(errno) : "not a path";
+
+	/* A name that fills the buffer may have been cut short: refused, not guessed. */
+	if (l > 0 && (size_t)l >= n - 1)
+		why = "too long";
+	else if (l > 0 && memchr(out, '/', (size_t)l))
+		why = NULL;
+	if (why) {
+		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
+			"%s beside it)",
+			why, what);
+		return -1;
+	}
+	out[l] = '\0';
+	*strrchr(out, '/') = '\0';
+	return 0;
+}
+
 /* The agent's login shell: ocsb-shell in the directory of this very program. */
 static int login_shell_preflight(struct prov *p)
 {
 	char self[4096], err[8192];
-	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int r;
 
-	if (l <= 0 || !strchr(self, '/')) {
-		log_err("/proc/self/exe: %s: cannot find the directory of ocsb-provision (and of "
-			"ocsb-shell beside it)",
-			l < 0 ? strerror(errno) : "not a path");
+	if (prov_self_dir(self, sizeof(self), "ocsb-shell") < 0)
 		return -EIO;
-	}
-	self[l] = '\0';
-	*strrchr(self, '/') = '\0';
 	r = account_check_login_shell(
 		self[0] ? self : "/", p->shell_src, sizeof(p->shell_src), err, sizeof(err));
 	if (r < 0) {
@@ -283,7 +302,7 @@ int account_preflight(struct prov *p)
 }
 
 static int fix_password(struct prov *p);
-static int init_profile(struct prov *p);
+static int agent_init_profile(struct prov *p);
 
 static int agent_home(struct prov *p, char *out, size_t n)
 {
@@ -320,7 +339,7 @@ static int create_account(struct prov *p)
 		return -EIO;
 	prov_done(p);
 	/* Part of creating it: these do not count as changes of their own. */
-	if (fix_password(p) < 0 || init_profile(p) < 0)
+	if (fix_password(p) < 0 || agent_init_profile(p) < 0)
 		return -EIO;
 	return 0;
 }
@@ -406,7 +425,7 @@ static int fix_groups(struct prov *p)
 	return r;
 }
 
-static int fix_home(struct prov *p)
+static int priv_fix_home(struct prov *p)
 {
 	const char *home = p->agent.home;
 	char name[256];
@@ -516,7 +535,7 @@ static int child_umask_profile(void *arg, int outfd)
 	return 0;
 }
 
-static int init_profile(struct prov *p)
+static int agent_init_profile(struct prov *p)
 {
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->agent.uid,
@@ -585,7 +604,7 @@ int account_ensure(struct prov *p)
 		prov_change(p, "set the comment of %s to '%s'", p->cfg.agent, AGENT_GECOS) &&
 		usermod(p, "--comment", AGENT_GECOS) < 0)
 		return -1;
-	if (fix_groups(p) < 0 || fix_home(p) < 0)
+	if (fix_groups(p) < 0 || priv_fix_home(p) < 0)
 		return -1;
 	return 0;
 }
@@ -593,7 +612,7 @@ int account_ensure(struct prov *p)
 static uid_t sweep_uid;
 static unsigned sweep_removed, sweep_failed;
 
-static int sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int child_sweep_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
 	if (st->st_uid != sweep_uid)
 		return 0;
@@ -622,7 +641,7 @@ static int child_sweep(void *arg, int outfd)
 	sweep_uid = getuid();
 	sweep_removed = sweep_failed = 0;
 	for (size_t i = 0; i < j->n; i++)
-		if (nftw(j->roots[i], sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
+		if (nftw(j->roots[i], child_sweep_one, 32, FTW_PHYS | FTW_DEPTH | FTW_MOUNT) < 0 &&
 			errno != ENOENT && errno != EACCES)
 			dprintf(outfd, "scanning %s: %s\n", j->roots[i], strerror(errno));
 	dprintf(outfd, "removed %u\n", sweep_removed);
@@ -630,7 +649,7 @@ static int child_sweep(void *arg, int outfd)
 }
 
 /* Whatever the uid left in shared writable places; userdel -r only takes home and mail. */
-static int sweep_files(struct prov *p, uid_t uid)
+static int agent_sweep_files(struct prov *p, uid_t uid)
 {
 	const char *fixed[] = {
 		"/tmp", "/var/tmp", "/dev/shm", "/var/spool", "/var/mail", "/var/crash"};
@@ -681,7 +700,7 @@ int account_purge(struct prov *p)
 			if (user_lookup_uid(uid, &other) == 0)
 				log_warn("uid %u now belongs to %s: its files are not swept",
 					(unsigned)uid, other.name);
-			else if (sweep_files(p, uid) < 0)
+			else if (agent_sweep_files(p, uid) < 0)
 				return -1;
 		}
 		return state_remove(p);
@@ -701,7 +720,7 @@ int account_purge(struct prov *p)
 	if (prov_exec(p, argv, NULL) < 0 && user_lookup(p->cfg.agent, &p->agent) == 0)
 		return -1;
 	prov_done(p);
-	if (sweep_files(p, uid) < 0)
+	if (agent_sweep_files(p, uid) < 0)
 		return -1;
 	return state_remove(p);
 }

@@ -169,7 +169,7 @@ struct owner_job {
 	char comment[128];
 };
 
-static int open_owner_dir(int create)
+static int child_open_owner_dir(int create)
 {
 	int fd;
 
@@ -200,7 +200,7 @@ static int child_sync_key(void *arg, int outfd)
 
 	snprintf(priv, sizeof(priv), "%s_sync_ed25519", j->agent);
 	snprintf(pub, sizeof(pub), "%s.pub", priv);
-	dfd = open_owner_dir(j->write);
+	dfd = child_open_owner_dir(j->write);
 	if (dfd < 0)
 		return dfd == -ENOENT ? CHILD_CHANGED : child_fail(outfd, "~/" OWNER_DIR, dfd);
 	if (faccessat(dfd, priv, R_OK, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -296,7 +296,7 @@ static int child_known_hosts(void *arg, int outfd)
 	size_t len = strlen(j->content);
 	int dfd, r;
 
-	dfd = open_owner_dir(j->write);
+	dfd = child_open_owner_dir(j->write);
 	if (dfd == -ENOENT)
 		return CHILD_CHANGED;
 	if (dfd < 0)
@@ -327,7 +327,7 @@ static int child_remove_owner_files(void *arg, int outfd)
 
 	snprintf(priv, sizeof(priv), "%s_sync_ed25519", j->agent);
 	snprintf(pub, sizeof(pub), "%s.pub", priv);
-	dfd = open_owner_dir(0);
+	dfd = child_open_owner_dir(0);
 	if (dfd < 0)
 		return CHILD_SAME;
 	if (unlinkat(dfd, priv, 0) == 0)
@@ -351,7 +351,7 @@ static int child_remove_owner_files(void *arg, int outfd)
 }
 
 /* Run fn as the owner; returns the child's CHILD_* code or -1 (already logged). */
-static int as_owner(struct prov *p, int (*fn)(void *, int), struct owner_job *j, char **ret_out)
+static int owner_run(struct prov *p, int (*fn)(void *, int), struct owner_job *j, char **ret_out)
 {
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->owner.uid,
@@ -380,14 +380,14 @@ static int as_owner(struct prov *p, int (*fn)(void *, int), struct owner_job *j,
 	return res.status;
 }
 
-static int collect_owner_keys(struct prov *p, struct strv *keys)
+static int owner_collect_keys(struct prov *p, struct strv *keys)
 {
 	struct owner_job j = {.agent = p->cfg.agent};
 	char *out = NULL, *save = NULL, err[256], file[8400] = "";
 	unsigned lineno = 0;
 	int r = 0;
 
-	if (as_owner(p, child_owner_pubkeys, &j, &out) < 0)
+	if (owner_run(p, child_owner_pubkeys, &j, &out) < 0)
 		return -1;
 	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct buf norm = {0};
@@ -478,7 +478,7 @@ static int ensure_sync_key(struct prov *p, struct buf *ret_pub)
 	gethostname(host, sizeof(host) - 1);
 	snprintf(j.comment, sizeof(j.comment), "ocsb-sync-%s@", p->cfg.agent);
 	clean_comment(host, j.comment + strlen(j.comment), sizeof(j.comment) - strlen(j.comment));
-	r = as_owner(p, child_sync_key, &j, &out);
+	r = owner_run(p, child_sync_key, &j, &out);
 	if (r < 0)
 		return -1;
 	if (r == CHILD_CHANGED) {
@@ -488,7 +488,7 @@ static int ensure_sync_key(struct prov *p, struct buf *ret_pub)
 			    p->owner.home, p->cfg.agent))
 			return 0;
 		j.write = 1;
-		if (as_owner(p, child_sync_key, &j, &out) < 0)
+		if (owner_run(p, child_sync_key, &j, &out) < 0)
 			return -1;
 		prov_done(p);
 	}
@@ -547,7 +547,7 @@ static int ensure_known_hosts(struct prov *p)
 	if (load_host_keys(p, &hk) < 0 || keys_render_known_hosts(&hk, p->cfg.ssh_port, &b) < 0)
 		goto out;
 	j.content = b.data;
-	r = as_owner(p, child_known_hosts, &j, NULL);
+	r = owner_run(p, child_known_hosts, &j, NULL);
 	if (r == CHILD_CHANGED) {
 		r = 0;
 		if (!prov_change(p,
@@ -555,7 +555,7 @@ static int ensure_known_hosts(struct prov *p)
 			    hk.n, hk.n == 1 ? "" : "s", p->owner.home))
 			goto out;
 		j.write = 1;
-		r = as_owner(p, child_known_hosts, &j, NULL);
+		r = owner_run(p, child_known_hosts, &j, NULL);
 		if (r >= 0) {
 			prov_done(p);
 			r = 0;
@@ -573,7 +573,7 @@ int keys_ensure(struct prov *p)
 	struct buf sync = {0};
 	int r = -1;
 
-	if (collect_owner_keys(p, &owner_keys) < 0)
+	if (owner_collect_keys(p, &owner_keys) < 0)
 		goto out;
 	if (owner_keys.n == 0)
 		log_warn("no public key of %s found (~%s/.ssh/*.pub) and none given with --key: "
@@ -612,7 +612,7 @@ int keys_remove(struct prov *p)
 	}
 	if (!p->have_owner)
 		return 0;
-	r = as_owner(p, child_remove_owner_files, &j, NULL);
+	r = owner_run(p, child_remove_owner_files, &j, NULL);
 	if (r == CHILD_CHANGED) {
 		prov_change(p, "removed the sync key and host pin of %s from %s/" OWNER_DIR,
 			p->cfg.agent, p->owner.home);

@@ -358,15 +358,14 @@ static int run_remove(struct prov *p)
 {
 	struct ctl_request ping = {.verb = CTL_PING};
 	struct ctl_response resp;
-	char err[256], sock[4096];
+	char err[256];
 	int r = 0, n, others, stopped;
 
 	/* A running supervisor would put the table back and restart OpenCode under our feet. */
 	stopped = systemd_stop_agentd(p);
 	if (stopped < 0)
 		return -1;
-	if (path_join(sock, sizeof(sock), p->paths.run, "ocsb/agentd.sock") == 0 &&
-		ctl_call(sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
+	if (ctl_call(p->paths.ctl_sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
 		ctl_response_free(&resp);
 		log_err("ocsb-agentd is running: stop it first (systemctl stop ocsb-agentd, or "
 			"SIGTERM to it), then run --remove again");

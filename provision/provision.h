@@ -10,6 +10,13 @@
 #include "proxy.h"
 #include "util.h"
 
+/*
+ * ocsb-provision runs as root. Its functions are named after whose rights they use where
+ * another user is involved: priv_* works as root inside a directory a user controls (by
+ * descriptor, O_NOFOLLOW); owner_* and agent_* run something with that user's rights
+ * through common/spawn.c; child_* is the code inside such a dropped child.
+ */
+
 enum prov_mode {
 	PROV_APPLY,
 	PROV_DRY_RUN, /* print the plan, change nothing */
@@ -105,6 +112,11 @@ int harden_render_namespace(const char *user, struct buf *out);
 int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out);
 
 /* account.c */
+struct stat;
+/* A program root may run or hand out: a root-owned regular file, 0755 at most. */
+int prov_root_binary(const struct stat *st);
+/* The directory of this very program, in out; -1 (logged, naming `what` looked for there). */
+int prov_self_dir(char *out, size_t n, const char *what);
 /* ocsb-shell in dir: 0, or -errno with the reason and what to do in err. */
 int account_check_login_shell(const char *dir, char *path, size_t n, char *err, size_t errlen);
 int account_preflight(struct prov *p);

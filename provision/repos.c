@@ -11,7 +11,6 @@
 #include "log.h"
 #include "provision.h"
 #include "spawn.h"
-#include "../sync/sync.h"
 
 #define GIT "/usr/bin/git"
 
@@ -127,26 +126,37 @@ static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
 	return r;
 }
 
-struct seed_job {
-	const char *project;
-	const char *agent;
-	const char *home; /* the owner's */
-	unsigned ssh_port;
-};
-
-/* As the owner: push the owner's branches into the agent's clone over the sync key. */
-static int child_seed(void *arg, int outfd)
+/*
+ * The owner's `ocsb`, which pushes the first branches: beside this program (a build tree)
+ * or in ../bin (PREFIX/sbin and PREFIX/bin). It runs with the owner's rights only, but a
+ * binary someone else could replace would run as the owner: root-owned, 0755 at most.
+ */
+static int ocsb_cli_path(char *out, size_t n)
 {
-	struct seed_job *j = arg;
+	static const char *const rel[] = {"ocsb", "../bin/ocsb"};
+	char dir[4096];
+	struct stat st;
 
-	dup2(outfd, 2);
-	/*
-	 * libgit2 reads $HOME/.gitconfig: root's HOME (0700, sudo keeps it) would make it
-	 * fail with EACCES, and a readable one would be root's settings, not the owner's.
-	 */
-	if (setenv("HOME", j->home, 1) < 0 || unsetenv("XDG_CONFIG_HOME") < 0)
-		return 1;
-	return sync_push_as_current_user(j->project, j->agent, j->ssh_port) < 0;
+	if (prov_self_dir(dir, sizeof(dir), "ocsb") < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		if (path_join(out, n, dir[0] ? dir : "/", rel[i]) < 0)
+			return -1;
+		if (lstat(out, &st) < 0)
+			continue;
+		if (!prov_root_binary(&st)) {
+			log_err("%s: ocsb must be a root-owned regular file, mode 0755 (not "
+				"writable "
+				"by group or others): reinstall it (sudo make install)",
+				out);
+			return -1;
+		}
+		return 0;
+	}
+	log_err("%s/ocsb: %s: ocsb-provision fills the agent's clone with `ocsb sync push`, "
+		"installed beside it or in ../bin (sudo make install)",
+		dir, strerror(ENOENT));
+	return -1;
 }
 
 /* git as the owner, in the owner's repository: its exit status (output in out), or -1. */
@@ -199,23 +209,29 @@ static int owner_has_commits(struct prov *p, const char *project)
 	return owner_git(p, argv, NULL, 0) == 0;
 }
 
-static int seed(struct prov *p, const char *project, const char *name)
+/* As the owner, in the project: `ocsb sync push --all` over the sync key. */
+static int owner_seed(struct prov *p, const char *project, const char *name)
 {
-	struct seed_job j = {.project = project,
-		.agent = p->cfg.agent,
-		.home = p->owner.home,
-		.ssh_port = p->cfg.ssh_port};
+	char cli[4096], home[4200];
+	/* libgit2 reads $HOME/.gitconfig: the owner's, never root's (0700, kept by sudo). */
+	char *env[] = {"PATH=/usr/bin:/bin", home, NULL};
+	const char *push[] = {cli, "sync", "push", "--all", NULL};
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->owner.uid,
 		.gid = p->owner.gid,
 		.user = p->owner.name,
 		.cwd = project,
+		.envp = env,
+		.capture = 1,
 		.timeout_ms = 300000};
 	const char *head[] = {GIT, "-C", name, "symbolic-ref", "HEAD", NULL, NULL};
 	char branch[256], ref[300];
 	struct spawn_result res;
 	int r;
 
+	if (ocsb_cli_path(cli, sizeof(cli)) < 0)
+		return -1;
+	snprintf(home, sizeof(home), "HOME=%s", p->owner.home);
 	if (owner_branch(p, project, branch, sizeof(branch)) < 0)
 		return -1;
 	/* The clone checks out the branch the owner is on, so updateInstead fills its tree. */
@@ -225,11 +241,13 @@ static int seed(struct prov *p, const char *project, const char *name)
 		if (agent_git(p, head, NULL) < 0)
 			return -1;
 	}
-	r = spawn_fn(child_seed, &j, &o, &res);
+	r = spawn_run(push, &o, &res);
 	if (r < 0 || res.status != 0) {
 		log_err("seeding ~%s/%s from %s (as %s) failed: %s", p->cfg.agent, name, project,
-			p->owner.name, res.output && res.output[0] ? res.output : strerror(-r));
-		spawn_result_free(&res);
+			p->owner.name,
+			r == 0 && res.output && res.output[0] ? res.output : strerror(-r));
+		if (r == 0)
+			spawn_result_free(&res);
 		return -1;
 	}
 	spawn_result_free(&res);
@@ -296,7 +314,7 @@ int repos_ensure(struct prov *p)
 			    "fill ~%s/%s with the branches of %s (as %s, over the sync key)",
 			    p->cfg.agent, name, p->cfg.projects.v[i], p->owner.name))
 			continue;
-		if (seed(p, p->cfg.projects.v[i], name) < 0)
+		if (owner_seed(p, p->cfg.projects.v[i], name) < 0)
 			return -1;
 		prov_done(p);
 	}

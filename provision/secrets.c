@@ -183,7 +183,7 @@ static int child_bashrc(void *arg, int outfd)
 	return 0;
 }
 
-static int bashrc_ensure(struct prov *p, const char *hook)
+static int agent_bashrc_ensure(struct prov *p, const char *hook)
 {
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->agent.uid,
@@ -243,7 +243,7 @@ int secrets_ensure(struct prov *p)
 		return -1;
 	if (!p->agent_exists || hook_path(p, hook, sizeof(hook)) < 0)
 		return 0;
-	return bashrc_ensure(p, hook);
+	return agent_bashrc_ensure(p, hook);
 }
 
 int secrets_remove(struct prov *p)

@@ -144,7 +144,4 @@ int secrets_box_seal(const char *pass, size_t passlen, const struct secret_set *
 int secrets_box_open(const char *pass, size_t passlen, const unsigned char *p, size_t n,
 	struct secret_set **ret, char *err, size_t errlen);
 
-/* ---- the `ocsb secrets` command (cmd.c) ---- */
-int cmd_secrets(int argc, char **argv);
-
 #endif

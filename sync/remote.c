@@ -17,6 +17,7 @@
 #include <libssh/libssh.h>
 
 #include "fileops.h"
+#include "log.h"
 #include "sync.h"
 
 #define SYNC_PUB_MAX 16384
@@ -248,4 +249,82 @@ out:
 	ssh_disconnect(s);
 	ssh_free(s);
 	return r;
+}
+
+/* --- init: pin a remote agent's host and create the owner's remote sync key */
+
+int sync_do_init(struct sync_opts *o)
+{
+	struct sync_conn c;
+	struct user_info me;
+	char key[PATH_MAX], pin[PATH_MAX], dir[PATH_MAX], where[300], fp[128], type[64];
+	char host[64] = "localhost", comment[160], *pub = NULL;
+	int r;
+
+	if (!o->host) {
+		log_err("sync init needs --host HOST (the machine where the agent is provisioned; "
+			"a local agent is set up by 'sudo ocsb-provision')");
+		return -1;
+	}
+	if (user_lookup_uid(getuid(), &me) < 0) {
+		log_err("cannot look up uid %u", (unsigned)getuid());
+		return -1;
+	}
+	if (snprintf(dir, sizeof(dir), "%s/.config/ocsb", me.home) >= (int)sizeof(dir) ||
+		snprintf(key, sizeof(key), "%s/remote_sync_ed25519", dir) >= (int)sizeof(key) ||
+		snprintf(pin, sizeof(pin), "%s/remote_known_hosts", dir) >= (int)sizeof(pin)) {
+		log_err("path too long");
+		return -1;
+	}
+	sync_conn_init(&c);
+	c.host = o->host;
+	c.port = o->port ? o->port : 22;
+	c.user = o->agent ? o->agent : "ai-dev";
+	c.known_hosts = pin;
+	c.connect_timeout_s = o->connect_timeout_s;
+	if (c.port == 22)
+		snprintf(where, sizeof(where), "%s", c.host);
+	else
+		snprintf(where, sizeof(where), "[%s]:%u", c.host, c.port);
+	r = sync_host_pin(&c, o->accept_fp, fp, sizeof(fp), type, sizeof(type));
+	if (r < 0) {
+		log_err("%s", c.err);
+		return -1;
+	}
+	if (r == 2) {
+		/* No trust on first use: the owner compares with what the other machine says. */
+		log_err("%s is not pinned yet; it shows the %s host key   %s nothing was "
+			"written. "
+			"On %s, run 'ssh-keygen -lf /etc/ssh/ssh_host_%s_key.pub': if it prints "
+			"the "
+			"same fingerprint, run this again with --accept-host-key %s",
+			where, type, fp, c.host,
+			!strcmp(type, "ssh-ed25519")	     ? "ed25519"
+				: !strncmp(type, "ecdsa", 5) ? "ecdsa"
+							     : "rsa",
+			fp);
+		return -1;
+	}
+	printf("%s %s (%s %s) in %s\n", r == 0 ? "pinned" : "already pinned:", where, type, fp,
+		pin);
+	gethostname(host, sizeof(host) - 1);
+	snprintf(comment, sizeof(comment), "ocsb-sync-%s@%s", me.name, host);
+	for (char *p = comment; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+	r = sync_keygen(dir, "remote_sync_ed25519", comment, &pub);
+	if (r < 0) {
+		log_err("%s: %s (remove it and its .pub to create a new one)", key, strerror(-r));
+		return -1;
+	}
+	printf("sync key: %s.pub\n%s", key, pub);
+	if (pub[0] && pub[strlen(pub) - 1] != '\n')
+		putchar('\n');
+	printf("On %s, the administrator authorizes it for git only (copy the line above into "
+	       "a file there):\n  sudo ocsb-provision --sync-key FILE\n"
+	       "then, in the project: ocsb sync pull|push|status --host %s%s%s%s%s\n",
+		c.host, c.host, o->port ? " --port " : "", o->port ? strchr(where, ']') + 2 : "",
+		o->agent ? " --agent " : "", o->agent ? o->agent : "");
+	free(pub);
+	return 0;
 }

@@ -2,6 +2,7 @@
 #ifndef OCSB_SYNC_H
 #define OCSB_SYNC_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -21,23 +22,40 @@
 #endif
 #endif
 
+#include "config.h"
+#include "util.h"
+
 /*
  * ocsb sync: git exchange between the owner's repository and the agent's clone,
  * libgit2 over an SSH subtransport written on libssh (transport.c). The owner's
  * repository only ever receives objects and refs/remotes/<agent>/... (invariant 5).
  */
 
-/* `ocsb sync ...`: argv[0] is "sync". Exit status 0 ok, 1 failure, 2 usage. */
-int cmd_sync(int argc, char **argv);
+/* What `ocsb sync` was asked to do (cli/sync.c parses the command line into it). */
+struct sync_opts {
+	int agent_auth, json, force, all, strict;
+	const char *to;
+	const char *host, *agent, *accept_fp; /* --host, --agent, --accept-host-key */
+	unsigned port;
+	uint64_t max_bytes, max_objects;
+	int timeout_s, connect_timeout_s, io_timeout_s;
+	struct strv branches;
+};
 
+/* `sync pull --strict`: the pull went through and the review gate flagged something. */
+#define SYNC_EXIT_FLAGGED 3
+
+/* The bounds and timeouts when no option says otherwise. */
+void sync_opts_defaults(struct sync_opts *o);
 /*
- * Seeding from ocsb-provision: push every local branch of project_path to the
- * agent's clone, run by a child that already is the owner. 0 or -1 (logged).
+ * Run `sub` (push, pull, status or init) with options already checked, as the owner:
+ * the exit status, 0 done, 1 failed (logged), SYNC_EXIT_FLAGGED (pull --strict).
  */
-int sync_push_as_current_user(const char *project_path, const char *agent, unsigned ssh_port);
+int sync_run(const char *sub, struct sync_opts *o);
 
 #define SYNC_REF_MAX 255
 #define SYNC_REF_MAX_BUF (SYNC_REF_MAX + 1)
+#define SYNC_MAX_ADVERTISED 10000
 
 /* --- transport.c: one SSH connection per git operation */
 struct sync_conn {
@@ -338,7 +356,8 @@ struct sync_rmemo {
 	size_t commits, ahead, behind;
 	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
 	size_t nstats;
-	unsigned char *bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
+	unsigned char
+		*bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
 	size_t bloom_bytes, bloom_n; /* a power of two; ids added */
 };
 struct sync_rmemos {
@@ -363,8 +382,8 @@ void sync_rmemos_free(struct sync_rmemos *ms);
 int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
 	size_t *ret_count);
 /* The same walk; the commits it met in *set (the caller frees it, whatever the answer). */
-int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
-	size_t limit, struct sync_oidset *set);
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	struct sync_oidset *set);
 struct sync_history {
 	int have_base, unique;
 	git_oid base;
@@ -420,5 +439,34 @@ struct sync_review {
 int sync_review_run(git_repository *repo, const struct sync_review_in *in, struct sync_review *rv);
 void sync_rpart_free(struct sync_rpart *p);
 void sync_review_free(struct sync_review *rv);
+
+/* --- sync.c: one owner's session on one project (push and status there too) */
+/* The transport payload must be the struct sync_conn: keep it first. */
+struct sync_ctx {
+	struct sync_conn conn;
+	struct sync_opts *o; /* borrowed */
+	struct ocsb_config cfg;
+	struct user_info me, agent;
+	git_repository *repo; /* owned */
+	git_remote *remote; /* owned */
+	const char *project; /* borrowed from cfg */
+	char remote_path[PATH_MAX], key[PATH_MAX], pin[PATH_MAX], url[PATH_MAX + 128];
+	char project_buf[PATH_MAX]; /* --host: the work tree */
+	char ns[128]; /* refs/remotes/<ns>/: the agent, or AGENT@HOST */
+	char pin_fix[600], key_fix[600];
+	int tty;
+	int progress_shown;
+};
+/* An object id's first 7 hex digits, in buf (8 bytes). */
+const char *sync_short(const git_oid *id, char *buf);
+/* One line for the failure of a git operation: the transport's root cause first. */
+void sync_git_fail(struct sync_ctx *x, const char *what);
+/* Our subtransport, the agent's sideband text escaped, the fetch bounds enforced. */
+void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb);
+
+/* pull.c: `ocsb sync pull`. 0, 1 (--strict and something flagged), or -1 (logged). */
+int sync_do_pull(struct sync_ctx *x);
+/* remote.c: `ocsb sync init --host`. 0 or -1 (logged). */
+int sync_do_init(struct sync_opts *o);
 
 #endif

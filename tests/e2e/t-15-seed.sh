@@ -8,6 +8,10 @@ make_project
 as_owner git -C "$PROJECT" checkout -q -b dev
 as_owner sh -c "cd '$PROJECT' && echo hello > README && git add README && git -c user.name=A -c user.email=a@x commit -qm one && git branch stable"
 owner_tip=$(as_owner git -C "$PROJECT" rev-parse HEAD)
+# The seeding is the owner's own `ocsb sync push`: ocsb-provision carries no git client.
+check_output "positive control: ocsb links libgit2" 'libgit2' ldd "$OCSB_BUILD/ocsb"
+check_output "positive control: ldd reads ocsb-provision" 'libc\.so' ldd "$OCSB_BUILD/ocsb-provision"
+check_fails "ocsb-provision does not link libgit2" sh -c "ldd '$OCSB_BUILD/ocsb-provision' | grep libgit2"
 check_output "provisioning seeds the clone" "fill ~$AGENT/shop with the branches of $PROJECT" provision
 check_output "the clone has the owner's commit" "^$owner_tip$" as_user "$AGENT" git -C "/home/$AGENT/shop" rev-parse HEAD
 check_output "the clone checks out the owner's branch" '^dev$' as_user "$AGENT" git -C "/home/$AGENT/shop" symbolic-ref --short HEAD

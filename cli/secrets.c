@@ -11,13 +11,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "config.h"
 #include "ctl.h"
 #include "fileops.h"
-#include "keyring.h"
 #include "log.h"
 #include "paths.h"
-#include "secrets.h"
+#include "../secrets/keyring.h"
+#include "../secrets/secrets.h"
 
 /*
  * `ocsb secrets`: the owner's side. Values come from a no-echo prompt or stdin, never
@@ -25,7 +26,6 @@
  * only into the keyring (or the passphrase box) and sealed to agentd's key.
  */
 
-#define AGENTD_SOCK_REL "ocsb/agentd.sock"
 #define BOX_NAME "secrets.box"
 #define PUSHED_NAME "secrets.pushed"
 /* argon2id for the box: libsodium's "moderate" (about 0.8 s here), stored in the header. */
@@ -504,14 +504,13 @@ static int do_push(struct sctx *x)
 	struct ctl_request rq = {.verb = CTL_SECRET_PUT};
 	struct ctl_response resp = {0};
 	unsigned char pk[crypto_box_PUBLICKEYBYTES], *plain = NULL;
-	char pub[PATH_MAX], sock[PATH_MAX], err[1024], *text = NULL;
+	char pub[PATH_MAX], err[1024], *text = NULL;
 	size_t plen = 0, tlen = 0, restarted = 0;
 	int rc = 1;
 
 	if (!s || store_load(x, s, 1, NULL) < 0)
 		goto out;
-	if (path_join(pub, sizeof(pub), x->paths.etc, SECRETS_PUB_REL) < 0 ||
-		path_join(sock, sizeof(sock), x->paths.run, AGENTD_SOCK_REL) < 0)
+	if (path_join(pub, sizeof(pub), x->paths.etc, SECRETS_PUB_REL) < 0)
 		goto out;
 	if (fo_read(pub, 4096, &text, &tlen) < 0 || secrets_pub_parse(text, tlen, pk) < 0) {
 		log_err("%s: missing or not an ocsb public key (run 'sudo ocsb-provision')", pub);
@@ -526,7 +525,7 @@ static int do_push(struct sctx *x)
 	}
 	if (secrets_seal(pk, plain, plen, &rq.sealed) < 0)
 		goto out;
-	if (ctl_call(sock, &rq, &resp, PUSH_TIMEOUT_MS, err, sizeof(err)) < 0) {
+	if (ctl_call(x->paths.ctl_sock, &rq, &resp, PUSH_TIMEOUT_MS, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		goto out;
 	}

@@ -1,0 +1,682 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The checks of `ocsb doctor`, one function per area: dependencies, the owner's home, sshd,
+ * ocsb-agentd, the proxy, kernel features, sysctls, groups, persistence, sessions.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <git2.h>
+#include <grp.h>
+#include <libssh/libssh.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli.h"
+#include "ctl.h"
+#include "fileops.h"
+#include "json.h"
+#include "landlock.h"
+#include "log.h"
+#include "loginshell.h"
+#include "netlock.h"
+#include "procs.h"
+#include "proxy.h"
+#include "spawn.h"
+#include "doctor_int.h"
+
+/* ---- checks ---- */
+
+static int run_capture(const char *const argv[], char **ret)
+{
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 10000};
+	struct spawn_result r = {0};
+	int rc;
+
+	*ret = NULL;
+	if (access(argv[0], X_OK) < 0)
+		return -ENOENT;
+	rc = spawn_run(argv, &o, &r);
+	if (rc < 0)
+		return rc;
+	*ret = r.output;
+	r.output = NULL;
+	rc = r.status;
+	spawn_result_free(&r);
+	return rc;
+}
+
+void doctor_check_deps(struct doctor *dr)
+{
+	const char *squid[] = {"/usr/sbin/squid", "-v", NULL};
+	int maj, min, rev;
+	char *out = NULL, line[160] = "not found";
+
+	git_libgit2_version(&maj, &min, &rev);
+	if (run_capture(squid, &out) == 0 && out)
+		snprintf(line, sizeof(line), "%.*s", (int)strcspn(out, "\n"), out);
+	free(out);
+	doctor_add(dr, access("/usr/sbin/squid", X_OK) == 0 ? DR_OK : DR_FAIL, "dependencies",
+		"sudo make deps", "libgit2 %d.%d.%d, libssh %s, libsodium %s, squid: %s", maj, min,
+		rev, ssh_version(0), sodium_version_string(), line);
+	if (access(dr->c->cfg.opencode_bin, X_OK) == 0)
+		doctor_add(dr, DR_OK, "opencode", NULL, "%s", dr->c->cfg.opencode_bin);
+	else
+		doctor_add(dr, DR_FAIL, "opencode", "sudo ocsb-provision --install-opencode",
+			"%s: not installed", dr->c->cfg.opencode_bin);
+}
+
+struct scan {
+	struct doctor *dr;
+	const char *home;
+	uid_t owner;
+	int homefd; /* the home, opened once: fixes are made below it, never by path */
+	size_t files;
+	unsigned exposed;
+};
+static struct scan *scan_ctx; /* nftw has no user pointer */
+
+/* Can every account traverse from the home down to path's directory? */
+static int reachable_by_others(const char *home, const char *path)
+{
+	char dir[4096];
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	while ((slash = strrchr(dir, '/')) && strlen(dir) > strlen(home)) {
+		*slash = '\0';
+		if (stat(dir, &st) < 0 || !(st.st_mode & S_IXOTH))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Test hook, off unless OCSB_TEST_HOOKS=1 is in root's environment: while
+ * <run>/ocsb/test-doctor-pause exists, --fix waits before each fix (after the scan saw the
+ * file), so a test can swap a link in at the worst moment. It only delays.
+ */
+static void test_pause(struct doctor *dr)
+{
+	char pause[4096], paused[4096];
+	const char *h = getenv("OCSB_TEST_HOOKS");
+	int fd;
+
+	if (!h || strcmp(h, "1") != 0 ||
+		snprintf(pause, sizeof(pause), "%s/ocsb/test-doctor-pause", dr->c->paths.run) >=
+			(int)sizeof(pause) ||
+		snprintf(paused, sizeof(paused), "%s/ocsb/test-doctor-paused", dr->c->paths.run) >=
+			(int)sizeof(paused) ||
+		access(pause, F_OK) < 0)
+		return;
+	fd = open(paused, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 600 && access(pause, F_OK) == 0; i++)
+		usleep(50 * 1000);
+	unlink(paused);
+}
+
+/*
+ * Take go-rwx off home/rel as root. The name is the owner's to change at any moment: the
+ * file is opened below the home without following any link (O_PATH, openat2
+ * RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS or an O_NOFOLLOW walk), checked on the descriptor
+ * (the regular file the scan saw, same device and inode, the owner's), and chmod'ed through
+ * that descriptor. 0, or -1 with the reason it was left alone in why.
+ */
+int doctor_fix_mode(
+	int homefd, const char *rel, const struct stat *seen, uid_t owner, char *why, size_t n)
+{
+	struct stat st;
+	int fd, r;
+
+	fd = fo_open_beneath(homefd, rel, O_PATH);
+	if (fd < 0) {
+		snprintf(why, n, "%s",
+			fd == -ELOOP || fd == -EXDEV || fd == -ENOTDIR
+				? "a symbolic link (or another file) is on its path now"
+				: fd == -ENOENT ? "it is gone"
+						: strerror(-fd));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, n, "%s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (S_ISLNK(st.st_mode))
+		snprintf(why, n, "it was replaced by a symbolic link since the scan");
+	else if (!S_ISREG(st.st_mode))
+		snprintf(why, n, "it is no longer a regular file");
+	else if (st.st_dev != seen->st_dev || st.st_ino != seen->st_ino)
+		snprintf(why, n, "it was replaced by another file since the scan");
+	else if (st.st_uid != owner)
+		snprintf(why, n, "it belongs to uid %u, not to the owner", (unsigned)st.st_uid);
+	else
+		why[0] = '\0';
+	if (why[0]) {
+		close(fd);
+		return -1;
+	}
+	r = fo_fchmod_path(fd, st.st_mode & 0700);
+	close(fd);
+	if (r < 0) {
+		snprintf(why, n, "chmod: %s", strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+static int scan_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	struct scan *s = scan_ctx;
+	const char *rel = path + strlen(s->home) + 1;
+	char fix[600];
+
+	if (++s->files > SCAN_MAX_FILES)
+		return 1;
+	if (flag == FTW_D && f->level > 0 &&
+		(!strcmp(path + f->base, "node_modules") || !strcmp(path + f->base, ".git") ||
+			!strcmp(path + f->base, ".cache")))
+		return FTW_SKIP_SUBTREE;
+	if (flag == FTW_D && f->level >= 4)
+		return FTW_SKIP_SUBTREE;
+	if (flag != FTW_F || !S_ISREG(st->st_mode) || !(st->st_mode & S_IROTH) ||
+		!doctor_sensitive(rel) || !reachable_by_others(s->home, path))
+		return 0;
+	s->exposed++;
+	snprintf(fix, sizeof(fix), "chmod go-rwx '%s'", path);
+	if (s->dr->fix && s->dr->root) {
+		char why[128] = "the home could not be opened";
+
+		test_pause(s->dr);
+		if (s->homefd >= 0 &&
+			doctor_fix_mode(s->homefd, rel, st, s->owner, why, sizeof(why)) == 0) {
+			doctor_add(s->dr, DR_OK, "owner-file", NULL,
+				"%s was readable by every account (%04o): fixed", path,
+				st->st_mode & 07777);
+			s->exposed--;
+			return 0;
+		}
+		doctor_add(s->dr, DR_FAIL, "owner-file", fix,
+			"%s is readable by every account (%04o); not fixed, left alone: %s", path,
+			st->st_mode & 07777, why);
+		return 0;
+	}
+	doctor_add(s->dr, DR_FAIL, "owner-file", fix,
+		"%s is readable by every account, the agent included (%04o)", path,
+		st->st_mode & 07777);
+	return 0;
+}
+
+void doctor_check_owner_home(struct doctor *dr)
+{
+	const struct user_info *o = &dr->c->owner;
+	struct scan s = {.dr = dr, .home = o->home, .owner = o->uid, .homefd = -1};
+	char fix[4200];
+	struct stat st;
+
+	if (!dr->c->have_owner) {
+		doctor_add(dr, DR_WARN, "owner-home", "sudo ocsb-provision --owner USER",
+			"no owner in the configuration");
+		return;
+	}
+	if (stat(o->home, &st) < 0) {
+		doctor_add(dr, DR_FAIL, "owner-home", NULL, "%s: %s", o->home, strerror(errno));
+		return;
+	}
+	snprintf(fix, sizeof(fix), "chmod 0700 '%s'", o->home);
+	if (st.st_mode & S_IWOTH)
+		doctor_add(dr, DR_FAIL, "owner-home", fix, "%s is world-writable (%04o)", o->home,
+			st.st_mode & 07777);
+	else if (st.st_mode & (S_IROTH | S_IXOTH))
+		doctor_add(dr, DR_WARN, "owner-home", fix,
+			"%s is %04o: every account (the agent too) reaches files left readable in "
+			"it",
+			o->home, st.st_mode & 07777);
+	else
+		doctor_add(
+			dr, DR_OK, "owner-home", NULL, "%s is %04o", o->home, st.st_mode & 07777);
+	/* Only reachable files matter; with a closed home nothing below is reachable. */
+	if (!(st.st_mode & S_IXOTH))
+		return;
+	/* The home's own path comes from passwd (root's); below it, everything is the owner's. */
+	if (dr->fix && dr->root)
+		s.homefd = open(o->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	scan_ctx = &s;
+	nftw(o->home, scan_one, 32, FTW_PHYS | FTW_ACTIONRETVAL);
+	scan_ctx = NULL;
+	if (s.homefd >= 0)
+		close(s.homefd);
+	if (!s.exposed)
+		doctor_add(dr, DR_OK, "owner-files", NULL,
+			"no readable secrets (.ssh, .aws, .config, .docker, .kube, .netrc, "
+			".git-credentials, .env) in %s (%zu files looked at)",
+			o->home, s.files);
+}
+
+void doctor_check_sshd(struct doctor *dr)
+{
+	char spec[256], bad[1024], *out = NULL;
+	const char *argv[] = {"/usr/sbin/sshd", "-T", "-C", spec, NULL};
+	int rc, wrong;
+
+	if (!dr->root) {
+		doctor_add(dr, DR_WARN, "sshd", "sudo ocsb doctor",
+			"the effective sshd settings need root to read (sshd -T)");
+		return;
+	}
+	snprintf(spec, sizeof(spec), "user=%s,host=localhost,addr=127.0.0.1", dr->c->cfg.agent);
+	rc = run_capture(argv, &out);
+	if (rc != 0 || !out) {
+		doctor_add(dr, DR_FAIL, "sshd", "sudo sshd -t", "sshd -T -C %s failed (exit %d)",
+			spec, rc);
+		free(out);
+		return;
+	}
+	wrong = doctor_sshd_verdict(out, dr->c->cfg.agent, bad, sizeof(bad));
+	dr->usepam = strstr(out, "\nusepam yes\n") ? 1 : strstr(out, "\nusepam no\n") ? 0 : -1;
+	free(out);
+	if (wrong)
+		doctor_add(dr, DR_FAIL, "sshd", "sudo ocsb-provision", "for %s: %s",
+			dr->c->cfg.agent, bad);
+	else
+		doctor_add(dr, DR_OK, "sshd", NULL,
+			"for %s: forwarding off, no ~/.ssh/rc or environment, root-owned keys",
+			dr->c->cfg.agent);
+}
+
+void doctor_check_agentd(struct doctor *dr)
+{
+	struct ctl_request rq = {.verb = CTL_STATUS};
+	struct ctl_response resp = {0};
+	struct netlock_spec nl = {0};
+	char err[512];
+	unsigned instances = 0, healthy = 0, states = 0;
+
+	/* The live table against the configuration: root reads it itself. */
+	if (dr->root) {
+		struct user_info a;
+
+		if (user_lookup(dr->c->cfg.agent, &a) < 0) {
+			doctor_add(dr, DR_FAIL, "netlock", "sudo ocsb-provision", "no account %s",
+				dr->c->cfg.agent);
+		} else {
+			nl.uid = a.uid;
+			nl.proxy_port = dr->c->egress.off ? 0 : dr->c->cfg.proxy_port;
+			nl.ports_lo = dr->c->cfg.ports_lo;
+			nl.ports_hi = dr->c->cfg.ports_hi;
+			nl.dns_allow = dr->c->egress.dns_allow;
+			nl.proxy_uid = netlock_proxy_uid();
+			if (netlock_verify(&nl, err, sizeof(err)) == 0)
+				doctor_add(dr, DR_OK, "netlock", NULL,
+					"table inet %s live and equal to the configuration",
+					NETLOCK_TABLE);
+			else
+				doctor_add(dr, DR_FAIL, "netlock",
+					"sudo ocsb-provision (or start ocsb-agentd, which restores "
+					"it)",
+					"%s", err);
+		}
+	}
+	if (ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) < 0 || !resp.ok) {
+		doctor_add(dr, DR_FAIL, "agentd",
+			"sudo ocsb-agentd --foreground (or systemctl start ocsb-agentd)", "%s",
+			resp.error ? resp.error : err);
+		ctl_response_free(&resp);
+		return;
+	}
+	if (!dr->root) {
+		const char *v = ctl_response_get(&resp, "netlock");
+
+		doctor_add(dr, v && !strcmp(v, "verified") ? DR_OK : DR_FAIL, "netlock",
+			"sudo ocsb-provision", "ocsb-agentd reports the netlock %s",
+			v ? v : "unknown");
+	}
+	if (ctl_response_get(&resp, "frozen") && !strcmp(ctl_response_get(&resp, "frozen"), "yes"))
+		doctor_add(dr, DR_FAIL, "agentd", "sudo ocsb doctor; nft list ruleset",
+			"the agent is frozen: the netlock could not be restored");
+	for (size_t i = 0; i < resp.keys.n; i++)
+		/* The first state is the proxy's (see ocsb status), the rest OpenCode's. */
+		if (!strcmp(resp.keys.v[i], "state") && states++ > 0) {
+			instances++;
+			healthy += !strcmp(resp.values.v[i], "running");
+		}
+	if (instances == 0 || healthy == instances)
+		doctor_add(dr, DR_OK, "opencode", NULL, "%u of %u instance%s running", healthy,
+			instances, instances == 1 ? "" : "s");
+	else
+		doctor_add(dr, DR_FAIL, "opencode", "ocsb logs; ocsb restart",
+			"%u of %u instances running", healthy, instances);
+	ctl_response_free(&resp);
+}
+
+void doctor_check_proxy(struct doctor *dr)
+{
+	if (dr->c->egress.off) {
+		doctor_add(dr, DR_OK, "proxy", NULL, "egress off: no proxy by design");
+		return;
+	}
+	struct proxy px;
+	int held;
+
+	if (dr->root && proxy_init(&px, &dr->c->paths, dr->c->cfg.proxy_port) == 0) {
+		/* The agent reaches this port whoever listens: it must be ocsb's squid. */
+		held = procs_port_holder(dr->c->cfg.proxy_port, proxy_pid(&px));
+		if (held == -EADDRINUSE) {
+			doctor_add(dr, DR_FAIL, "proxy",
+				"sudo systemctl disable --now squid; sudo ocsb-provision",
+				"127.0.0.1:%u is held by a process that is not ocsb's squid: the "
+				"agent's traffic would bypass ocsb's rules",
+				dr->c->cfg.proxy_port);
+			return;
+		}
+		if (held == 1) {
+			doctor_add(dr, DR_OK, "proxy", NULL, "ocsb's squid listens on 127.0.0.1:%u",
+				dr->c->cfg.proxy_port);
+			return;
+		}
+	}
+	if (procs_port_open(dr->c->cfg.proxy_port) == 1)
+		doctor_add(dr, DR_OK, "proxy", NULL, "listening on 127.0.0.1:%u",
+			dr->c->cfg.proxy_port);
+	else
+		doctor_add(dr, DR_FAIL, "proxy", "start ocsb-agentd (it runs squid)",
+			"nothing listens on 127.0.0.1:%u", dr->c->cfg.proxy_port);
+}
+
+void doctor_check_features(struct doctor *dr)
+{
+	char path[4200];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/ocsb/%s/env", dr->c->paths.run, dr->c->cfg.agent) >=
+		(int)sizeof(path))
+		return;
+	if (stat(path, &st) == 0)
+		doctor_add(dr, DR_OK, "secrets", NULL, "handed over (%s)", path);
+	else
+		doctor_add(dr, DR_WARN, "secrets", "ocsb secrets set NAME",
+			"none handed over to the agent (%s absent)", path);
+	if (path_join(path, sizeof(path), dr->c->paths.varlib, "ocsb/mirror") < 0)
+		return;
+	if (stat(path, &st) == 0 && time(NULL) - st.st_mtime < 24 * 3600)
+		doctor_add(dr, DR_OK, "mirror", NULL, "%s refreshed within a day", path);
+	else
+		doctor_add(dr, DR_WARN, "mirror", "restart ocsb-agentd", "%s %s", path,
+			stat(path, &st) == 0 ? "older than a day" : "absent");
+}
+
+void doctor_check_sysctls(struct doctor *dr)
+{
+	static const struct {
+		const char *name;
+		int min;
+		enum dr_status st;
+	} k[] = {
+		{"fs.protected_symlinks", 1, DR_FAIL},
+		{"fs.protected_hardlinks", 1, DR_FAIL},
+		{"fs.protected_fifos", 1, DR_WARN},
+		{"fs.protected_regular", 1, DR_WARN},
+	};
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		char path[128], *data = NULL, fix[300];
+		int v = -1;
+
+		snprintf(path, sizeof(path), "/proc/sys/%s", k[i].name);
+		for (char *p = path + 10; *p; p++)
+			if (*p == '.')
+				*p = '/';
+		if (fo_read(path, 64, &data, NULL) == 0)
+			v = atoi(data);
+		free(data);
+		/* Kernel-wide: printed, never applied by --fix. */
+		snprintf(fix, sizeof(fix),
+			"sudo sysctl -w %s=%d && echo '%s = %d' | sudo tee "
+			"/etc/sysctl.d/60-ocsb.conf",
+			k[i].name, k[i].min, k[i].name, k[i].min);
+		if (v >= k[i].min)
+			doctor_add(dr, DR_OK, "sysctl", NULL, "%s = %d", k[i].name, v);
+		else
+			doctor_add(dr, k[i].st, "sysctl", fix,
+				"%s = %d: the agent can plant links or files in /tmp that the "
+				"owner "
+				"then follows or writes",
+				k[i].name, v);
+	}
+}
+
+void doctor_check_groups(struct doctor *dr)
+{
+	static const char *const privileged[] = {"root", "sudo", "wheel", "adm", "admin", "docker",
+		"lxd", "libvirt", "disk", "input", "kvm", "systemd-journal", "video", "shadow",
+		"staff"};
+	struct user_info a;
+	gid_t groups[256];
+	int n = 256, bad = 0;
+	char list[1024] = "";
+	size_t used = 0;
+
+	if (user_lookup(dr->c->cfg.agent, &a) < 0) {
+		doctor_add(dr, DR_FAIL, "agent-groups", "sudo ocsb-provision", "no account %s",
+			dr->c->cfg.agent);
+		return;
+	}
+	if (getgrouplist(a.name, a.gid, groups, &n) < 0)
+		n = 0;
+	for (int i = 0; i < n; i++) {
+		struct group *g = getgrgid(groups[i]);
+		int priv = groups[i] == 0 ||
+			(dr->c->have_owner && groups[i] == dr->c->owner.gid && groups[i] != a.gid);
+
+		if (groups[i] == a.gid)
+			continue;
+		for (size_t j = 0; g && j < sizeof(privileged) / sizeof(privileged[0]); j++)
+			priv |= !strcmp(g->gr_name, privileged[j]);
+		bad += priv;
+		if (used < sizeof(list))
+			used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s%s",
+				used ? ", " : "", g ? g->gr_name : "?",
+				priv ? " (privileged)" : "");
+	}
+	if (bad) {
+		char fix[300];
+
+		snprintf(fix, sizeof(fix), "sudo gpasswd -d %s GROUP", a.name);
+		doctor_add(dr, DR_FAIL, "agent-groups", fix, "%s is in %s", a.name, list);
+	} else if (used) {
+		doctor_add(dr, DR_WARN, "agent-groups", NULL, "%s is also in %s", a.name, list);
+	} else {
+		doctor_add(
+			dr, DR_OK, "agent-groups", NULL, "%s has no supplementary group", a.name);
+	}
+}
+
+void doctor_check_persistence(struct doctor *dr)
+{
+	static const char *const files[] = {"cron.deny", "at.deny"};
+	char linger[4096], fix[300];
+	struct passwd *pw;
+	struct stat st;
+
+	/* systemd's lingering keeps a user manager (and its services) running after logout. */
+	if (snprintf(linger, sizeof(linger), "%s/systemd/linger/%s", dr->c->paths.varlib,
+		    dr->c->cfg.agent) < (int)sizeof(linger)) {
+		snprintf(fix, sizeof(fix), "sudo loginctl disable-linger %s", dr->c->cfg.agent);
+		if (lstat(linger, &st) == 0)
+			doctor_add(dr, DR_FAIL, "persistence", fix,
+				"%s lingers: its user services outlive every session and agentd",
+				dr->c->cfg.agent);
+		else
+			doctor_add(dr, DR_OK, "persistence", NULL, "%s does not linger (%s absent)",
+				dr->c->cfg.agent, linger);
+	}
+
+	/*
+	 * Where systemd runs, the agent's user manager is masked (ocsb-provision): what it
+	 * would start (systemd-run --user, systemctl --user) lives outside agentd's cgroup.
+	 */
+	if (lstat("/run/systemd/system", &st) == 0 && (pw = getpwnam(dr->c->cfg.agent))) {
+		char mask[4096], rel[64], t[32];
+		ssize_t k = -1;
+
+		snprintf(rel, sizeof(rel), "systemd/system/user@%u.service", (unsigned)pw->pw_uid);
+		if (path_join(mask, sizeof(mask), dr->c->paths.etc, rel) == 0)
+			k = readlink(mask, t, sizeof(t) - 1);
+		if (k == 9 && memcmp(t, "/dev/null", 9) == 0)
+			doctor_add(dr, DR_OK, "persistence", NULL,
+				"user@%u.service is masked: %s has no user manager (systemd-run "
+				"--user, systemctl --user)",
+				(unsigned)pw->pw_uid, dr->c->cfg.agent);
+		else
+			doctor_add(dr, DR_FAIL, "persistence", "sudo ocsb-provision",
+				"user@%u.service is not masked: %s's user services would run "
+				"outside ocsb-agentd's cgroup and outlive its stop",
+				(unsigned)pw->pw_uid, dr->c->cfg.agent);
+	}
+
+	for (size_t i = 0; i < 2; i++) {
+		char path[4096], *data = NULL;
+
+		if (path_join(path, sizeof(path), dr->c->paths.etc, files[i]) < 0)
+			continue;
+		fo_read(path, 1 << 20, &data, NULL);
+		if (doctor_listed(data, dr->c->cfg.agent))
+			doctor_add(dr, DR_OK, "persistence", NULL, "%s lists %s", path,
+				dr->c->cfg.agent);
+		else
+			doctor_add(dr, DR_FAIL, "persistence", "sudo ocsb-provision",
+				"%s does not list %s: its jobs would run after the agent is "
+				"stopped",
+				path, dr->c->cfg.agent);
+		free(data);
+	}
+}
+
+int doctor_shell_verdict(const char *login_shell, int shell_safe, long abi)
+{
+	if (!login_shell || strcmp(path_base(login_shell), OCSB_SHELL_NAME) != 0 || !shell_safe)
+		return 1;
+	return abi >= 6 ? 0 : 2;
+}
+
+/* ssh sessions: ocsb-shell as the login shell applies the abstract-socket scope. */
+static void check_abstract(struct doctor *dr, long abi)
+{
+	struct passwd *pw = getpwnam(dr->c->cfg.agent);
+	const char *shell = pw ? pw->pw_shell : NULL;
+	struct stat st;
+	int safe = shell && stat(shell, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+		!(st.st_mode & 022);
+
+	switch (doctor_shell_verdict(shell, safe, abi)) {
+	case 0:
+		doctor_add(dr, DR_OK, "abstract-sockets", NULL,
+			"ssh sessions of %s start under %s: a Landlock scope keeps them from "
+			"other users' abstract Unix sockets, like OpenCode",
+			dr->c->cfg.agent, shell);
+		break;
+	case 2:
+		doctor_add(dr, DR_WARN, "abstract-sockets",
+			"a kernel >= 6.12 (Landlock ABI 6); meanwhile keep no secrets behind "
+			"abstract Unix sockets",
+			"the kernel is before 6.12 (no Landlock scope): %s and OpenCode can "
+			"connect "
+			"to other users' abstract Unix sockets (X11, some D-Bus and IDE helpers "
+			"listen there)",
+			shell);
+		break;
+	default:
+		doctor_add(dr, DR_WARN, "abstract-sockets",
+			"sudo ocsb-provision (makes ocsb-shell the agent's login shell)",
+			"ssh sessions of %s can connect to other users' abstract Unix sockets "
+			"(X11, "
+			"some D-Bus and IDE helpers listen there): its login shell is %s, not a "
+			"root-owned ocsb-shell",
+			dr->c->cfg.agent, shell ? shell : "(no such user)");
+	}
+}
+
+/* What OpenCode gets that the agent's ssh sessions do not: said plainly. */
+void doctor_check_sessions(struct doctor *dr)
+{
+	char *mounts = NULL;
+	long abi = landlock_abi();
+	int hidepid = 0, session_ns = 0;
+	char pam[4096], conf[4096], *text = NULL;
+	struct stat st;
+
+	/* Provisioning's pam_namespace entry for the agent, and its line in sshd's stack. */
+	if (path_join(pam, sizeof(pam), dr->c->paths.etc, "pam.d/sshd") == 0 &&
+		fo_read(pam, 1 << 20, &text, NULL) == 0 && strstr(text, "pam_namespace.so") &&
+		strstr(text, "# ocsb-provision") &&
+		snprintf(conf, sizeof(conf), "%s/security/namespace.d/ocsb-%s.conf",
+			dr->c->paths.etc, dr->c->cfg.agent) < (int)sizeof(conf) &&
+		stat(conf, &st) == 0)
+		session_ns = 1;
+	free(text);
+
+	if (fo_read("/proc/self/mountinfo", 1 << 20, &mounts, NULL) == 0) {
+		for (char *s = mounts; s && *s;) {
+			size_t l = strcspn(s, "\n");
+			char line[1024];
+
+			snprintf(line, sizeof(line), "%.*s", (int)l, s);
+			if (strstr(line, " /proc ") && strstr(line, " - proc ") &&
+				(strstr(line, "hidepid=2") || strstr(line, "hidepid=invisible")))
+				hidepid = 1;
+			s += l + (s[l] == '\n');
+		}
+	}
+	free(mounts);
+	doctor_add(dr, abi >= 6 ? DR_OK : DR_WARN, "opencode-sandbox",
+		abi >= 6 ? NULL : "a kernel >= 6.12 (Landlock ABI 6)",
+		"OpenCode runs with a private /tmp and /dev/shm, its own /proc (hidepid), fake "
+		"machine-id, boot_id, kernel command line and DMI ids; Landlock scope for abstract "
+		"sockets and signals: %s",
+		abi >= 6 ? "yes" : "no (kernel too old)");
+	if (session_ns && dr->usepam == 0)
+		doctor_add(dr, DR_WARN, "ssh-sessions", "UsePAM yes in sshd_config",
+			"the pam_namespace entry for %s is inert: sshd runs with UsePAM no, so its "
+			"ssh sessions get NO private namespace",
+			dr->c->cfg.agent);
+	else if (session_ns)
+		doctor_add(dr, DR_OK, "ssh-sessions", NULL,
+			"ssh sessions of %s get a private /tmp, /var/tmp and /dev/shm, their own "
+			"/proc (hidepid) and the fake identity (pam_namespace, %s)",
+			dr->c->cfg.agent, pam);
+	else
+		doctor_add(dr, DR_WARN, "ssh-sessions",
+			"sudo ocsb-provision (needs pam_namespace.so)",
+			"ssh sessions of %s get NO private namespace: they share /tmp and /dev/shm "
+			"with everyone, see every process and the real machine-id, boot_id and "
+			"kernel command line",
+			dr->c->cfg.agent);
+	check_abstract(dr, abi);
+	if (session_ns && !hidepid)
+		doctor_add(dr, DR_OK, "proc", NULL,
+			"OpenCode and the agent's ssh sessions mount their own /proc with hidepid "
+			"(the machine's /proc is unchanged)");
+	else if (hidepid)
+		doctor_add(dr, DR_OK, "proc", NULL,
+			"/proc is mounted with hidepid: other users' processes "
+			"are hidden from the agent's ssh sessions");
+	else
+		doctor_add(dr, DR_WARN, "proc",
+			"opt in: sudo mount -o remount,hidepid=invisible,gid=GROUP /proc (GROUP: "
+			"the owner's and monitoring tools' group; and in /etc/fstab)",
+			"/proc shows every process: the agent's ssh sessions can read the owner's "
+			"command lines");
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A few probes run as the agent, each paired with the same probe as root (a missing tool
+ * never counts as blocked).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <git2.h>
+#include <grp.h>
+#include <libssh/libssh.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli.h"
+#include "ctl.h"
+#include "fileops.h"
+#include "json.h"
+#include "landlock.h"
+#include "log.h"
+#include "loginshell.h"
+#include "netlock.h"
+#include "procs.h"
+#include "proxy.h"
+#include "spawn.h"
+#include "doctor_int.h"
+
+/* ---- a few probes as the agent, each paired with the same probe as root ---- */
+
+static int tcp_connects(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct pollfd pf;
+	int fd, ok = 0, e = 0;
+	socklen_t el = sizeof(e);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		ok = 1;
+	} else if (errno == EINPROGRESS) {
+		pf.fd = fd;
+		pf.events = POLLOUT;
+		if (poll(&pf, 1, 2000) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0)
+			ok = e == 0;
+	}
+	close(fd);
+	return ok;
+}
+
+struct probe_arg {
+	const char *home;
+	unsigned port;
+};
+
+/* Exit bits: 1 = reached the owner's home listing, 2 = reached sshd on 127.0.0.1:22. */
+static int probe_fn(void *arg, int outfd)
+{
+	const struct probe_arg *p = arg;
+	char path[4200];
+	int r = 0, fd;
+
+	(void)outfd;
+	snprintf(path, sizeof(path), "%s/.ssh", p->home);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		r |= 1;
+		close(fd);
+	}
+	if (tcp_connects(p->port))
+		r |= 2;
+	return r;
+}
+
+void doctor_check_probes(struct doctor *dr)
+{
+	struct probe_arg pa = {.home = dr->c->owner.home, .port = 22};
+	struct spawn_opts o = {.drop = 1, .timeout_ms = 10000};
+	struct spawn_result r = {0};
+	struct user_info a;
+	int control = 0;
+	struct stat st;
+	char ssh_dir[4200];
+
+	if (!dr->root) {
+		doctor_add(
+			dr, DR_WARN, "probes", "sudo ocsb doctor", "probes as the agent need root");
+		return;
+	}
+	if (user_lookup(dr->c->cfg.agent, &a) < 0 || !dr->c->have_owner)
+		return;
+	/* Controls: root reaches both, or the probe would prove nothing. */
+	snprintf(ssh_dir, sizeof(ssh_dir), "%s/.ssh", pa.home);
+	control = (stat(ssh_dir, &st) == 0 ? 1 : 0) | (tcp_connects(pa.port) ? 2 : 0);
+	o.uid = a.uid;
+	o.gid = a.gid;
+	o.user = a.name;
+	if (spawn_fn(probe_fn, &pa, &o, &r) < 0) {
+		doctor_add(dr, DR_FAIL, "probes", NULL, "cannot run a probe as %s", a.name);
+		return;
+	}
+	if (control & 1)
+		doctor_add(dr, r.status & 1 ? DR_FAIL : DR_OK, "probe-files",
+			r.status & 1 ? "chmod 0700 ~/.ssh" : NULL, "%s %s open %s", a.name,
+			r.status & 1 ? "CAN" : "cannot", ssh_dir);
+	else
+		doctor_add(dr, DR_WARN, "probe-files", NULL, "no %s to probe (control failed)",
+			ssh_dir);
+	if (control & 2)
+		doctor_add(dr, r.status & 2 ? DR_FAIL : DR_OK, "probe-network",
+			r.status & 2 ? "sudo ocsb-provision" : NULL,
+			"%s %s connect to 127.0.0.1:22 (root can)", a.name,
+			r.status & 2 ? "CAN" : "cannot");
+	else
+		doctor_add(dr, DR_WARN, "probe-network", NULL,
+			"nothing listens on 127.0.0.1:22 to probe (control failed)");
+	spawn_result_free(&r);
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the netlock (netlock*.c): the table described as data, and the helpers the
+ * files share. Callers outside use netlock.h.
+ */
+#ifndef OCSB_NETLOCK_INT_H
+#define OCSB_NETLOCK_INT_H
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_conntrack_tuple_common.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/rtnetlink.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/batch.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/gen.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include "netlock.h"
+
+/*
+ * The table being worked on: the plain table `ocsb`, or the guard while a guard entry
+ * point runs (netlock_guard_apply/verify set these and put them back). The callers are
+ * single-threaded.
+ */
+extern const char *netlock_name;
+extern uint32_t netlock_flags;
+
+/*
+ * The table is described once, as data (struct netlock_rule), and turned into
+ * nft text, libnftnl expressions and the comparison made by netlock_verify:
+ * the three can only disagree if one of the small translators below is wrong,
+ * and the unit test checks the first two against nft's own encoding.
+ */
+
+#define NETLOCK_CHAIN_OUTPUT "output"
+#define NETLOCK_CHAIN_AGENT "agent"
+#define NETLOCK_MAX_RULES 14
+#define NETLOCK_MAX_MATCH 3
+#define NETLOCK_TIMEOUT_MS 2000
+#define NETLOCK_RCVBUF 65536
+
+enum netlock_match_kind {
+	NM_SKUID, /* meta skuid a */
+	NM_CT_REPLY, /* ct direction reply */
+	NM_CT_ESTREL, /* ct state established,related */
+	NM_IP4_LOOPBACK, /* ip daddr 127.0.0.1 */
+	NM_FIB_LOCAL, /* fib daddr type local */
+	NM_L4PROTO, /* meta l4proto a */
+	NM_DPORT, /* <a> dport b */
+	NM_DPORT_RANGE, /* <a> dport b-c */
+};
+
+struct netlock_match {
+	enum netlock_match_kind kind;
+	unsigned a, b, c;
+};
+
+enum netlock_verdict {
+	NV_JUMP_AGENT,
+	NV_ACCEPT,
+	NV_REJECT_TCP_RESET,
+	NV_REJECT_ADMIN,
+};
+
+struct netlock_rule {
+	const char *chain; /* borrowed (static) */
+	struct netlock_match m[NETLOCK_MAX_MATCH];
+	size_t nm;
+	enum netlock_verdict v;
+};
+
+#define RULE(ch, verdict, ...)                                        \
+	((struct netlock_rule){.chain = (ch),                         \
+		.m = {__VA_ARGS__},                                   \
+		.nm = sizeof((struct netlock_match[]){__VA_ARGS__}) / \
+			sizeof(struct netlock_match),                 \
+		.v = (verdict)})
+#define RULE0(ch, verdict) ((struct netlock_rule){.chain = (ch), .nm = 0, .v = (verdict)})
+#define M(k, ...) ((struct netlock_match){.kind = (k), __VA_ARGS__})
+
+struct netlock_table_info {
+	int found;
+	uint32_t flags;
+};
+
+/* Shared by the files of the module; nothing outside it uses these. */
+int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *ret_n);
+int netlock_rule_text(const struct netlock_rule *r, struct buf *out);
+struct nftnl_rule *netlock_rule_build(const struct netlock_rule *nr);
+char *netlock_rule_exprs(const struct nftnl_rule *r);
+void netlock_seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *netlock_hint(int e);
+struct mnl_socket *netlock_socket(int *ret_err);
+int netlock_query(struct mnl_socket *nl, struct nlmsghdr *req, mnl_cb_t cb, void *data);
+uint32_t netlock_seq(void);
+const char *netlock_str(const char *s);
+int netlock_streq(const char *a, const char *b);
+int netlock_get_table(struct mnl_socket *nl, struct netlock_table_info *ti);
+int netlock_get_gen(struct mnl_socket *nl, uint32_t *ret_gen);
+
+#endif
