@@ -69,8 +69,10 @@ static void sync_usage(FILE *f)
 		"        [--host HOST [--port N] [--agent NAME]]   (an agent on another machine)\n"
 		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n"
 		"Exit status: 0 done, 1 failed, 2 usage; pull --strict: %d when the review gate\n"
-		"flags anything (the refs are fetched all the same).\n",
+		"flags anything (the refs are fetched all the same).\n"
+		"The review gate's flags (pull):\n",
 		SYNC_EXIT_FLAGGED);
+	sync_flags_print(f);
 }
 
 /* 0, or 2 (usage error, already reported). */

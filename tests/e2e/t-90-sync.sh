@@ -165,6 +165,18 @@ check_output "after a harmless commit: one new commit, one file" \
 	'^  new since your last pull: 1 commit, 1 file changed, 1 insertion' printf '%s\n' "$strict"
 check_fails "--strict is refused for push" ocsb_owner sync push --strict
 check_output "--help documents --strict" 'pull .*--strict' ocsb_owner sync --help
+# One list of the review gate's flags: what --help prints (from the code) is what
+# docs/sync.md's table and ocsb(1) name, and the other way round.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+flags=$(ocsb_owner sync --help | awk '/^The review gate.s flags/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
+docs=$(sed -n 's/^   | \([a-z-]*\) | .*/\1/p' "$src/docs/sync.md" | grep -v '^flag$' | sort)
+man=$(grep -A1 '^\.TP' "$src/man/ocsb.1" | sed -n 's/^\.B \([a-z][a-z-]*\)$/\1/p' | sort)
+if [ "$(wc -l <<<"$flags")" -ge 10 ] && [ "$(sort <<<"$flags")" = "$docs" ] &&
+	[ -z "$(comm -23 <(sort <<<"$flags") <(sort -u <<<"$man"))" ]; then
+	pass "the gate's flags: --help, docs/sync.md and ocsb(1) name the same $(wc -l <<<"$flags")"
+else
+	fail "the gate's flags: --help, docs/sync.md and ocsb(1) name the same" "help: $(echo $flags)" "docs: $(echo $docs)" "man misses: $(comm -23 <(sort <<<"$flags") <(sort -u <<<"$man") | tr '\n' ' ')"
+fi
 check_output "--json carries the same review (on a second pull too)" '"flag":"symlink-out"' \
 	ocsb_owner sync pull --json
 _capture ocsb_owner sync pull --json
