@@ -384,6 +384,19 @@ static int do_set(struct sctx *x, const char *scope, const char *name)
 		log_err("%s", err);
 		return 2;
 	}
+	/*
+	 * The passphrase store: the passphrase is asked (and checked, by opening the box)
+	 * before the value, so a mistyped passphrase does not throw a typed value away.
+	 */
+	if (x->use_file) {
+		s = secrets_set_new();
+		if (!s || store_load(x, s, 1, &fresh) < 0)
+			goto out;
+		if (fresh && x->pass_fd < 0 && get_passphrase(x, 1) < 0)
+			goto out;
+		if (fresh && get_passphrase(x, 0) < 0)
+			goto out;
+	}
 	if (isatty(STDIN_FILENO)) {
 		snprintf(prompt, sizeof(prompt), "Value for %s (not shown): ", name);
 		r = prompt_tty(prompt, SECRETS_MAX_VALUE, &value, &len);
@@ -392,16 +405,17 @@ static int do_set(struct sctx *x, const char *scope, const char *name)
 	}
 	if (r == -EMSGSIZE) {
 		log_err("%s: value longer than %d bytes", name, SECRETS_MAX_VALUE);
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	if (r < 0) {
 		log_err("reading the value of %s: %s", name, strerror(-r));
-		return 1;
+		goto out;
 	}
 	if (len == 0 || memchr(value, '\0', len)) {
 		log_err("%s: %s value refused", name, len ? "a NUL byte in the" : "an empty");
-		secrets_free(value);
-		return 2;
+		rc = 2;
+		goto out;
 	}
 	if (!x->use_file) {
 		r = keyring_put(scope, name, value, err, sizeof(err));
@@ -411,13 +425,6 @@ static int do_set(struct sctx *x, const char *scope, const char *name)
 			rc = 0;
 		goto out;
 	}
-	s = secrets_set_new();
-	if (!s || store_load(x, s, 1, &fresh) < 0)
-		goto out;
-	if (fresh && x->pass_fd < 0 && get_passphrase(x, 1) < 0)
-		goto out;
-	if (fresh && get_passphrase(x, 0) < 0)
-		goto out;
 	r = secrets_set_put(s, scope, name, value, len);
 	if (r == -ENOSPC) {
 		log_err("at most %d secrets", SECRETS_MAX_COUNT);

@@ -170,6 +170,19 @@ check_output "file store: list with the right passphrase (the box is used by its
 	FS --passphrase-fd 3 list 3<<<'correct horse'
 check_fails_output "file store: a wrong passphrase is one clear error" 'wrong passphrase' \
 	FS --passphrase-fd 3 list 3<<<'wrong'
+# The passphrase is checked before the value is read (issue 15: a wrong one threw a typed
+# value away): the value's stdin never ends, a wrong passphrase still fails at once.
+t0=$(date +%s)
+out=$(FS --passphrase-fd 3 --global set OTHER_KEY 3<<<'wrong' < <(sleep 30) 2>&1)
+rc=$? el=$(($(date +%s) - t0))
+if [ $rc -ne 0 ] && [ $el -lt 20 ] && grep -q 'wrong passphrase' <<<"$out"; then
+	pass "file store: set checks the passphrase before it reads the value (exit $rc, ${el} s)"
+else
+	fail "file store: set checks the passphrase before it reads the value" "exit $rc after ${el} s (30: waited for the value)" "$out"
+fi
+check_output "control: the right passphrase stores the value" 'stored OTHER_KEY' \
+	FS --passphrase-fd 3 --global set OTHER_KEY <<<"other-val" 3<<<'correct horse'
+check_output "file store: rm of the control" 'removed OTHER_KEY' FS --passphrase-fd 3 --global rm OTHER_KEY 3<<<'correct horse'
 check_output "file store: push" 'pushed 1 secret to ocsb-agentd' FS --passphrase-fd 3 push 3<<<'correct horse'
 wait_for 15 new_pid "$(oc_pid)"
 wait_for 30 running
