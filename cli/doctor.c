@@ -45,11 +45,10 @@ const char *doctor_status_name(int st)
 	return st == DR_OK ? "OK" : st == DR_WARN ? "WARN" : "FAIL";
 }
 
-void doctor_add(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
-	const char *fmt, ...)
+static void add_v(struct doctor *dr, int machine, enum dr_status st, const char *name,
+	const char *fix, const char *fmt, va_list ap)
 {
 	struct dr_check *k;
-	va_list ap;
 
 	if (dr->n == dr->cap) {
 		size_t cap = dr->cap ? dr->cap * 2 : 32;
@@ -64,9 +63,28 @@ void doctor_add(struct doctor *dr, enum dr_status st, const char *name, const ch
 	memset(k, 0, sizeof(*k));
 	snprintf(k->name, sizeof(k->name), "%s", name);
 	k->st = st;
+	k->machine = machine;
 	snprintf(k->fix, sizeof(k->fix), "%s", fix ? fix : "");
-	va_start(ap, fmt);
 	vsnprintf(k->detail, sizeof(k->detail), fmt, ap);
+}
+
+void doctor_add(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
+	const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_v(dr, 0, st, name, fix, fmt, ap);
+	va_end(ap);
+}
+
+void doctor_add_machine(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
+	const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add_v(dr, 1, st, name, fix, fmt, ap);
 	va_end(ap);
 }
 
@@ -165,43 +183,67 @@ int doctor_sensitive(const char *rel)
 
 /* ---- output ---- */
 
+static void print_check(const struct dr_check *k)
+{
+	/* File names under the owner's home are anyone's bytes: no raw controls. */
+	char vis[4 * sizeof(k->detail)];
+
+	log_vis(k->detail, strlen(k->detail), vis, sizeof(vis));
+	printf("%-4s %-16s %s\n", doctor_status_name(k->st), k->name, vis);
+	log_vis(k->fix, strlen(k->fix), vis, sizeof(vis));
+	if (k->st != DR_OK && k->fix[0])
+		printf("     %-16s fix: %s\n", "", vis);
+}
+
+/*
+ * ocsb's own checks decide the exit status and the summary; machine-wide kernel settings
+ * (not ocsb's to set) are listed apart after them, with their own count.
+ */
 static int report(struct doctor *dr)
 {
-	unsigned fails = 0, warns = 0;
+	unsigned fails = 0, warns = 0, mfails = 0, mwarns = 0, machine = 0;
 	struct buf b = {0};
 
 	for (size_t i = 0; i < dr->n; i++) {
-		fails += dr->v[i].st == DR_FAIL;
-		warns += dr->v[i].st == DR_WARN;
+		unsigned *f = dr->v[i].machine ? &mfails : &fails;
+		unsigned *w = dr->v[i].machine ? &mwarns : &warns;
+
+		*f += dr->v[i].st == DR_FAIL;
+		*w += dr->v[i].st == DR_WARN;
+		machine += dr->v[i].machine;
 	}
 	if (dr->json) {
 		buf_puts(&b, "{\"checks\":[");
 		for (size_t i = 0; i < dr->n; i++) {
 			buf_printf(&b, "%s{\"check\":", i ? "," : "");
 			json_buf_str(&b, dr->v[i].name);
-			buf_printf(&b,
-				",\"status\":\"%s\",\"detail\":", doctor_status_name(dr->v[i].st));
+			buf_printf(&b, ",\"scope\":\"%s\",\"status\":\"%s\",\"detail\":",
+				dr->v[i].machine ? "machine" : "ocsb",
+				doctor_status_name(dr->v[i].st));
 			json_buf_str(&b, dr->v[i].detail);
 			buf_puts(&b, ",\"fix\":");
 			json_buf_str(&b, dr->v[i].fix);
 			buf_puts(&b, "}");
 		}
-		buf_printf(&b, "],\"fail\":%u,\"warn\":%u}\n", fails, warns);
+		buf_printf(&b,
+			"],\"fail\":%u,\"warn\":%u,\"machine_fail\":%u,\"machine_warn\":%u}\n",
+			fails, warns, mfails, mwarns);
 		fwrite(b.data, 1, b.len, stdout);
 		buf_free(&b);
 	} else {
-		for (size_t i = 0; i < dr->n; i++) {
-			/* File names under the owner's home are anyone's bytes: no raw controls. */
-			char vis[4 * sizeof(dr->v[i].detail)];
-
-			log_vis(dr->v[i].detail, strlen(dr->v[i].detail), vis, sizeof(vis));
-			printf("%-4s %-16s %s\n", doctor_status_name(dr->v[i].st), dr->v[i].name,
-				vis);
-			log_vis(dr->v[i].fix, strlen(dr->v[i].fix), vis, sizeof(vis));
-			if (dr->v[i].st != DR_OK && dr->v[i].fix[0])
-				printf("     %-16s fix: %s\n", "", vis);
+		for (size_t i = 0; i < dr->n; i++)
+			if (!dr->v[i].machine)
+				print_check(&dr->v[i]);
+		if (machine) {
+			printf("machine-wide kernel settings (not ocsb's; yours to change):\n");
+			for (size_t i = 0; i < dr->n; i++)
+				if (dr->v[i].machine)
+					print_check(&dr->v[i]);
 		}
-		printf("doctor: %u FAIL, %u WARN, %zu checks\n", fails, warns, dr->n);
+		printf("doctor: %u FAIL, %u WARN, %zu checks", fails, warns, dr->n - machine);
+		if (machine)
+			printf("; machine-wide: %u FAIL, %u WARN", mfails, mwarns);
+		printf("\n");
 	}
 	return fails ? 1 : 0;
 }

@@ -448,9 +448,9 @@ void doctor_check_sysctls(struct doctor *dr)
 			"/etc/sysctl.d/60-ocsb.conf",
 			k[i].name, k[i].min, k[i].name, k[i].min);
 		if (v >= k[i].min)
-			doctor_add(dr, DR_OK, "sysctl", NULL, "%s = %d", k[i].name, v);
+			doctor_add_machine(dr, DR_OK, "sysctl", NULL, "%s = %d", k[i].name, v);
 		else
-			doctor_add(dr, k[i].st, "sysctl", fix,
+			doctor_add_machine(dr, k[i].st, "sysctl", fix,
 				"%s = %d: the agent can plant links or files in /tmp that the "
 				"owner "
 				"then follows or writes",
@@ -552,8 +552,13 @@ void doctor_check_persistence(struct doctor *dr)
 
 		if (path_join(path, sizeof(path), dr->c->paths.etc, files[i]) < 0)
 			continue;
-		fo_read(path, 1 << 20, &data, NULL);
-		if (doctor_listed(data, dr->c->cfg.agent))
+		/* Debian's at.deny is root:daemon 0640: the owner cannot tell, root can. */
+		if (fo_read(path, 1 << 20, &data, NULL) == -EACCES)
+			doctor_add(dr, DR_WARN, "persistence", "sudo ocsb doctor",
+				"%s cannot be read as %s: whether it lists %s needs root", path,
+				dr->c->owner.name[0] ? dr->c->owner.name : "this user",
+				dr->c->cfg.agent);
+		else if (doctor_listed(data, dr->c->cfg.agent))
 			doctor_add(dr, DR_OK, "persistence", NULL, "%s lists %s", path,
 				dr->c->cfg.agent);
 		else

@@ -42,6 +42,7 @@ enum dr_status { DR_OK, DR_WARN, DR_FAIL };
 struct dr_check {
 	char name[48];
 	enum dr_status st;
+	int machine; /* a machine-wide setting, not ocsb's: shown and counted apart */
 	char detail[768];
 	char fix[768];
 };
@@ -56,6 +57,9 @@ struct doctor {
 
 /* Shared by the files of the module; nothing outside it uses these. */
 void doctor_add(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
+	const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same for a machine-wide setting that is not ocsb's own (the kernel's). */
+void doctor_add_machine(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
 	const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void doctor_check_deps(struct doctor *dr);
 void doctor_check_owner_home(struct doctor *dr);

@@ -65,3 +65,28 @@ check_output "the directory case: named, with why" \
 check_output "the owner's own file behind the swap is untouched too" '^644$' stat -c %a "$OWNER_HOME/.aws-old/credentials"
 check_output "positive control: root can chmod the target (so 0644 means 'not touched')" '^600$' \
 	bash -c 'chmod 0600 /etc/ocsb-t96/target && stat -c %a /etc/ocsb-t96/target'
+
+# --- doctor as the owner on a stock Debian (issue 15): at.deny is root:daemon 0640 there.
+# What the owner cannot read is a WARN that names root, never a FAIL; as root it is checked.
+chown root:daemon /etc/at.deny && chmod 0640 /etc/at.deny
+out=$(as_owner "$DOC" doctor 2>&1)
+if grep -Eq "^WARN persistence +/etc/at.deny cannot be read as $OWNER: whether it lists $AGENT needs root" <<<"$out" &&
+	! grep -q '^FAIL persistence .*at.deny' <<<"$out"; then
+	pass "doctor (owner): an unreadable at.deny is a WARN that says it needs root"
+else
+	fail "doctor (owner): an unreadable at.deny is a WARN that says it needs root" "$out"
+fi
+check_output "control: doctor (root) reads it: it lists $AGENT" "^OK +persistence +/etc/at.deny lists $AGENT" \
+	bash -c "$DOC doctor; true"
+# Machine-wide kernel settings come after ocsb's own checks, under their own heading, and
+# the summary's FAIL count is ocsb's alone (this host's fs.protected_* decide what they say).
+out=$(as_owner "$DOC" doctor 2>&1)
+own=$(sed '/^machine-wide kernel settings/,$d' <<<"$out" | grep -c '^FAIL')
+after=$(sed -n '/^machine-wide kernel settings/,$p' <<<"$out")
+if grep -q '^OK\|^WARN\|^FAIL' <<<"$after" && ! sed '/^machine-wide kernel settings/,$d' <<<"$out" | grep -q ' sysctl ' &&
+	[ "$(grep -c ' sysctl ' <<<"$after")" -eq 4 ] &&
+	grep -Eq "^doctor: $own FAIL, [0-9]+ WARN, [0-9]+ checks; machine-wide: [0-9]+ FAIL, [0-9]+ WARN$" <<<"$out"; then
+	pass "doctor: the four fs.protected_* settings apart, ocsb's summary counts its own $own FAIL"
+else
+	fail "doctor: the four fs.protected_* settings apart, ocsb's summary counts its own FAIL" "$out"
+fi
