@@ -36,6 +36,12 @@ int cli_load(struct cli *c, char *err, size_t errlen)
 		snprintf(err, errlen,
 			"%s/ocsb/egress.conf missing: run 'sudo ocsb-provision' first",
 			c->paths.etc);
+	/* Someone else's setup: the owner's own rules are hers to read. Say who may. */
+	else if (r == -EACCES && c->have_owner && geteuid() != 0 && geteuid() != c->owner.uid)
+		snprintf(err, errlen,
+			"this machine's agent %s belongs to %s: run ocsb as %s, or as root (sudo); "
+			"%s's rules in %s/.config/ocsb are not readable by you",
+			c->cfg.agent, c->owner.name, c->owner.name, c->owner.name, c->owner.home);
 	return r < 0 ? -1 : 0;
 }
 

@@ -90,3 +90,12 @@ if grep -q '^OK\|^WARN\|^FAIL' <<<"$after" && ! sed '/^machine-wide kernel setti
 else
 	fail "doctor: the four fs.protected_* settings apart, ocsb's summary counts its own FAIL" "$out"
 fi
+
+# --- someone who is neither the owner nor root (issue 15): told who may, not EACCES.
+useradd -m -s /bin/bash carol
+chmod 0700 "$OWNER_HOME"
+for cmd in "egress render" doctor; do
+	check_fails_output "another user: ocsb $cmd says whose setup it is and who may run it" \
+		"agent $AGENT belongs to $OWNER: run ocsb as $OWNER, or as root" as_user carol "$DOC" $cmd
+done
+check_output "control: the owner renders the rules" '^http_port 127.0.0.1:' as_owner "$DOC" egress render
