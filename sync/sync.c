@@ -213,7 +213,13 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o)
 	r = git_repository_open_ext(&x->repo, ".", 0, NULL);
 	if (r < 0) {
 		const git_error *e = git_error_last();
-		log_err("%s: not inside a git repository (%s)", ".", e ? e->message : "not found");
+		char cwd[PATH_MAX];
+
+		log_err("%s: not inside a git repository (%s)",
+			getcwd(cwd, sizeof(cwd)) ? cwd : ".", e ? e->message : "not found");
+		/* Where to go instead: the projects this agent works on. */
+		for (size_t i = 0; !o->host && i < x->cfg.projects.n; i++)
+			log_err("  a project of %s: cd %s", x->cfg.agent, x->cfg.projects.v[i]);
 		return -1;
 	}
 	wd = git_repository_workdir(x->repo);

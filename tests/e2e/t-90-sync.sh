@@ -39,6 +39,8 @@ check_fails_output "sync in a repository that is not a configured project is ref
 	'not a project of agent ai-dev' as_owner env -C "$OWNER_HOME/other" "$OCSB" sync status
 check_fails_output "sync outside any repository is refused with the reason" \
 	'not inside a git repository' as_owner env -C "$OWNER_HOME" "$OCSB" sync status
+check_fails_output "outside a repository: says which directories are projects" \
+	"a project of $AGENT: cd $PROJECT" as_owner env -C "$OWNER_HOME" "$OCSB" sync pull
 t0=$(date +%s.%N)
 check_output "ocsb sync push hands the current branch to the agent" \
 	'^pushed main -> ai-dev:main$' ocsb_owner sync push
