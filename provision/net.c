@@ -252,8 +252,14 @@ static int ensure_proxy(struct prov *p)
 	pid = proxy_pid(&p->proxy);
 	r = 0;
 	if (pid < 0) {
-		if (!prov_change(
-			    p, "start the egress proxy (squid on 127.0.0.1:%u)", p->cfg.proxy_port))
+		/* Once provisioned, ocsb-agentd runs the proxy: its absence is the news. */
+		if (!prov_change(p, "start the egress proxy (squid on 127.0.0.1:%u)%s",
+			    p->cfg.proxy_port,
+			    p->mode == PROV_CHECK && p->agent_exists && !prov_agentd_answers(p)
+				    ? ": ocsb-agentd is not running (it runs the proxy; start it: "
+				      "systemctl start ocsb-agentd, or sudo ocsb-agentd "
+				      "--foreground)"
+				    : ""))
 			goto out;
 		if (proxy_start(&p->proxy, 5000, err, sizeof(err)) < 0) {
 			log_err("%s", err);

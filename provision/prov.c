@@ -354,19 +354,27 @@ static int purge_machine(struct prov *p)
 	return r < 0 ? -1 : 0;
 }
 
-static int run_remove(struct prov *p)
+int prov_agentd_answers(struct prov *p)
 {
 	struct ctl_request ping = {.verb = CTL_PING};
 	struct ctl_response resp;
 	char err[256];
+
+	if (ctl_call(p->paths.ctl_sock, &ping, &resp, 1000, err, sizeof(err)) < 0)
+		return 0;
+	ctl_response_free(&resp);
+	return 1;
+}
+
+static int run_remove(struct prov *p)
+{
 	int r = 0, n, others, stopped;
 
 	/* A running supervisor would put the table back and restart OpenCode under our feet. */
 	stopped = systemd_stop_agentd(p);
 	if (stopped < 0)
 		return -1;
-	if (ctl_call(p->paths.ctl_sock, &ping, &resp, 1000, err, sizeof(err)) == 0) {
-		ctl_response_free(&resp);
+	if (prov_agentd_answers(p)) {
 		log_err("ocsb-agentd is running: stop it first (systemctl stop ocsb-agentd, or "
 			"SIGTERM to it), then run --remove again");
 		return -1;

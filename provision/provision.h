@@ -78,6 +78,9 @@ int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(prin
 /* Called after each change is made: the fault-injection point of the tests. */
 void prov_done(struct prov *p);
 
+/* ocsb-agentd answers on its control socket (started by systemd or by hand). */
+int prov_agentd_answers(struct prov *p);
+
 /* agenthome.c */
 /*
  * ~agent/name looked at as the agent, following nothing: 0 when absent or the regular file

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ctl.h"
 #include "dirs.h"
 #include "fileops.h"
 #include "log.h"
@@ -200,20 +199,6 @@ static int drop_linger(struct prov *p)
 	return prov_remove_file(p, path, "the agent's lingering (loginctl enable-linger)");
 }
 
-/* ocsb-agentd answers on its control socket (started by hand where systemd is absent). */
-static int agentd_answers(struct prov *p)
-{
-	struct ctl_request ping = {.verb = CTL_PING};
-	struct ctl_response resp;
-	char sock[4096], err[256];
-
-	if (path_join(sock, sizeof(sock), p->paths.run, "ocsb/agentd.sock") < 0 ||
-		ctl_call(sock, &ping, &resp, 1000, err, sizeof(err)) < 0)
-		return 0;
-	ctl_response_free(&resp);
-	return 1;
-}
-
 static int systemd_running(void)
 {
 	struct stat st;
@@ -234,7 +219,7 @@ int systemd_ensure(struct prov *p)
 
 	if (!systemd_running()) {
 		/* Said once, while it is true: not on every run next to a running supervisor. */
-		if (p->mode == PROV_APPLY && p->changes && !agentd_answers(p))
+		if (p->mode == PROV_APPLY && p->changes && !prov_agentd_answers(p))
 			printf("note: no systemd here: run the supervisor with "
 			       "'sudo ocsb-agentd --foreground' (README: without systemd)\n");
 		return 0;

@@ -261,6 +261,8 @@ check_fails_output "--remove refuses while ocsb-agentd runs" 'ocsb-agentd is run
 check "the table is still there" nft list table inet ocsb
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+check_fails_output "--check after the supervisor stopped names it, not just the proxy" \
+	'^drift: start the egress proxy .*: ocsb-agentd is not running' prov --check
 as_user "$AGENT" setsid sleep 302 </dev/null >/dev/null 2>&1 &
 sleep 0.3
 check "positive control: an agent process runs" pgrep -u "$AGENT" -f 'sleep 302'
