@@ -273,6 +273,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	doctor_check_sysctls(&dr);
 	doctor_check_groups(&dr);
 	doctor_check_persistence(&dr);
+	doctor_check_agent_home(&dr);
 	doctor_check_sessions(&dr);
 	doctor_check_probes(&dr);
 	r = report(&dr);

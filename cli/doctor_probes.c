@@ -34,6 +34,7 @@
 #include "proxy.h"
 #include "spawn.h"
 #include "doctor_int.h"
+#include "homecheck.h"
 
 /* ---- a few probes as the agent, each paired with the same probe as root ---- */
 
@@ -127,4 +128,35 @@ void doctor_check_probes(struct doctor *dr)
 		doctor_add(dr, DR_WARN, "probe-network", NULL,
 			"nothing listens on 127.0.0.1:22 to probe (control failed)");
 	spawn_result_free(&r);
+}
+
+/*
+ * What provisioning keeps in the agent's home and the agent may break (ocsb-provision then
+ * skips it with a warning): looked at as the agent, so as root only.
+ */
+void doctor_check_agent_home(struct doctor *dr)
+{
+	struct user_info a;
+	char why[256], what[300];
+	int bad = 0;
+
+	if (!dr->root || user_lookup(dr->c->cfg.agent, &a) < 0)
+		return;
+	for (size_t i = 0; i <= dr->c->cfg.projects.n; i++) {
+		const char *name =
+			i < dr->c->cfg.projects.n ? path_base(dr->c->cfg.projects.v[i]) : ".bashrc";
+		int r = home_entry_check(&a, name, i < dr->c->cfg.projects.n, why, sizeof(why));
+
+		if (r != 1)
+			continue;
+		snprintf(what, sizeof(what), "sudo -u %s rm -rf ~%s/%s && sudo ocsb-provision",
+			a.name, a.name, name);
+		doctor_add(dr, DR_WARN, "agent-home", what,
+			"~%s/%s %s: ocsb-provision skips it (the agent's own doing)", a.name, name,
+			why);
+		bad++;
+	}
+	if (!bad)
+		doctor_add(dr, DR_OK, "agent-home", NULL,
+			"~%s/.bashrc and the clones are what ocsb-provision keeps there", a.name);
 }

@@ -1,95 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What provisioning keeps in the agent's home (the clones, the secrets hook in ~/.bashrc)
- * is the agent's to break: a link, a FIFO, a directory or a 0000 file in its place. Looked
- * at as the agent (root never walks into that home) without following anything; a broken
- * place is skipped with a warning and every other step still runs (issue 15).
+ * is the agent's to break: a link, a FIFO, a directory or a 0000 file in its place
+ * (common/homecheck.c looks, as the agent); a broken place is skipped with a warning and
+ * every other step still runs (issue 15).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
+#include "homecheck.h"
 #include "log.h"
-#include "spawn.h"
 
 #include "provision.h"
 
-struct home_job {
-	const char *name; /* relative to the agent's home */
-	int want_dir;
-};
-
-#define HOME_BROKEN 20
-
-/* As the agent, in its home: 0 fine or absent, HOME_BROKEN with what is wrong on outfd. */
-static int child_home_entry(void *arg, int outfd)
-{
-	const struct home_job *j = arg;
-	struct stat st;
-	int fd;
-
-	if (lstat(j->name, &st) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		dprintf(outfd, "%s", strerror(errno));
-		return HOME_BROKEN;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		dprintf(outfd, "is a symbolic link");
-		return HOME_BROKEN;
-	}
-	if (j->want_dir && !S_ISDIR(st.st_mode)) {
-		dprintf(outfd, "is not a directory");
-		return HOME_BROKEN;
-	}
-	if (!j->want_dir && !S_ISREG(st.st_mode)) {
-		dprintf(outfd, "%s",
-			S_ISDIR(st.st_mode)	       ? "is a directory"
-				: S_ISFIFO(st.st_mode) ? "is a FIFO"
-						       : "is not a regular file");
-		return HOME_BROKEN;
-	}
-	fd = open(j->name,
-		(j->want_dir ? O_RDONLY | O_DIRECTORY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK |
-			O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		dprintf(outfd, "cannot be opened (%s; mode %04o)", strerror(errno),
-			(unsigned)(st.st_mode & 07777));
-		return HOME_BROKEN;
-	}
-	close(fd);
-	return 0;
-}
-
 int prov_agent_entry(struct prov *p, const char *name, int want_dir, char *ret_why, size_t n)
 {
-	struct home_job j = {name, want_dir};
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->agent.uid,
-		.gid = p->agent.gid,
-		.user = p->agent.name,
-		.cwd = p->agent.home,
-		.timeout_ms = 10000};
-	struct spawn_result res;
-	int r;
-
-	r = spawn_fn(child_home_entry, &j, &o, &res);
-	if (r < 0) {
-		log_err("looking at ~%s/%s as %s: %s", p->agent.name, name, p->agent.name,
-			strerror(-r));
-		return -1;
-	}
-	r = res.status == 0 ? 0 : 1;
-	if (r)
-		snprintf(ret_why, n, "%s",
-			res.status == HOME_BROKEN && res.output ? res.output
-								: "cannot be looked at");
-	spawn_result_free(&res);
-	return r;
+	return home_entry_check(&p->agent, name, want_dir, ret_why, n);
 }
 
 void prov_skip(struct prov *p, const char *fmt, ...)

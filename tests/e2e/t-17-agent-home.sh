@@ -45,6 +45,12 @@ for place in .bashrc shop; do
 		as_user "$AGENT" rm -rf "$H/$place"
 	done
 done
+# ocsb doctor (root) reports what the agent broke; the clean state is its control.
+break_place .bashrc link
+check_output "doctor (root): a WARN for the agent's ~/.bashrc link" \
+	"^WARN agent-home +~$AGENT/.bashrc is a symbolic link: ocsb-provision skips it" bash -c "'$OCSB_BUILD/ocsb' doctor; true"
+as_user "$AGENT" rm -f "$H/.bashrc"
+check_output "control: doctor (root): OK once it is gone" "^OK +agent-home " bash -c "'$OCSB_BUILD/ocsb' doctor; true"
 check "nothing a link pointed at was changed (the owner's file, /etc/passwd)" \
 	test "$before" = "$(sha256sum "$OWNER_HOME/target.txt" /etc/passwd)"
 # Once the agent's places are gone, provisioning makes them again: no lasting damage.
