@@ -602,7 +602,7 @@ static int run_npm(const char *npm, const char *stage, const struct pins *pins, 
 static int take_over(const char *stage, const char *staged, const struct pins *pins)
 {
 	char work[PATH_MAX], why[1024];
-	int src = -1, dst = -1, r = -1;
+	int src = -1, dst = -1, r, ok = 0;
 
 	if (path_join(work, sizeof(work), stage, "npm") < 0)
 		return -1;
@@ -613,6 +613,7 @@ static int take_over(const char *stage, const char *staged, const struct pins *p
 		goto out;
 	}
 	r = ocpin_take(src, dst, &pins->tree, why, sizeof(why));
+	/* 1 = exactly the pinned tree, 0 = not, < 0 = could not tell: only 1 goes on. */
 	if (r == 0)
 		log_err("refusing what npm installed in %s: %s. Nothing was installed. If "
 			"OCSB_OPENCODE_VERSION changed, run tools/opencode-lock.sh and rebuild; "
@@ -623,13 +624,13 @@ static int take_over(const char *stage, const char *staged, const struct pins *p
 	else if (fchmod(dst, 0755) < 0)
 		log_err("%s: %s", staged, strerror(errno));
 	else
-		r = 0;
+		ok = 1;
 out:
 	if (src >= 0)
 		close(src);
 	if (dst >= 0)
 		close(dst);
-	return r == 0 ? 0 : -1;
+	return ok ? 0 : -1;
 }
 
 /*
