@@ -754,17 +754,18 @@ int opencode_install(struct prov *p, const char *version)
 		pins_free(&pins);
 		return r;
 	}
-	if (r == 1 || p->mode != PROV_APPLY)
-		pins_free(&pins);
 	if (r == 1) {
+		pins_free(&pins);
 		printf("OpenCode %s: %s/%s\n", version, prefix, OCSB_OPENCODE_BIN_REL);
 		/* Installed before the marker existed (by hand, or an older ocsb): adopt it. */
 		if (p->mode == PROV_APPLY && !hook && !marker_exists(p))
 			return marker_write(p, version, prefix) < 0 ? -1 : 0;
 		return 0;
 	}
-	if (!prov_change(p, "install OpenCode %s into %s with npm (%s)", version, prefix, why))
+	if (!prov_change(p, "install OpenCode %s into %s with npm (%s)", version, prefix, why)) {
+		pins_free(&pins);
 		return 0;
+	}
 	r = install(prefix, version, &pins);
 	pins_free(&pins);
 	if (r < 0)
