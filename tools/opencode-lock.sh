@@ -6,6 +6,8 @@
 # compiled in and installs nothing else.
 #   conf/opencode/package.json        the one dependency, exact version
 #   conf/opencode/package-lock.json   the whole tree npm resolves, sha512 for every package
+#       that can be installed (other platforms' packages the registry does not serve are
+#       listed by platform only, see below)
 #   conf/opencode/manifest-linux-x64.txt  what `npm ci` of that lockfile puts on disk on
 #       linux x64 (the one platform ocsb installs OpenCode for; npm records only the current
 #       platform's optional packages in a lockfile): one line per entry, sorted by path,
@@ -40,6 +42,10 @@ if [ "${1:-}" = "--manifest" ]; then
 fi
 [ $# -eq 0 ] || { echo "usage: $0 [--manifest DIR]" >&2; exit 2; }
 
+if [ "$(uname -s) $(uname -m)" != "Linux x86_64" ]; then
+	echo "opencode-lock: run this on linux x86_64: npm locks the current platform's packages" >&2
+	exit 1
+fi
 version=$(sed -n 's/^#define OCSB_OPENCODE_VERSION "\(.*\)"$/\1/p' "$here/common/opencode.h")
 [ -n "$version" ] || { echo "opencode-lock: no OCSB_OPENCODE_VERSION in common/opencode.h" >&2; exit 1; }
 tmp=$(mktemp -d /tmp/opencode-lock.XXXXXX)
@@ -106,11 +112,6 @@ for (const k of Object.keys(lock.packages).sort()) sorted[k] = lock.packages[k];
 lock.packages = sorted;
 fs.writeFileSync("package-lock.json", JSON.stringify(lock, null, 2) + "\n");
 ')
-# Every package pinned by content, not only by name and version.
-if [ "$(uname -s) $(uname -m)" != "Linux x86_64" ]; then
-	echo "opencode-lock: run this on linux x86_64: npm locks the current platform's packages" >&2
-	exit 1
-fi
 # Every package npm may install here pinned by content, not only by name and version.
 if [ "$(grep -c '"resolved": ' "$tmp/lock/package-lock.json")" != \
 	"$(grep -c '"integrity": "sha512-' "$tmp/lock/package-lock.json")" ]; then
