@@ -143,7 +143,8 @@ static int parse_line(char *line, struct ocpin_entry *e, char *why, size_t n)
 	if ((e->type == 'd' && strcmp(val, "-")) || (e->type == 'f' && !hex_ok(val)) ||
 		(e->type == 'l' && !ocpin_link_inside(path, val))) {
 		snprintf(why, n, "%s: bad %s '%.100s'", path,
-			e->type == 'l' ? "link target (absolute or leaving the tree)" : "value", val);
+			e->type == 'l' ? "link target (absolute or leaving the tree)" : "value",
+			val);
 		return -1;
 	}
 	if (e->type == 'l' && e->mode != 0777) {
@@ -177,7 +178,8 @@ int ocpin_parse(const char *text, struct ocpin_manifest *ret, char *why, size_t 
 			*next++ = '\0';
 		lineno++;
 		if (m.n == OCPIN_MAX_ENTRIES) {
-			snprintf(why, n, "line %d: more than %d entries", lineno, OCPIN_MAX_ENTRIES);
+			snprintf(
+				why, n, "line %d: more than %d entries", lineno, OCPIN_MAX_ENTRIES);
 			goto out;
 		}
 		if (m.n == cap) {
@@ -260,7 +262,8 @@ static int copy_file(int src, int dst, const char *path, struct walk *w, char he
 		if (got < 0) {
 			if (errno == EINTR)
 				continue;
-			snprintf(w->why, w->whylen, "%s: %s", vis(path, v, sizeof(v)), strerror(errno));
+			snprintf(w->why, w->whylen, "%s: %s", vis(path, v, sizeof(v)),
+				strerror(errno));
 			return -errno;
 		}
 		size += (size_t)got;
@@ -279,7 +282,8 @@ static int copy_file(int src, int dst, const char *path, struct walk *w, char he
 			if (put < 0 && errno == EINTR)
 				continue;
 			if (put <= 0) {
-				snprintf(w->why, w->whylen, "copying %s: %s", vis(path, v, sizeof(v)),
+				snprintf(w->why, w->whylen, "copying %s: %s",
+					vis(path, v, sizeof(v)),
 					put < 0 ? strerror(errno) : "short write");
 				return put < 0 ? -errno : -EIO;
 			}
@@ -291,8 +295,8 @@ static int copy_file(int src, int dst, const char *path, struct walk *w, char he
 	return 0;
 }
 
-static int take_file(int sdir, int ddir, const char *name, const struct stat *st,
-	const char *path, struct walk *w)
+static int take_file(int sdir, int ddir, const char *name, const struct stat *st, const char *path,
+	struct walk *w)
 {
 	struct ocpin_entry *e;
 	struct stat now;
@@ -319,8 +323,8 @@ static int take_file(int sdir, int ddir, const char *name, const struct stat *st
 		return 0;
 	}
 	if (ddir >= 0) {
-		dst = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0600);
+		dst = openat(
+			ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (dst < 0) {
 			r = -errno;
 			snprintf(w->why, w->whylen, "creating %s: %s", vis(path, v, sizeof(v)),
@@ -334,7 +338,8 @@ static int take_file(int sdir, int ddir, const char *name, const struct stat *st
 	/* Never a set-id bit on root's copy: the mode is compared, not granted. */
 	if (r == 0 && dst >= 0 && fchmod(dst, now.st_mode & 0777) < 0) {
 		r = -errno;
-		snprintf(w->why, w->whylen, "chmod %s: %s", vis(path, v, sizeof(v)), strerror(errno));
+		snprintf(w->why, w->whylen, "chmod %s: %s", vis(path, v, sizeof(v)),
+			strerror(errno));
 	}
 	if (dst >= 0 && close(dst) < 0 && r == 0) {
 		r = -errno;
@@ -394,8 +399,8 @@ static int take_dir(int sdir, int ddir, const char *name, const struct stat *st,
 	if (ddir >= 0) {
 		/* Root's only until the whole tree matched: the caller opens it up then. */
 		if (mkdirat(ddir, name, 0700) < 0 ||
-			(dsub = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							  O_CLOEXEC)) < 0) {
+			(dsub = openat(ddir, name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 			r = -errno;
 			snprintf(w->why, w->whylen, "creating %s: %s", vis(path, v, sizeof(v)),
 				strerror(errno));
@@ -406,7 +411,8 @@ static int take_dir(int sdir, int ddir, const char *name, const struct stat *st,
 	r = walk_dir(sub, dsub, path, cap, depth + 1, w);
 	if (r == 1 && dsub >= 0 && fchmod(dsub, st->st_mode & 0777) < 0) {
 		r = -errno;
-		snprintf(w->why, w->whylen, "chmod %s: %s", vis(path, v, sizeof(v)), strerror(errno));
+		snprintf(w->why, w->whylen, "chmod %s: %s", vis(path, v, sizeof(v)),
+			strerror(errno));
 	}
 	if (dsub >= 0)
 		close(dsub);
@@ -474,7 +480,7 @@ static int walk_dir(int sdir, int ddir, char *path, size_t cap, int depth, struc
 				vis(path, v, sizeof(v)));
 			r = 0;
 		}
-next:
+	next:
 		path[len] = '\0';
 	}
 	if (r == 1 && errno != 0)
@@ -515,8 +521,8 @@ static int compare(const struct ocpin_entry *got, size_t ngot, const struct ocpi
 			return 0;
 		}
 		if (g->type != m->type) {
-			snprintf(why, n, "%s: %s where the pinned tree has %s", m->path, kind(g->type),
-				kind(m->type));
+			snprintf(why, n, "%s: %s where the pinned tree has %s", m->path,
+				kind(g->type), kind(m->type));
 			return 0;
 		}
 		if (g->mode != m->mode) {

@@ -306,7 +306,8 @@ static int installed(const char *prefix, const char *version, const struct ocpin
 	if (dfd >= 0)
 		close(dfd);
 	if (r <= 0) {
-		snprintf(why, n, "not the pinned tree: %.900s", r < 0 && dfd < 0 ? strerror(-r) : err);
+		snprintf(why, n, "not the pinned tree: %.900s",
+			r < 0 && dfd < 0 ? strerror(-r) : err);
 		return 0;
 	}
 	if (package_version(prefix, got, sizeof(got)) < 0) {
@@ -487,7 +488,8 @@ static int npm_account(uid_t *ret_uid, gid_t *ret_gid)
 	if (!pw || pw->pw_uid == 0 || pw->pw_gid == 0 || pw->pw_uid == NOBODY_ID ||
 		pw->pw_uid >= 1000 || strcmp(pw->pw_gecos, NPM_GECOS) != 0) {
 		log_err("account %s: %s; remove it (userdel %s) and run again", NPM_USER,
-			pw ? "not the system account ocsb-provision made" : "not found after useradd",
+			pw ? "not the system account ocsb-provision made"
+			   : "not found after useradd",
 			NPM_USER);
 		return -EPERM;
 	}
@@ -523,8 +525,8 @@ static int npm_reap(uid_t uid, gid_t gid)
  * `npm ci` of the pinned lockfile as the npm account, in stage/npm (its own, holding
  * root's package.json and lockfile) with HOME, TMPDIR and the cache in stage/home.
  */
-static int run_npm(const char *npm, const char *stage, const struct pins *pins, uid_t uid,
-	gid_t gid)
+static int run_npm(
+	const char *npm, const char *stage, const struct pins *pins, uid_t uid, gid_t gid)
 {
 	char home[PATH_MAX], work[PATH_MAX], env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
 	char env_cache[PATH_MAX + 24], how[64], path[PATH_MAX];
