@@ -107,6 +107,16 @@ $(BUILDDIR)/gen/unit_text.h: $(UNIT_FILE) tools/embed.sh
 	tools/embed.sh unit_text $< > $@
 $(BUILDDIR)/provision/systemd.o $(BUILDDIR)/tests/unit/test_systemd.o: $(BUILDDIR)/gen/unit_text.h
 
+# The OpenCode tree --install-opencode installs, as tools/opencode-lock.sh pinned it.
+OPENCODE_PINS := conf/opencode/package.json conf/opencode/package-lock.json \
+                 conf/opencode/manifest-linux-x64.txt
+$(BUILDDIR)/gen/opencode_pins.h: $(OPENCODE_PINS) tools/embed.sh
+	@mkdir -p $(dir $@)
+	{ tools/embed.sh oc_pin_package conf/opencode/package.json && \
+	  tools/embed.sh oc_pin_lock conf/opencode/package-lock.json && \
+	  tools/embed.sh oc_pin_manifest conf/opencode/manifest-linux-x64.txt; } > $@.tmp && mv $@.tmp $@
+$(BUILDDIR)/provision/opencode.o $(BUILDDIR)/tests/unit/test_ocpin.o: $(BUILDDIR)/gen/opencode_pins.h
+
 $(LIBPROV): $(PROVISION_OBJ)
 	$(AR) rcs $@ $^
 

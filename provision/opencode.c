@@ -7,7 +7,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +19,32 @@
 
 #include "fileops.h"
 #include "log.h"
+#include "ocpin.h"
 #include "opencode.h"
 #include "provision.h"
 #include "spawn.h"
 #include "dirs.h"
+#include "opencode_pins.h"
 
 #define NPM_TIMEOUT_MS (15 * 60 * 1000) /* two ~60 MB tarballs on a slow link */
 #define VERSION_TIMEOUT_MS 60000
 #define NOBODY_ID 65534 /* nobody:nogroup; only the uid matters, no passwd entry needed */
 #define MARKER "ocsb/opencode-install"
 #define TOOL_PATH OCSB_USER_PATH
-/* Makes the staging directory npm's project root; npm adds the dependency. */
-#define PACKAGE_JSON "{\n  \"description\": \"OpenCode for ocsb-agentd\",\n  \"private\": true\n}\n"
+/*
+ * npm runs as this account of its own, never as root nor as nobody: no other process
+ * shares its uid (none can ptrace or signal npm, none owns a file it could change), and
+ * once npm is done root can kill every process of that uid without touching a service.
+ */
+#define NPM_USER "ocsb-npm"
+#define NPM_GECOS "ocsb npm for ocsb-provision --install-opencode"
+
+/* What this build installs: conf/opencode/, or a test's pins (OCSB_OPENCODE_PINS). */
+struct pins {
+	char *package; /* owned */
+	char *lock; /* owned */
+	struct ocpin_manifest tree;
+};
 
 int opencode_version_ok(const char *v)
 {
@@ -260,10 +277,11 @@ static int package_version(const char *prefix, char *ret, size_t n)
  * 1 when prefix holds `version`, root's from / down and runnable; 0 with the reason in
  * why when it must be (re)installed.
  */
-static int installed(const char *prefix, const char *version, char *why, size_t n)
+static int installed(const char *prefix, const char *version, const struct ocpin_manifest *tree,
+	char *why, size_t n)
 {
 	char bin[PATH_MAX], err[1024], got[64];
-	int r;
+	int dfd, r;
 
 	if (snprintf(bin, sizeof(bin), "%s/%s", prefix, OCSB_OPENCODE_BIN_REL) >= (int)sizeof(bin))
 		return -ENAMETOOLONG;
@@ -280,6 +298,16 @@ static int installed(const char *prefix, const char *version, char *why, size_t 
 	r = tree_check(prefix, 0, err, sizeof(err));
 	if (r <= 0) {
 		snprintf(why, n, "%s", err);
+		return 0;
+	}
+	/* Exactly the pinned tree, byte for byte: anything else is reinstalled. */
+	dfd = open(prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = dfd < 0 ? -errno : ocpin_take(dfd, -1, tree, err, sizeof(err));
+	if (dfd >= 0)
+		close(dfd);
+	if (r <= 0) {
+		snprintf(why, n, "not the pinned tree: %.900s",
+			r < 0 && dfd < 0 ? strerror(-r) : err);
 		return 0;
 	}
 	if (package_version(prefix, got, sizeof(got)) < 0) {
@@ -359,55 +387,209 @@ static void remove_stale(const char *prefix)
 	closedir(d);
 }
 
-static int run_npm(const char *npm, const char *stage, const char *version)
+static void pins_free(struct pins *p)
 {
-	char home[PATH_MAX], prefix[PATH_MAX], env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
-	char env_cache[PATH_MAX + 24], spec[64], how[64], json[PATH_MAX];
+	free(p->package);
+	free(p->lock);
+	ocpin_free(&p->tree);
+}
+
+/*
+ * The pins compiled in, or (test hook, only with OCSB_OPENCODE_PREFIX) those in the
+ * root-owned directory OCSB_OPENCODE_PINS. They must pin `version`: the lockfile is the
+ * one tree this build can install.
+ */
+static int pins_load(const char *version, struct pins *ret)
+{
+	const char *dir = getenv("OCSB_OPENCODE_PINS");
+	char want[96], why[1024], path[PATH_MAX], *manifest = NULL;
+	struct pins p = {0};
+	int r = -1;
+
+	if (dir && *dir) {
+		const char *prefix = getenv("OCSB_OPENCODE_PREFIX");
+
+		/* Never for the real prefix: there only the repository's pins count. */
+		if (!prefix || !*prefix) {
+			log_err("OCSB_OPENCODE_PINS is a test hook: set OCSB_OPENCODE_PREFIX too");
+			return -EINVAL;
+		}
+		if (opencode_dir_check(dir, why, sizeof(why)) < 0) {
+			log_err("OCSB_OPENCODE_PINS: %s", why);
+			return -EPERM;
+		}
+		if (path_join(path, sizeof(path), dir, "package.json") < 0 ||
+			fo_read(path, 1 << 16, &p.package, NULL) < 0 ||
+			path_join(path, sizeof(path), dir, "package-lock.json") < 0 ||
+			fo_read(path, 1 << 20, &p.lock, NULL) < 0 ||
+			path_join(path, sizeof(path), dir, "manifest-linux-x64.txt") < 0 ||
+			fo_read(path, 1 << 22, &manifest, NULL) < 0) {
+			log_err("OCSB_OPENCODE_PINS: cannot read %s", path);
+			goto out;
+		}
+	} else {
+#if !defined(__x86_64__)
+		log_err("OpenCode is pinned for linux x64 only (conf/opencode/): install it by "
+			"hand and set opencode-bin");
+		return -ENOTSUP;
+#endif
+		p.package = strdup(oc_pin_package);
+		p.lock = strdup(oc_pin_lock);
+		manifest = strdup(oc_pin_manifest);
+		if (!p.package || !p.lock || !manifest)
+			goto out;
+	}
+	snprintf(want, sizeof(want), "\"opencode-ai\": \"%s\"", version);
+	if (!strstr(p.package, want)) {
+		log_err("opencode-ai %s is not the version this build pins (conf/opencode/"
+			"package.json): to change it, set OCSB_OPENCODE_VERSION, run "
+			"tools/opencode-lock.sh and rebuild",
+			version);
+		goto out;
+	}
+	if (ocpin_parse(manifest, &p.tree, why, sizeof(why)) < 0) {
+		log_err("the pinned OpenCode manifest: %s", why);
+		goto out;
+	}
+	*ret = p;
+	p = (struct pins){0};
+	r = 0;
+out:
+	free(manifest);
+	pins_free(&p);
+	return r;
+}
+
+/* The uid and gid npm runs as, creating the account the first time. */
+static int npm_account(uid_t *ret_uid, gid_t *ret_gid)
+{
+	const char *argv[] = {"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home",
+		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
+		NPM_GECOS, NPM_USER, NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 60000};
+	struct spawn_result res = {0};
+	struct passwd *pw = getpwnam(NPM_USER);
+	char how[64];
+	int r;
+
+	if (!pw) {
+		r = spawn_run(argv, &o, &res);
+		if (r < 0 || res.status != 0) {
+			log_err("useradd %s: %s: %s", NPM_USER,
+				r < 0 ? strerror(-r) : spawn_describe(&res, how, sizeof(how)),
+				res.output ? res.output : "");
+			spawn_result_free(&res);
+			return -EIO;
+		}
+		spawn_result_free(&res);
+		pw = getpwnam(NPM_USER);
+	}
+	/* Someone else's account of that name would make npm's output theirs to change. */
+	if (!pw || pw->pw_uid == 0 || pw->pw_gid == 0 || pw->pw_uid == NOBODY_ID ||
+		pw->pw_uid >= 1000 || strcmp(pw->pw_gecos, NPM_GECOS) != 0) {
+		log_err("account %s: %s; remove it (userdel %s) and run again", NPM_USER,
+			pw ? "not the system account ocsb-provision made"
+			   : "not found after useradd",
+			NPM_USER);
+		return -EPERM;
+	}
+	*ret_uid = pw->pw_uid;
+	*ret_gid = pw->pw_gid;
+	return 0;
+}
+
+/* Runs as the npm account: whatever npm left running (it has a session of its own). */
+static int child_kill_all(void *arg, int outfd)
+{
+	(void)arg;
+	(void)outfd;
+	/* -1 as a non-root uid: every process of that uid but this one. */
+	return kill(-1, SIGKILL) < 0 && errno != ESRCH ? 1 : 0;
+}
+
+static int npm_reap(uid_t uid, gid_t gid)
+{
+	struct spawn_opts o = {.drop = 1, .uid = uid, .gid = gid, .timeout_ms = 10000};
+	struct spawn_result res = {0};
+	int r = spawn_fn(child_kill_all, NULL, &o, &res);
+
+	if (r == 0 && res.status != 0)
+		r = -EIO;
+	spawn_result_free(&res);
+	if (r < 0)
+		log_err("cannot stop what npm (%s) left running: %s", NPM_USER, strerror(-r));
+	return r;
+}
+
+/*
+ * `npm ci` of the pinned lockfile as the npm account, in stage/npm (its own, holding
+ * root's package.json and lockfile) with HOME, TMPDIR and the cache in stage/home.
+ */
+static int run_npm(
+	const char *npm, const char *stage, const struct pins *pins, uid_t uid, gid_t gid)
+{
+	char home[PATH_MAX], work[PATH_MAX], env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
+	char env_cache[PATH_MAX + 24], how[64], path[PATH_MAX];
 	/* Nothing of the caller's environment: npm's settings come from root's files only. */
 	char *const env[] = {env_home, env_tmp, env_cache, "PATH=" TOOL_PATH, "LC_ALL=C",
 		"npm_config_update_notifier=false", NULL};
 	/*
-	 * --ignore-scripts: the package's postinstall would run as root; it only picks one
-	 * of the platform binaries, and we run the platform package's binary directly.
-	 * No --prefix: it also moves npm's global config to <prefix>/etc/npmrc, so the
-	 * machine's (CA file, proxy, registry) would be ignored. npm installs into the
-	 * working directory instead, made the project root by its package.json.
+	 * ci: exactly the lockfile, each package checked against its sha512, or nothing.
+	 * --ignore-scripts: opencode-ai's postinstall only picks a platform binary, and we
+	 * run the platform package's binary directly. No --prefix: it also moves npm's
+	 * global config to <prefix>/etc/npmrc, so the machine's (CA file, proxy, registry)
+	 * would be ignored; npm installs into its working directory instead.
 	 */
-	const char *argv[] = {npm, "install", "--no-audit", "--no-fund", "--ignore-scripts",
-		"--save-exact", spec, NULL};
-	struct spawn_opts o = {
-		.envp = env, .capture = 1, .timeout_ms = NPM_TIMEOUT_MS, .max_output = 64 * 1024};
+	const char *argv[] = {npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts", NULL};
+	struct spawn_opts o = {.drop = 1,
+		.uid = uid,
+		.gid = gid,
+		.envp = env,
+		.cwd = work,
+		.capture = 1,
+		.timeout_ms = NPM_TIMEOUT_MS,
+		.max_output = 64 * 1024};
 	struct spawn_result res = {0};
 	int r;
 
 	if (path_join(home, sizeof(home), stage, "home") < 0 ||
-		path_join(prefix, sizeof(prefix), stage, "prefix") < 0)
+		path_join(work, sizeof(work), stage, "npm") < 0)
 		return -ENAMETOOLONG;
 	snprintf(env_home, sizeof(env_home), "HOME=%s", home);
 	snprintf(env_tmp, sizeof(env_tmp), "TMPDIR=%s", home);
 	snprintf(env_cache, sizeof(env_cache), "npm_config_cache=%s/.npm", home);
-	snprintf(spec, sizeof(spec), "opencode-ai@%s", version);
-	o.cwd = prefix;
-	if (mkdir(home, 0700) < 0 || mkdir(prefix, 0755) < 0) {
+	/* Made and filled while root's (stage is root's, 0711), then handed over. */
+	if (mkdir(home, 0700) < 0 || mkdir(work, 0700) < 0) {
 		log_err("%s: %s", stage, strerror(errno));
 		return -errno;
 	}
-	r = path_join(json, sizeof(json), prefix, "package.json") < 0
+	r = path_join(path, sizeof(path), work, "package.json") < 0
 		? -ENAMETOOLONG
-		: fo_write(json, PACKAGE_JSON, strlen(PACKAGE_JSON), 0644, 0, 0);
+		: fo_write(path, pins->package, strlen(pins->package), 0644, 0, 0);
+	if (r == 0)
+		r = path_join(path, sizeof(path), work, "package-lock.json") < 0
+			? -ENAMETOOLONG
+			: fo_write(path, pins->lock, strlen(pins->lock), 0644, 0, 0);
 	if (r < 0) {
-		log_err("%s: %s", json, strerror(-r));
+		log_err("%s: %s", path, strerror(-r));
 		return r;
 	}
+	if (chown(home, uid, gid) < 0 || chown(work, uid, gid) < 0) {
+		log_err("%s: chown: %s", stage, strerror(errno));
+		return -errno;
+	}
 	r = spawn_run(argv, &o, &res);
+	if (npm_reap(uid, gid) < 0 && r >= 0)
+		r = -EIO;
 	if (r < 0) {
 		log_err("cannot run %s: %s", npm, strerror(-r));
+		spawn_result_free(&res);
 		return r;
 	}
 	if (res.status != 0) {
 		while (res.output_len && res.output[res.output_len - 1] == '\n')
 			res.output[--res.output_len] = '\0';
-		log_err("npm install %s: %s%s%s", spec, spawn_describe(&res, how, sizeof(how)),
+		log_err("npm ci (as %s): %s%s%s", NPM_USER, spawn_describe(&res, how, sizeof(how)),
 			res.output_len ? ": " : "", res.output_len ? res.output : "");
 		r = -EIO;
 	}
@@ -416,20 +598,61 @@ static int run_npm(const char *npm, const char *stage, const char *version)
 }
 
 /*
- * npm into a fresh root-only directory next to the prefix, checked there, then swapped
- * in with one rename: agentd never sees a half-written tree, and a failed or killed run
- * leaves the previous install as it was.
+ * Root's copy of what npm staged in stage/npm, in stage/prefix: 0 when it is exactly
+ * the pinned tree, else -1 with the first difference logged and nothing taken over.
  */
-static int install(const char *prefix, const char *version)
+static int take_over(const char *stage, const char *staged, const struct pins *pins)
+{
+	char work[PATH_MAX], why[1024];
+	int src = -1, dst = -1, r, ok = 0;
+
+	if (path_join(work, sizeof(work), stage, "npm") < 0)
+		return -1;
+	src = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0 || mkdir(staged, 0700) < 0 ||
+		(dst = open(staged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		log_err("%s: %s", src < 0 ? work : staged, strerror(errno));
+		goto out;
+	}
+	r = ocpin_take(src, dst, &pins->tree, why, sizeof(why));
+	/* 1 = exactly the pinned tree, 0 = not, < 0 = could not tell: only 1 goes on. */
+	if (r == 0)
+		log_err("refusing what npm installed in %s: %s. Nothing was installed. If "
+			"OCSB_OPENCODE_VERSION changed, run tools/opencode-lock.sh and rebuild; "
+			"otherwise the download or the staging directory was tampered with",
+			work, why);
+	else if (r < 0)
+		log_err("copying %s: %s", work, why);
+	else if (fchmod(dst, 0755) < 0)
+		log_err("%s: %s", staged, strerror(errno));
+	else
+		ok = 1;
+out:
+	if (src >= 0)
+		close(src);
+	if (dst >= 0)
+		close(dst);
+	return ok ? 0 : -1;
+}
+
+/*
+ * npm as its own account into a staging directory next to the prefix, root's copy of
+ * it checked against the pinned manifest, then swapped in with one rename: agentd never
+ * sees a half-written tree, and a failed or killed run leaves the previous install.
+ */
+static int install(const char *prefix, const char *version, const struct pins *pins)
 {
 	char parent[PATH_MAX], stem[NAME_MAX], stage[PATH_MAX], staged[PATH_MAX], bin[PATH_MAX];
 	char err[1024], got[64];
 	const char *base = path_base(prefix);
 	char npm[PATH_MAX], node[PATH_MAX];
 	struct stat st;
+	uid_t uid;
+	gid_t gid;
 	int dfd, r;
 
-	if (find_tool("npm", npm, sizeof(npm)) < 0 || find_tool("node", node, sizeof(node)) < 0)
+	if (find_tool("npm", npm, sizeof(npm)) < 0 || find_tool("node", node, sizeof(node)) < 0 ||
+		npm_account(&uid, &gid) < 0)
 		return -1;
 	split_prefix(prefix, parent, sizeof(parent), stem, sizeof(stem));
 	if (lstat(parent, &st) < 0 && errno == ENOENT) {
@@ -461,16 +684,16 @@ static int install(const char *prefix, const char *version)
 	if (path_join(staged, sizeof(staged), stage, "prefix") < 0 ||
 		path_join(bin, sizeof(bin), staged, OCSB_OPENCODE_BIN_REL) < 0)
 		goto out;
-	/* o+x only: nobody's `--version` run below must reach the binary, nothing more. */
+	/* o+x only: npm reaches its directories, nobody's `--version` the binary. */
 	if (chmod(stage, 0711) < 0) {
 		log_err("%s: %s", stage, strerror(errno));
 		goto out;
 	}
-	if (run_npm(npm, stage, version) < 0)
+	if (run_npm(npm, stage, pins, uid, gid) < 0 || take_over(stage, staged, pins) < 0)
 		goto out;
-	if (chmod(staged, 0755) < 0 || chown(staged, 0, 0) < 0 ||
-		tree_check(staged, 1, err, sizeof(err)) < 0) {
-		log_err("making %s root's: %s", staged, err);
+	/* Root made every entry; this proves it stays so (no group/other write, no set-id). */
+	if (tree_check(staged, 0, err, sizeof(err)) <= 0) {
+		log_err("%s: %s", staged, err);
 		goto out;
 	}
 	if (opencode_bin_check(bin, err, sizeof(err)) < 0) {
@@ -510,6 +733,7 @@ out:
 int opencode_install(struct prov *p, const char *version)
 {
 	const char *prefix = getenv("OCSB_OPENCODE_PREFIX");
+	struct pins pins = {0};
 	char why[1024];
 	int r, hook = prefix && *prefix;
 
@@ -522,23 +746,31 @@ int opencode_install(struct prov *p, const char *version)
 			prefix);
 		return -EINVAL;
 	}
+	if (pins_load(version, &pins) < 0)
+		return -1;
 	if (p->mode == PROV_APPLY)
 		remove_stale(prefix);
-	r = installed(prefix, version, why, sizeof(why));
+	r = installed(prefix, version, &pins.tree, why, sizeof(why));
 	if (r < 0) {
 		log_err("%s: %s", prefix, strerror(-r));
+		pins_free(&pins);
 		return r;
 	}
 	if (r == 1) {
+		pins_free(&pins);
 		printf("OpenCode %s: %s/%s\n", version, prefix, OCSB_OPENCODE_BIN_REL);
 		/* Installed before the marker existed (by hand, or an older ocsb): adopt it. */
 		if (p->mode == PROV_APPLY && !hook && !marker_exists(p))
 			return marker_write(p, version, prefix) < 0 ? -1 : 0;
 		return 0;
 	}
-	if (!prov_change(p, "install OpenCode %s into %s with npm (%s)", version, prefix, why))
+	if (!prov_change(p, "install OpenCode %s into %s with npm (%s)", version, prefix, why)) {
+		pins_free(&pins);
 		return 0;
-	if (install(prefix, version) < 0)
+	}
+	r = install(prefix, version, &pins);
+	pins_free(&pins);
+	if (r < 0)
 		return -1;
 	/* A test install elsewhere must not make --check watch the real prefix. */
 	if (!hook && marker_write(p, version, prefix) < 0)

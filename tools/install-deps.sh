@@ -38,16 +38,15 @@ done
 command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 command -v npm >/dev/null 2>&1 || missing="$missing npm"
 
-# The pinned OpenCode, root's from the prefix down (a tree someone else could have written
-# into is reinstalled, not trusted). The version comes from package.json: the binary itself
-# is not run as root here; ocsb-provision runs it as nobody when it installs.
+# The pinned OpenCode: root's from the prefix down and exactly the tree the repository pins
+# (conf/opencode/manifest-linux-x64.txt, compared by the script that made it); anything else
+# is reinstalled, not trusted. The binary itself is not run as root here.
 oc_ok() {
 	[ -x "$OC_BIN" ] || return 1
 	[ -z "$(find "$OC_PREFIX" ! -type l \( ! -user root -o -perm /022 \) -print -quit)" ] ||
 		return 1
-	v=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' \
-		"$OC_PREFIX/node_modules/opencode-ai/package.json" 2>/dev/null | head -n 1)
-	[ "$v" = "$OC_VERSION" ]
+	"$here/tools/opencode-lock.sh" --manifest "$OC_PREFIX" 2>/dev/null |
+		cmp -s - "$here/conf/opencode/manifest-linux-x64.txt"
 }
 oc_missing=
 oc_ok || oc_missing=1
@@ -70,8 +69,10 @@ if [ -n "$missing" ]; then
 	apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 if [ -n "$oc_missing" ]; then
-	# Exactly what `ocsb-provision --install-opencode` does, because it is that code: a
-	# throw-away build (not the tree's build dir, whose flags `make test-all` chooses).
+	# Exactly what `ocsb-provision --install-opencode` does, because it is that code (npm ci
+	# of conf/opencode/'s lockfile as the ocsb-npm account, root's copy checked against the
+	# manifest): a throw-away build (not the tree's build dir, whose flags `make test-all`
+	# chooses).
 	echo "deps: installing OpenCode $OC_VERSION into $OC_PREFIX"
 	tmp=$(mktemp -d /tmp/ocsb-deps.XXXXXX)
 	trap 'rm -rf "$tmp"' EXIT

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # opencode-bin: ocsb-provision accepts only a binary that root alone can replace, says why
 # and how to fix it otherwise, and --check reports it as drift once OpenCode is part of the
-# setup. The namespace has no network, so --install-opencode itself is only checked in its
-# --check and --dry-run forms (the install was verified by hand; see docs/opencode.md).
+# setup. The namespace has no network, so --install-opencode of the real release is only
+# checked in its --check and --dry-run forms here (its --check compares the installed tree
+# with the pinned manifest); t-71 installs through a loopback registry.
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 
