@@ -496,6 +496,7 @@ int prov_main(struct prov_opts *o)
 			p->changes, verb[p->mode], p->changes == 1 ? "" : "s");
 		goto out;
 	}
+	systemd_note(p);
 	switch (p->mode) {
 	case PROV_CHECK:
 		printf("ocsb-provision: %u difference%s from the configuration%s\n", p->changes,

@@ -172,6 +172,8 @@ int systemd_unit_is_ours(const char *text, size_t len);
 /* The package's unit under <pkgroot>/usr/lib or /lib/systemd/system: 1 and its path, or 0. */
 int systemd_packaged_unit(const struct paths *p, char *ret, size_t n);
 int systemd_render_slice(const struct ocsb_config *c, struct buf *out);
+/* Where systemd is absent: how to run the supervisor, after a run that changed things. */
+void systemd_note(struct prov *p);
 int systemd_ensure(struct prov *p);
 /* The agent's slice limits; with last_agent also the supervisor's unit and its enabling. */
 int systemd_remove(struct prov *p, int last_agent);

@@ -206,6 +206,15 @@ static int systemd_running(void)
 	return stat("/run/systemd/system", &st) == 0;
 }
 
+void systemd_note(struct prov *p)
+{
+	/* Said after a run that changed something, while no supervisor answers. */
+	if (!systemd_running() && p->mode == PROV_APPLY && p->changes &&
+		!prov_agentd_answers(p))
+		printf("note: no systemd here: run the supervisor with "
+		       "'sudo ocsb-agentd --foreground' (README: without systemd)\n");
+}
+
 int systemd_ensure(struct prov *p)
 {
 	const char *reload[] = {"/usr/bin/systemctl", "daemon-reload", NULL};
@@ -217,13 +226,8 @@ int systemd_ensure(struct prov *p)
 	int acting = p->mode == PROV_APPLY || p->mode == PROV_REMOVE;
 	int changed = 0, r = -1, ours;
 
-	if (!systemd_running()) {
-		/* Said once, while it is true: not on every run next to a running supervisor. */
-		if (p->mode == PROV_APPLY && p->changes && !prov_agentd_answers(p))
-			printf("note: no systemd here: run the supervisor with "
-			       "'sudo ocsb-agentd --foreground' (README: without systemd)\n");
-		return 0;
-	}
+	if (!systemd_running())
+		return 0; /* systemd_note() says what to do instead, at the end of the run */
 	if (path_join(wants, sizeof(wants), p->paths.etc, WANTS_REL) < 0 ||
 		systemd_packaged_unit(&p->paths, packaged, sizeof(packaged)) < 0 ||
 		slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)

@@ -83,8 +83,8 @@ check_output "control: doctor (root) reads it: it lists $AGENT" "^OK +persistenc
 out=$(as_owner "$DOC" doctor 2>&1)
 own=$(sed '/^machine-wide kernel settings/,$d' <<<"$out" | grep -c '^FAIL')
 after=$(sed -n '/^machine-wide kernel settings/,$p' <<<"$out")
-if grep -q '^OK\|^WARN\|^FAIL' <<<"$after" && ! sed '/^machine-wide kernel settings/,$d' <<<"$out" | grep -q ' sysctl ' &&
-	[ "$(grep -c ' sysctl ' <<<"$after")" -eq 4 ] &&
+if ! sed '/^machine-wide kernel settings/,$d' <<<"$out" | grep -Eq '^(OK|WARN|FAIL) +sysctl ' &&
+	[ "$(grep -Ec '^(OK|WARN|FAIL) +sysctl ' <<<"$after")" -eq 4 ] &&
 	grep -Eq "^doctor: $own FAIL, [0-9]+ WARN, [0-9]+ checks; machine-wide: [0-9]+ FAIL, [0-9]+ WARN$" <<<"$out"; then
 	pass "doctor: the four fs.protected_* settings apart, ocsb's summary counts its own $own FAIL"
 else
