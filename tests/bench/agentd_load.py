@@ -3,8 +3,8 @@
 # Load for tests/bench/agentd (run as root inside the e2e namespace):
 #   load SOCK MIRDIR SECONDS   50 control clients (25 slow: a request byte by byte with
 #                              20 ms pauses; 25 large: a 45 KB SECRET-PUT or LOGS 10000),
-#                              a RESTART every 2 s, and every file of MIRDIR touched every
-#                              second (each refresh reads all of them again).
+#                              and every file of MIRDIR rewritten every second (each
+#                              mirror refresh reads and writes all of them again).
 #   probe TRIALS               netlock restore latency: from the kernel event that takes
 #                              inet ocsb away (nft flush ruleset) to the commit that brings
 #                              it back, as seen on an nftables event socket. Prints one
@@ -27,7 +27,8 @@ def load(path, mirdir, seconds):
     clients = [Client(i) for i in range(50)]
     files = [os.path.join(mirdir, f) for f in os.listdir(mirdir)]
     end = time.monotonic() + seconds
-    next_restart = next_touch = time.monotonic()
+    next_touch = time.monotonic()
+    gen = 0
     served = 0
 
     def start(c):
@@ -62,18 +63,12 @@ def load(path, mirdir, seconds):
                     stop(c); continue
                 if c.i < 25:
                     c.next = now + 0.02
-        if now >= next_restart:
-            try:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(0.05)
-                s.connect(path); s.sendall(frame(b"OCSB/1 RESTART shop\n")); s.close()
-            except OSError:
-                pass
-            next_restart = now + 2
         if now >= next_touch:
+            gen += 1
             for f in files:
-                os.utime(f)
-            next_touch = now + 1
+                with open(f, "w") as fh:
+                    fh.write("bench file, generation %d\n" % gen)
+            next_touch = time.monotonic() + 1
         for key, _ in sel.select(0.005):
             c = key.data
             try:
