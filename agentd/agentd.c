@@ -130,7 +130,7 @@ static int init_children(struct agentd *d)
 	snprintf(px->name, sizeof(px->name), "proxy");
 	px->plan_child = proxy_plan;
 	px->exec_child = proxy_exec;
-	px->pidfd = px->timerfd = px->probe_fd = -1;
+	px->pidfd = px->timerfd = px->probe_fd = px->exec_fd = -1;
 	if (child_log_open(d, px) < 0)
 		return -1;
 	px->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -148,7 +148,7 @@ static int init_children(struct agentd *d)
 		c->port = d->cfg.opencode_port + (unsigned)i;
 		c->plan_child = opencode_plan;
 		c->exec_child = opencode_exec;
-		c->pidfd = c->probe_fd = -1;
+		c->pidfd = c->probe_fd = c->exec_fd = -1;
 		if (child_log_open(d, c) < 0)
 			return -1;
 		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -388,6 +388,12 @@ int agentd_run(struct agentd *d)
 				break;
 			case SRC_MIRROR:
 				mirrorwatch_event(d, s);
+				break;
+			case SRC_EXEC:
+				child_exec_event(d, s->ptr);
+				break;
+			case SRC_CTL_TIMER:
+				ctlsrv_timer(d);
 				break;
 			}
 		}
