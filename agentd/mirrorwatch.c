@@ -163,7 +163,6 @@ static void refresh(struct agentd *d, struct mirrorwatch *mw, const char *why)
 	struct mirror_stats st;
 	struct strv anc = {0}, dirs = {0};
 
-	(void)d;
 	if (mirror_refresh(&mw->m, 0, &st) < 0) {
 		log_err("mirror: refresh (%s) failed; the tree keeps its last state", why);
 		return;
@@ -254,6 +253,11 @@ static void refresh_begin(struct agentd *d, struct mirrorwatch *mw, const char *
 		agentd_watch(d, mw->rfd, &mw->rsrc, SRC_MIRROR, mw, EPOLLIN) < 0) {
 		log_err("mirror: watching the refresh: %s", strerror(errno));
 		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(mw->rfd);
+		mw->rfd = -1;
+		mw->pid = 0;
 	}
 }
 
