@@ -2,12 +2,14 @@
 # ocsb-agentd's loop never waits on one thing: while OpenCode takes its time to stop, a
 # control client stalls half-way through a request, or a mirror refresh of 10,000 files
 # runs, an `nft flush ruleset` is still restored at once and other clients are answered.
-# Each "while ..." figure is paired with the same probe with nothing going on.
+# Each "while ..." figure is paired with the same probe with nothing going on. The restore
+# is timed on an nftables event socket (tests/bench/agentd_load.py probe).
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 
 OCSB=$OCSB_BUILD/ocsb
-LIMIT_MS=1000 # the restore takes a few ms; the waits this test provokes take 3 s or more
+LIMIT_MS=250 # the restore takes a few ms (p99 12 ms idle); the waits provoked here, 0.5 s to 3 s
+PROBE=$(dirname "$0")/../bench/agentd_load.py
 MANY=$OWNER_HOME/.config/opencode/many
 make_project
 as_owner mkdir -p "$MANY"
@@ -23,16 +25,10 @@ field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1
 running() { [ "$(field state 2)" = running ]; }
 check "OpenCode (the stand-in) runs" wait_for 60 running
 
-# restore_ms: flush the ruleset, print the ms until inet ocsb is back (polled every 5 ms)
+# restore_ms: flush the ruleset, print the ms from the event that took inet ocsb away to the
+# commit that brought it back (an nftables event socket; 99999 when none came within 10 s)
 restore_ms() {
-	local t0 i
-	t0=$(date +%s%N)
-	nft flush ruleset
-	for i in $(seq 2000); do
-		nft list table inet ocsb >/dev/null 2>&1 && break
-		sleep 0.005
-	done
-	echo $((($(date +%s%N) - t0) / 1000000))
+	python3 "$PROBE" probe 1 | awk '$1 == "timeout" {print 99999; next} {printf "%d\n", $1}'
 }
 # within NAME MS: pass when MS <= LIMIT_MS
 within() {
@@ -52,17 +48,21 @@ status_ms() { # the ms `ocsb status` takes, or 99999 when it fails
 # --- a stop that takes 3 s
 within "positive control: nothing going on" "$(restore_ms)"
 pid=$(field pid 2)
-t0=$(date +%s%N)
-as_owner "$OCSB" restart shop >"$E2E_SCRATCH/restart.out" 2>&1 &
+(
+	t0=$(date +%s%N)
+	as_owner "$OCSB" restart shop >"$E2E_SCRATCH/restart.out" 2>&1
+	echo $((($(date +%s%N) - t0) / 1000000)) >"$E2E_SCRATCH/restart.ms"
+) &
 rs=$!
 sleep 0.3
 within "while OpenCode ignores the SIGTERM of a restart" "$(restore_ms)"
 ms=$(status_ms)
-[ "$ms" -le "$LIMIT_MS" ] && pass "ocsb status answers during that restart ($ms ms)" || fail "ocsb status answers during that restart" "$ms ms"
+[ "$ms" -le 1000 ] && pass "ocsb status answers during that restart ($ms ms)" || fail "ocsb status answers during that restart" "$ms ms"
 wait "$rs"
-ms=$((($(date +%s%N) - t0) / 1000000))
+ms=$(cat "$E2E_SCRATCH/restart.ms")
+[ "$ms" -le 1000 ] && pass "ocsb restart answers at once ($ms ms), the stop goes on" || fail "ocsb restart answers at once" "$ms ms"
 check_output "ocsb restart says it restarted" '^restarted 1 instance$' cat "$E2E_SCRATCH/restart.out"
-check_output "the stand-in is killed after 3 s" 'did not stop within 3000 ms: killing it' cat "$E2E_SCRATCH/agentd.log"
+check "the stand-in is killed after 3 s" wait_for 10 grep -q 'did not stop within 3000 ms: killing it' "$E2E_SCRATCH/agentd.log"
 new_pid() { p=$(field pid 2); [ -n "$p" ] && [ "$p" != "$pid" ]; }
 check "a new OpenCode runs after the restart" wait_for 30 new_pid
 check "and answers" wait_for 60 running
@@ -95,14 +95,14 @@ st1=$!
 sleep 0.5
 within "while a control client stalls half-way through its request" "$(restore_ms)"
 ms=$(status_ms)
-[ "$ms" -le "$LIMIT_MS" ] && pass "another client is answered meanwhile ($ms ms)" || fail "another client is answered meanwhile" "$ms ms"
+[ "$ms" -le 1000 ] && pass "another client is answered meanwhile ($ms ms)" || fail "another client is answered meanwhile" "$ms ms"
 wait "$st1"
 check_output "the stalled client is closed at its deadline (5 s)" '^closed 1 of 1 after [4-6]\.' cat "$E2E_SCRATCH/stall1.out"
 stall 80 9 >"$E2E_SCRATCH/stall80.out" &
 st80=$!
 sleep 1
 ms=$(status_ms)
-[ "$ms" -le "$LIMIT_MS" ] && pass "with 80 stalled clients (more than the 64 slots), a client is answered ($ms ms)" ||
+[ "$ms" -le 1000 ] && pass "with 80 stalled clients (more than the 64 slots), a client is answered ($ms ms)" ||
 	fail "with 80 stalled clients, a client is answered" "$ms ms"
 within "with 80 stalled clients" "$(restore_ms)"
 wait "$st80"
@@ -112,10 +112,17 @@ check_output "all 80 are closed by their deadline" '^closed 80 of 80 ' cat "$E2E
 written() { grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log"; }
 before=$(written)
 as_owner sh -c "cd '$MANY' && for i in \$(seq 10000); do echo two >>f\$i.md; done"
-sleep 0.3 # the debounce (100 ms), then the refresh starts
-within "while the mirror refreshes 10,000 changed files" "$(restore_ms)"
+# The debounce (100 ms), then a refresh of about 1 s: five flushes over that second, the
+# slowest restore counts.
+worst=0
+for i in 1 2 3 4 5; do
+	sleep 0.1
+	ms=$(restore_ms)
+	[ "$ms" -gt "$worst" ] && worst=$ms
+done
+within "while the mirror refreshes 10,000 changed files (slowest of 5)" "$worst"
 ms=$(status_ms)
-[ "$ms" -le "$LIMIT_MS" ] && pass "a client is answered during the refresh ($ms ms)" || fail "a client is answered during the refresh" "$ms ms"
+[ "$ms" -le 1000 ] && pass "a client is answered during the refresh ($ms ms)" || fail "a client is answered during the refresh" "$ms ms"
 done_refresh() { [ "$(written)" -gt "$before" ]; }
 check "the refresh completes: 10,000 written" wait_for 60 done_refresh
 grep 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log" | tail -1 | sed 's/^.*mirror/# mirror/'
