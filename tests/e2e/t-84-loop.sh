@@ -44,6 +44,11 @@ status_ms() { # the ms `ocsb status` takes, or 99999 when it fails
 	as_owner "$OCSB" status >/dev/null 2>&1 || { echo 99999; return; }
 	echo $((($(date +%s%N) - t0) / 1000000))
 }
+answers() { # answers NAME: pass when ocsb status answers within 1 s
+	local ms
+	ms=$(status_ms)
+	[ "$ms" -le 1000 ] && pass "$1 ($ms ms)" || fail "$1" "$ms ms"
+}
 
 # --- a stop that takes 3 s
 within "positive control: nothing going on" "$(restore_ms)"
@@ -56,8 +61,7 @@ pid=$(field pid 2)
 rs=$!
 sleep 0.3
 within "while OpenCode ignores the SIGTERM of a restart" "$(restore_ms)"
-ms=$(status_ms)
-[ "$ms" -le 1000 ] && pass "ocsb status answers during that restart ($ms ms)" || fail "ocsb status answers during that restart" "$ms ms"
+answers "ocsb status answers during that restart"
 wait "$rs"
 ms=$(cat "$E2E_SCRATCH/restart.ms")
 [ "$ms" -le 1000 ] && pass "ocsb restart answers at once ($ms ms), the stop goes on" || fail "ocsb restart answers at once" "$ms ms"
@@ -94,16 +98,13 @@ stall 1 9 >"$E2E_SCRATCH/stall1.out" &
 st1=$!
 sleep 0.5
 within "while a control client stalls half-way through its request" "$(restore_ms)"
-ms=$(status_ms)
-[ "$ms" -le 1000 ] && pass "another client is answered meanwhile ($ms ms)" || fail "another client is answered meanwhile" "$ms ms"
+answers "another client is answered meanwhile"
 wait "$st1"
 check_output "the stalled client is closed at its deadline (5 s)" '^closed 1 of 1 after [4-6]\.' cat "$E2E_SCRATCH/stall1.out"
 stall 80 9 >"$E2E_SCRATCH/stall80.out" &
 st80=$!
 sleep 1
-ms=$(status_ms)
-[ "$ms" -le 1000 ] && pass "with 80 stalled clients (more than the 64 slots), a client is answered ($ms ms)" ||
-	fail "with 80 stalled clients, a client is answered" "$ms ms"
+answers "with 80 stalled clients (more than the 64 slots), a client is answered"
 within "with 80 stalled clients" "$(restore_ms)"
 wait "$st80"
 check_output "all 80 are closed by their deadline" '^closed 80 of 80 ' cat "$E2E_SCRATCH/stall80.out"
@@ -121,8 +122,7 @@ for i in 1 2 3 4 5; do
 	[ "$ms" -gt "$worst" ] && worst=$ms
 done
 within "while the mirror refreshes 10,000 changed files (slowest of 5)" "$worst"
-ms=$(status_ms)
-[ "$ms" -le 1000 ] && pass "a client is answered during the refresh ($ms ms)" || fail "a client is answered during the refresh" "$ms ms"
+answers "a client is answered during the refresh"
 done_refresh() { [ "$(written)" -gt "$before" ]; }
 check "the refresh completes: 10,000 written" wait_for 60 done_refresh
 grep 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log" | tail -1 | sed 's/^.*mirror/# mirror/'

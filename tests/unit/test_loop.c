@@ -106,14 +106,19 @@ static void writer_peer_gone(void **state)
 	close(sv[0]);
 }
 
+static void empty(struct ctl_client *v, size_t n)
+{
+	memset(v, 0, n * sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		v[i].fd = -1;
+}
+
 static void slot_free_first_then_oldest(void **state)
 {
 	struct ctl_client v[4];
 
 	(void)state;
-	memset(v, 0, sizeof(v));
-	for (int i = 0; i < 4; i++)
-		v[i].fd = -1;
+	empty(v, 4);
 	assert_ptr_equal(ctlsrv_slot(v, 4), &v[0]);
 	v[0].fd = 10, v[0].deadline_ms = 500;
 	v[1].fd = 11, v[1].deadline_ms = 300;
@@ -131,9 +136,7 @@ static void next_deadline(void **state)
 	struct ctl_client v[3];
 
 	(void)state;
-	memset(v, 0, sizeof(v));
-	for (int i = 0; i < 3; i++)
-		v[i].fd = -1;
+	empty(v, 3);
 	assert_int_equal(ctlsrv_next_deadline(v, 3), 0);
 	v[2].fd = 5, v[2].deadline_ms = 9000;
 	assert_int_equal(ctlsrv_next_deadline(v, 3), 9000);
