@@ -341,6 +341,12 @@ static void shutdown_children(struct agentd *d)
 	}
 }
 
+static const char *const src_names[] = {"signal", "nftables", "control-accept", "control-client",
+	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer"};
+
+/* The loop's promise is "no handler waits": one that takes long is logged (-v) with its kind. */
+#define LOOP_SLOW_MS 10
+
 int agentd_run(struct agentd *d)
 {
 	struct epoll_event evs[32];
@@ -357,6 +363,8 @@ int agentd_run(struct agentd *d)
 		}
 		for (int i = 0; i < n && !d->stopping; i++) {
 			struct src *s = evs[i].data.ptr;
+			enum src_kind kind = s->kind; /* s may be gone after its handler */
+			long t0 = mono_ms(), took;
 
 			switch (s->kind) {
 			case SRC_SIGNAL:
@@ -396,6 +404,9 @@ int agentd_run(struct agentd *d)
 				ctlsrv_timer(d);
 				break;
 			}
+			took = mono_ms() - t0;
+			if (took >= LOOP_SLOW_MS)
+				log_info("loop: a %s event held the loop %ld ms", src_names[kind], took);
 		}
 	}
 	shutdown_children(d);

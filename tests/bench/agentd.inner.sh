@@ -71,6 +71,9 @@ python3 "$LOAD" probe "${LOAD_TRIALS:-200}" >"$E2E_SCRATCH/probe.out"
 kill "$RESTARTER" "$LOADER" 2>/dev/null
 wait "$RESTARTER" "$LOADER" 2>/dev/null
 stats "restore from outside, loaded (50 clients, mirror refresh of 10,000 files, OpenCode restarts)" <"$E2E_SCRATCH/probe.out"
+# agentd logs (-v) every handler that held its loop 10 ms or more: how many, how long, which
+sed -n 's/.*loop: a \([a-z-]*\) event held the loop \([0-9]*\) ms.*/\1 \2/p' "$E2E_SCRATCH/agentd.log" |
+	awk '{n[$1]++; if ($2 > m[$1]) m[$1] = $2} END {for (k in n) printf "# loop held >= 10 ms by %s events: %d times, longest %d ms\n", k, n[k], m[k]}' | sort
 cat "$E2E_SCRATCH/load.out"
 echo "# during the load ($(($(date +%s) - t0)) s of probing): $(($(grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log") - refreshes0)) full mirror refreshes (10000 written), $(($(grep -c 'opencode/shop: started' "$E2E_SCRATCH/agentd.log") - starts0)) OpenCode starts"
 for i in $(seq 300); do running && break; sleep 0.2; done
