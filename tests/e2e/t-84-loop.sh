@@ -89,6 +89,8 @@ for s in socks:
     try:
         if s.recv(1) == b"":
             closed += 1
+    except ConnectionResetError:
+        closed += 1  # closed before its bytes were read (a client evicted at accept)
     except OSError:
         pass
 print("closed %d of %d after %.1f s" % (closed, n, time.monotonic() - t0))
