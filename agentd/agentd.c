@@ -130,7 +130,7 @@ static int init_children(struct agentd *d)
 	snprintf(px->name, sizeof(px->name), "proxy");
 	px->plan_child = proxy_plan;
 	px->exec_child = proxy_exec;
-	px->pidfd = px->timerfd = px->probe_fd = -1;
+	px->pidfd = px->timerfd = px->probe_fd = px->exec_fd = -1;
 	if (child_log_open(d, px) < 0)
 		return -1;
 	px->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -148,7 +148,7 @@ static int init_children(struct agentd *d)
 		c->port = d->cfg.opencode_port + (unsigned)i;
 		c->plan_child = opencode_plan;
 		c->exec_child = opencode_exec;
-		c->pidfd = c->probe_fd = -1;
+		c->pidfd = c->probe_fd = c->exec_fd = -1;
 		if (child_log_open(d, c) < 0)
 			return -1;
 		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -341,6 +341,12 @@ static void shutdown_children(struct agentd *d)
 	}
 }
 
+static const char *const src_names[] = {"signal", "nftables", "control-accept", "control-client",
+	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer"};
+
+/* The loop's promise is "no handler waits": one that takes long is logged (-v) with its kind. */
+#define LOOP_SLOW_MS 10
+
 int agentd_run(struct agentd *d)
 {
 	struct epoll_event evs[32];
@@ -357,6 +363,8 @@ int agentd_run(struct agentd *d)
 		}
 		for (int i = 0; i < n && !d->stopping; i++) {
 			struct src *s = evs[i].data.ptr;
+			enum src_kind kind = s->kind; /* s may be gone after its handler */
+			long t0 = mono_ms(), took;
 
 			switch (s->kind) {
 			case SRC_SIGNAL:
@@ -389,7 +397,16 @@ int agentd_run(struct agentd *d)
 			case SRC_MIRROR:
 				mirrorwatch_event(d, s);
 				break;
+			case SRC_EXEC:
+				child_exec_event(d, s->ptr);
+				break;
+			case SRC_CTL_TIMER:
+				ctlsrv_timer(d);
+				break;
 			}
+			took = mono_ms() - t0;
+			if (took >= LOOP_SLOW_MS)
+				log_info("loop: a %s event held the loop %ld ms", src_names[kind], took);
 		}
 	}
 	shutdown_children(d);

@@ -20,7 +20,7 @@
 #define OPENCODE_PERMISSION_ENV "OPENCODE_PERMISSION={\"*\":\"allow\"}"
 
 #define AGENTD_MAX_PROJECTS 16
-#define AGENTD_MAX_CLIENTS 16
+#define AGENTD_MAX_CLIENTS 64
 #define SECRETS_ENV_MAX 64 /* SECRETS_MAX_COUNT of secrets/secrets.h */
 
 /* What epoll hands back: the kind of source and its object. */
@@ -33,7 +33,9 @@ enum src_kind {
 	SRC_TIMER,
 	SRC_PROBE,
 	SRC_LOG,
-	SRC_MIRROR
+	SRC_MIRROR,
+	SRC_EXEC,
+	SRC_CTL_TIMER
 };
 
 struct src {
@@ -46,6 +48,7 @@ enum child_state {
 	CH_BACKOFF, /* waiting before a restart */
 	CH_STARTING, /* running, not yet answering */
 	CH_RUNNING, /* answering */
+	CH_STOPPING, /* SIGTERM sent, SIGKILL when the timer fires first */
 };
 
 struct agentd;
@@ -73,8 +76,11 @@ struct child {
 	pid_t pid;
 	int pidfd;
 	struct src pid_src;
-	int timerfd; /* backoff and readiness deadlines */
+	int timerfd; /* backoff, exec, stop and readiness deadlines */
 	struct src timer_src;
+	int exec_fd; /* owned: the CLOEXEC pipe until the child execs, -1 after */
+	struct src exec_src;
+	int restart_after; /* CH_STOPPING: start again once it is gone */
 	unsigned restarts;
 	unsigned backoff_ms;
 	unsigned crashes_in_row; /* reset after a stable period */
@@ -112,6 +118,8 @@ struct ctl_client {
 	struct src src;
 	uid_t uid;
 	void *reader; /* owned: struct ctl_reader */
+	void *writer; /* owned: struct ctl_writer, the reply as the socket takes it */
+	long deadline_ms; /* mono_ms() by which the request is read and answered */
 };
 
 /* OpenCode's private mount namespace and limits: sandbox.c */
@@ -143,6 +151,8 @@ struct agentd {
 	struct src ctl_src;
 	char ctl_path[4096];
 	struct ctl_client clients[AGENTD_MAX_CLIENTS];
+	int ctl_timer; /* the nearest client deadline */
+	struct src ctl_timer_src;
 	int freeze_timer;
 	struct src freeze_src;
 
@@ -184,6 +194,7 @@ void child_exited(struct agentd *d, struct child *c);
 void child_timer(struct agentd *d, struct child *c);
 void child_probe_event(struct agentd *d, struct child *c, uint32_t events);
 int child_stop(struct agentd *d, struct child *c, int timeout_ms);
+void child_exec_event(struct agentd *d, struct child *c);
 void child_restart(struct agentd *d, struct child *c);
 int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p);
 int proxy_exec(struct agentd *d, struct child *c, const struct child_plan *p);
@@ -235,6 +246,11 @@ void mirrorwatch_close(struct agentd *d);
 int ctlsrv_open(struct agentd *d);
 void ctlsrv_accept(struct agentd *d);
 void ctlsrv_client(struct agentd *d, struct ctl_client *cl, uint32_t events);
+void ctlsrv_timer(struct agentd *d);
+/* The slot for a new client: a free one, else the one nearest its deadline (the oldest). */
+struct ctl_client *ctlsrv_slot(struct ctl_client *v, size_t n);
+/* The nearest deadline of the connected clients, 0 for none. */
+long ctlsrv_next_deadline(const struct ctl_client *v, size_t n);
 void ctlsrv_close(struct agentd *d);
 
 #endif

@@ -37,6 +37,7 @@
 #define READY_DEADLINE_MS 60000
 #define LOG_MAX (10 * 1024 * 1024)
 #define EXEC_TIMEOUT_MS 3000 /* fork to exec of a child */
+#define STOP_TIMEOUT_MS 3000 /* SIGTERM to SIGKILL of a restart */
 
 long ms_since(const struct timespec *t)
 {
@@ -290,6 +291,15 @@ void child_log_event(struct agentd *d, struct child *c)
 	}
 }
 
+static void exec_done(struct agentd *d, struct child *c)
+{
+	if (c->exec_fd < 0)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->exec_fd, NULL);
+	close(c->exec_fd);
+	c->exec_fd = -1;
+}
+
 int child_start(struct agentd *d, struct child *c)
 {
 	int errpipe[2], err = 0, logfd = c->log_w, plan_err;
@@ -298,6 +308,8 @@ int child_start(struct agentd *d, struct child *c)
 	pid_t pid;
 	ssize_t n;
 
+	if (c->pid > 0)
+		return 0; /* still running or stopping: its exit schedules what follows */
 	if (d->stopping || d->frozen)
 		return 0;
 	if (c->is_opencode && opencode_bin_check(d->opencode_bin, bin_err, sizeof(bin_err)) < 0) {
@@ -403,34 +415,51 @@ int child_start(struct agentd *d, struct child *c)
 		return -1;
 	}
 	/*
-	 * Wait for exec (the pipe closes) or its error, bounded: the child is the agent's
-	 * before it execs, and the agent could stop it there to hang us.
+	 * The exec (the pipe closes) or its error arrives as an event, bounded by the timer:
+	 * the child is the agent's before it execs, and the agent could stop it there.
 	 */
-	{
-		struct pollfd pf = {.fd = errpipe[0], .events = POLLIN};
-
-		n = poll(&pf, 1, EXEC_TIMEOUT_MS) == 1 ? read(errpipe[0], &err, sizeof(err)) : -1;
-		if (n < 0) {
-			snprintf(c->last_error, sizeof(c->last_error),
-				"did not exec within %d ms: killed", EXEC_TIMEOUT_MS);
-			log_err("%s: %s", c->name, c->last_error);
-			syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-			close(errpipe[0]);
-			return -1; /* the exit arrives through the pidfd and schedules the retry */
-		}
+	c->exec_fd = errpipe[0];
+	if (fcntl(c->exec_fd, F_SETFL, O_NONBLOCK) < 0 ||
+		agentd_watch(d, c->exec_fd, &c->exec_src, SRC_EXEC, c, EPOLLIN) < 0) {
+		log_err("%s: exec pipe: %s", c->name, strerror(errno));
+		exec_done(d, c);
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+		return -1; /* the exit arrives through the pidfd and schedules the retry */
 	}
-	close(errpipe[0]);
+	arm(c, EXEC_TIMEOUT_MS);
+	return 0;
+}
+
+/* The pipe of the exec: its end of file is the exec, 4 bytes an errno before exiting. */
+void child_exec_event(struct agentd *d, struct child *c)
+{
+	int err = 0;
+	ssize_t n;
+
+	if (c->exec_fd < 0)
+		return;
+	n = read(c->exec_fd, &err, sizeof(err));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	exec_done(d, c);
 	if (n == (ssize_t)sizeof(err) && err) {
 		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s", strerror(err));
 		log_err("%s: %s", c->name, c->last_error);
-		return -1; /* its exit arrives through the pidfd and schedules the retry */
+		if (c->state != CH_STOPPING)
+			disarm(c);
+		return; /* its exit arrives through the pidfd and schedules the retry */
 	}
+	if (c->state == CH_STOPPING || c->pid <= 0)
+		return; /* stopped before it ran: the stop's timer stays armed */
 	c->state = c->is_opencode ? CH_STARTING : CH_RUNNING;
-	log_notice("%s: started (pid %d)", c->name, (int)pid);
+	log_notice("%s: started (pid %d)", c->name, (int)c->pid);
 	if (c->is_opencode)
 		arm(c, PROBE_EVERY_MS);
-	return 0;
+	else
+		disarm(c);
 }
+
+static void restart_now(struct agentd *d, struct child *c);
 
 static void probe_close(struct agentd *d, struct child *c)
 {
@@ -457,13 +486,23 @@ void child_exited(struct agentd *d, struct child *c)
 	c->pidfd = -1;
 	c->pid = 0;
 	probe_close(d, c);
+	/* An exec error written just before the exit: read it first, for last_error. */
+	child_exec_event(d, c);
+	exec_done(d, c);
 	if (info.si_code == CLD_EXITED)
 		snprintf(how, sizeof(how), "exit %d", info.si_status);
 	else
 		snprintf(how, sizeof(how), "signal %d", info.si_status);
 	ran = ms_since(&c->started);
-	if (d->stopping || c->state == CH_STOPPED) {
+	if (c->state == CH_STOPPING && c->restart_after && !d->stopping) {
 		log_info("%s: stopped (%s)", c->name, how);
+		disarm(c);
+		restart_now(d, c);
+		return;
+	}
+	if (d->stopping || c->state == CH_STOPPED || c->state == CH_STOPPING) {
+		log_info("%s: stopped (%s)", c->name, how);
+		disarm(c);
 		c->state = CH_STOPPED;
 		return;
 	}
@@ -593,6 +632,14 @@ void child_timer(struct agentd *d, struct child *c)
 
 	if (read(c->timerfd, &ticks, sizeof(ticks)) < 0)
 		return;
+	if (c->exec_fd >= 0 && c->state != CH_STOPPING) {
+		snprintf(c->last_error, sizeof(c->last_error), "did not exec within %d ms: killed",
+			EXEC_TIMEOUT_MS);
+		log_err("%s: %s", c->name, c->last_error);
+		exec_done(d, c);
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+		return; /* the exit arrives through the pidfd and schedules the retry */
+	}
 	switch (c->state) {
 	case CH_BACKOFF:
 		child_start(d, c);
@@ -608,17 +655,23 @@ void child_timer(struct agentd *d, struct child *c)
 				"not answering %ld s after start", ms_since(&c->started) / 1000);
 		arm(c, PROBE_EVERY_MS);
 		break;
+	case CH_STOPPING:
+		log_warn("%s: did not stop within %d ms: killing it", c->name, STOP_TIMEOUT_MS);
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+		break; /* the exit arrives through the pidfd */
 	default:
 		break;
 	}
 }
 
+/* At shutdown only, after the loop: waits up to timeout_ms, then kills. */
 int child_stop(struct agentd *d, struct child *c, int timeout_ms)
 {
 	struct timespec t0;
 
 	disarm(c);
 	probe_close(d, c);
+	exec_done(d, c);
 	if (c->pid <= 0) {
 		c->state = CH_STOPPED;
 		return 0;
@@ -649,15 +702,36 @@ reaped:
 	return 0;
 }
 
-void child_restart(struct agentd *d, struct child *c)
+static void restart_now(struct agentd *d, struct child *c)
 {
-	child_stop(d, c, 3000);
+	c->restart_after = 0;
 	c->crashes_in_row = 0;
 	c->backoff_ms = 0;
 	c->restarts++;
 	/* While frozen, child_start waits: the thaw starts what is in backoff. */
 	c->state = CH_BACKOFF;
 	child_start(d, c);
+}
+
+/*
+ * SIGTERM now, SIGKILL when the timer fires first, the start when the pidfd says it is
+ * gone: the loop goes on meanwhile (a netlock event is not held up by a slow exit).
+ */
+void child_restart(struct agentd *d, struct child *c)
+{
+	if (c->pid <= 0) {
+		disarm(c);
+		probe_close(d, c);
+		restart_now(d, c);
+		return;
+	}
+	c->restart_after = 1;
+	if (c->state == CH_STOPPING)
+		return;
+	probe_close(d, c);
+	c->state = CH_STOPPING;
+	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+	arm(c, STOP_TIMEOUT_MS);
 }
 
 /* The OpenCode password: generated once, kept root-only, survives restarts of agentd. */

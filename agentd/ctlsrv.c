@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +24,13 @@
  * The control socket. Anyone can connect (mode 0666): the peer's uid, from the kernel
  * (SO_PEERCRED), decides. Root and the owner are served; everyone else, the agent first
  * of all, gets one error line and the door. One request per connection.
+ *
+ * No client holds the loop: sockets are non-blocking, a request is read as it comes (one
+ * frame at most), the reply is written as the socket takes it, and a client that has not
+ * sent its request and taken its answer within CTL_CLIENT_DEADLINE_MS is closed.
  */
+
+#define CTL_CLIENT_DEADLINE_MS 5000
 
 int ctlsrv_open(struct agentd *d)
 {
@@ -56,6 +63,10 @@ int ctlsrv_open(struct agentd *d)
 	d->ctlfd = fd;
 	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
 		d->clients[i].fd = -1;
+	d->ctl_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (d->ctl_timer < 0 ||
+		agentd_watch(d, d->ctl_timer, &d->ctl_timer_src, SRC_CTL_TIMER, d, EPOLLIN) < 0)
+		return -1;
 	return agentd_watch(d, fd, &d->ctl_src, SRC_CTL_LISTEN, d, EPOLLIN);
 }
 
@@ -71,6 +82,69 @@ static void client_close(struct agentd *d, struct ctl_client *cl)
 		free(cl->reader);
 		cl->reader = NULL;
 	}
+	if (cl->writer) {
+		ctl_writer_reset(cl->writer);
+		free(cl->writer);
+		cl->writer = NULL;
+	}
+}
+
+struct ctl_client *ctlsrv_slot(struct ctl_client *v, size_t n)
+{
+	struct ctl_client *old = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].fd < 0)
+			return &v[i];
+		if (!old || v[i].deadline_ms < old->deadline_ms)
+			old = &v[i];
+	}
+	return old;
+}
+
+long ctlsrv_next_deadline(const struct ctl_client *v, size_t n)
+{
+	long next = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].fd >= 0 && (!next || v[i].deadline_ms < next))
+			next = v[i].deadline_ms;
+	return next;
+}
+
+/* The timer follows the nearest deadline; off with no client. */
+static void deadline_arm(struct agentd *d)
+{
+	struct itimerspec it = {0};
+	long next = ctlsrv_next_deadline(d->clients, AGENTD_MAX_CLIENTS), now = mono_ms();
+
+	if (next) {
+		long in = next > now ? next - now : 1;
+
+		it.it_value.tv_sec = in / 1000;
+		it.it_value.tv_nsec = (in % 1000) * 1000000L;
+	}
+	timerfd_settime(d->ctl_timer, 0, &it, NULL);
+}
+
+void ctlsrv_timer(struct agentd *d)
+{
+	uint64_t ticks;
+	long now = mono_ms();
+
+	if (read(d->ctl_timer, &ticks, sizeof(ticks)) < 0) {
+		/* spurious wake-up: the deadlines are checked anyway */
+	}
+	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++) {
+		struct ctl_client *cl = &d->clients[i];
+
+		if (cl->fd >= 0 && now >= cl->deadline_ms) {
+			log_debug("control: uid %u: no request and answer within %d ms: closed",
+				(unsigned)cl->uid, CTL_CLIENT_DEADLINE_MS);
+			client_close(d, cl);
+		}
+	}
+	deadline_arm(d);
 }
 
 void ctlsrv_close(struct agentd *d)
@@ -81,13 +155,8 @@ void ctlsrv_close(struct agentd *d)
 		close(d->ctlfd);
 		unlink(d->ctl_path);
 	}
-}
-
-static void send_reply(int fd, const struct buf *b)
-{
-	/* Bounded: a peer that does not read cannot hold the daemon. */
-	if (ctl_send_frame(fd, b->data, b->len, 1000) < 0)
-		log_debug("control: reply not delivered");
+	if (d->ctl_timer > 0)
+		close(d->ctl_timer);
 }
 
 void ctlsrv_accept(struct agentd *d)
@@ -121,28 +190,33 @@ void ctlsrv_accept(struct agentd *d)
 			}
 			ctl_response_err(&b, "not allowed: uid %u is neither root nor the owner %s",
 				(unsigned)uid, d->owner.name);
-			send_reply(fd, &b);
+			{
+				struct ctl_writer once = {0};
+
+				/* One try: the line fits in a new socket's empty buffer. */
+				if (ctl_writer_frame(&once, b.data, b.len) < 0 ||
+					ctl_writer_flush(&once, fd) != 1)
+					log_debug("control: refusal not delivered");
+				ctl_writer_reset(&once);
+			}
 			buf_free(&b);
 			close(fd);
 			continue;
 		}
-		for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
-			if (d->clients[i].fd < 0) {
-				cl = &d->clients[i];
-				break;
-			}
-		if (!cl) {
-			/* Full: the oldest slot gives way (clients are root or the owner). */
-			cl = &d->clients[0];
+		/* Full: the oldest client gives way (clients are root or the owner). */
+		cl = ctlsrv_slot(d->clients, AGENTD_MAX_CLIENTS);
+		if (cl->fd >= 0)
 			client_close(d, cl);
-		}
 		cl->fd = fd;
 		cl->uid = uid;
+		cl->deadline_ms = mono_ms() + CTL_CLIENT_DEADLINE_MS;
 		cl->reader = calloc(1, sizeof(struct ctl_reader));
-		if (!cl->reader || agentd_watch(d, fd, &cl->src, SRC_CTL_CLIENT, cl, EPOLLIN) < 0) {
+		cl->writer = calloc(1, sizeof(struct ctl_writer));
+		if (!cl->reader || !cl->writer || agentd_watch(d, fd, &cl->src, SRC_CTL_CLIENT, cl, EPOLLIN) < 0) {
 			client_close(d, cl);
 			continue;
 		}
+		deadline_arm(d);
 	}
 }
 
@@ -157,6 +231,8 @@ static const char *state_name(const struct child *c)
 		return "starting";
 	case CH_RUNNING:
 		return "running";
+	case CH_STOPPING:
+		return "restarting";
 	}
 	return "?";
 }
@@ -234,6 +310,53 @@ static void do_restart(struct agentd *d, const char *project, struct buf *b)
 	ctl_response_add(b, "restarted", "%d", n);
 }
 
+/*
+ * The last `max` bytes of a log (NUL-terminated): only what one frame can carry is read,
+ * however long the file is. 0, or -errno.
+ */
+static int read_tail(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	off_t at;
+	size_t len = 0;
+	char *data;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	at = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+	data = malloc(max + 1);
+	if (!data) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (len < max) {
+		ssize_t n = pread(fd, data + len, max - len, at + (off_t)len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (r < 0) {
+		free(data);
+		return r;
+	}
+	data[len] = '\0';
+	*ret = data;
+	*ret_len = len;
+	return 0;
+}
+
 static void do_logs(struct agentd *d, unsigned count, struct buf *b)
 {
 	size_t budget;
@@ -250,7 +373,7 @@ static void do_logs(struct agentd *d, unsigned count, struct buf *b)
 
 		child_log_name(&d->oc[i], name, sizeof(name));
 		if (path_join(path, sizeof(path), CHILD_LOG_DIR, name) < 0 ||
-			fo_read(path, 16 * 1024 * 1024, &data, &len) < 0)
+			read_tail(path, budget + 1, &data, &len) < 0)
 			continue;
 		/*
 		 * The newest `count` lines that fit in one frame: walk back from the end
@@ -311,21 +434,38 @@ static void handle(struct agentd *d, struct ctl_client *cl, const char *payload,
 	}
 	ctl_request_free(&rq);
 send:
-	send_reply(cl->fd, &b);
+	if (ctl_writer_frame(cl->writer, b.data, b.len) < 0)
+		log_err("control: uid %u: the reply could not be framed", (unsigned)cl->uid);
 	buf_free(&b);
 }
 
 void ctlsrv_client(struct agentd *d, struct ctl_client *cl, uint32_t events)
 {
 	struct ctl_reader *r = cl->reader;
+	struct ctl_writer *w = cl->writer;
+	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = &cl->src};
 	int st;
 
+	if (w->buf) {
+		/* Answering: the rest of the reply, as the socket takes it. */
+		if (ctl_writer_flush(w, cl->fd) == 0 && !(events & (EPOLLHUP | EPOLLERR)))
+			return;
+		client_close(d, cl);
+		deadline_arm(d);
+		return;
+	}
 	st = ctl_reader_feed(r, cl->fd);
 	if (st == 0 && !(events & (EPOLLHUP | EPOLLERR)))
 		return;
-	if (st == 1)
+	if (st == 1) {
 		handle(d, cl, r->buf, r->have);
-	else if (st == -EPROTO)
+		ctl_reader_reset(r);
+		if (w->buf && ctl_writer_flush(w, cl->fd) == 0 &&
+			epoll_ctl(d->epfd, EPOLL_CTL_MOD, cl->fd, &ev) == 0)
+			return;
+	} else if (st == -EPROTO) {
 		log_warn("control: uid %u sent a frame of a bad length: closed", (unsigned)cl->uid);
+	}
 	client_close(d, cl);
+	deadline_arm(d);
 }

@@ -601,6 +601,14 @@ static uint32_t be32(const unsigned char *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+static void put_be32(unsigned char *p, size_t n)
+{
+	p[0] = (unsigned char)(n >> 24);
+	p[1] = (unsigned char)(n >> 16);
+	p[2] = (unsigned char)(n >> 8);
+	p[3] = (unsigned char)n;
+}
+
 int ctl_reader_feed(struct ctl_reader *r, int fd)
 {
 	ssize_t k;
@@ -641,6 +649,49 @@ void ctl_reader_reset(struct ctl_reader *r)
 {
 	free(r->buf);
 	memset(r, 0, sizeof(*r));
+}
+
+int ctl_writer_frame(struct ctl_writer *w, const void *payload, size_t len)
+{
+	char *p;
+
+	if (len == 0 || len > CTL_MAX_FRAME)
+		return -EMSGSIZE;
+	if (w->buf)
+		return -EBUSY;
+	p = malloc(len + 4);
+	if (!p)
+		return -ENOMEM;
+	put_be32((unsigned char *)p, len);
+	memcpy(p + 4, payload, len);
+	w->buf = p;
+	w->len = len + 4;
+	w->off = 0;
+	return 0;
+}
+
+int ctl_writer_flush(struct ctl_writer *w, int fd)
+{
+	while (w->off < w->len) {
+		ssize_t k = send(fd, w->buf + w->off, w->len - w->off, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (k < 0 && errno == ENOTSOCK)
+			k = write(fd, w->buf + w->off, w->len - w->off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		if (k == 0)
+			return -EPIPE;
+		w->off += (size_t)k;
+	}
+	return 1;
+}
+
+void ctl_writer_reset(struct ctl_writer *w)
+{
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
 }
 
 /* Deadlines are absolute CLOCK_MONOTONIC milliseconds; -1 is none (timeout_ms < 0). */
@@ -685,8 +736,7 @@ static int wait_fd(int fd, short events, long long deadline)
 
 static int send_until(int fd, const void *payload, size_t len, long long deadline)
 {
-	unsigned char hdr[4] = {(unsigned char)(len >> 24), (unsigned char)(len >> 16),
-		(unsigned char)(len >> 8), (unsigned char)len};
+	unsigned char hdr[4];
 	struct iovec iov[2] = {{hdr, sizeof(hdr)}, {(void *)payload, len}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 2};
 	ssize_t k;
@@ -694,6 +744,7 @@ static int send_until(int fd, const void *payload, size_t len, long long deadlin
 
 	if (len == 0 || len > CTL_MAX_FRAME)
 		return -EMSGSIZE;
+	put_be32(hdr, len);
 	while (mh.msg_iovlen) {
 		/* MSG_NOSIGNAL: a daemon that closed on us is an error to report, not a SIGPIPE. */
 		k = sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);

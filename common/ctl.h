@@ -114,6 +114,22 @@ int ctl_reader_feed(struct ctl_reader *r, int fd);
 void ctl_reader_reset(struct ctl_reader *r);
 
 /*
+ * Its counterpart for the answer: the loop never waits for a peer to read. Zero-initialize,
+ * queue one frame with ctl_writer_frame (0; -EMSGSIZE for a length of 0 or above
+ * CTL_MAX_FRAME, -EBUSY when one is queued, -ENOMEM), then call ctl_writer_flush on each
+ * writability event: 1 all sent, 0 the socket is full (wait for EPOLLOUT), -errno (-EPIPE
+ * for a peer gone). Memory: one frame. The fd may be blocking (MSG_DONTWAIT).
+ */
+struct ctl_writer {
+	char *buf; /* owned: header and payload */
+	size_t len, off;
+};
+
+int ctl_writer_frame(struct ctl_writer *w, const void *payload, size_t len);
+int ctl_writer_flush(struct ctl_writer *w, int fd);
+void ctl_writer_reset(struct ctl_writer *w);
+
+/*
  * Blocking helpers for clients, on sockets, each bounded by timeout_ms in total
  * (-ETIMEDOUT). SIGPIPE is never raised (MSG_NOSIGNAL).
  */

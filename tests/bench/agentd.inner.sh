@@ -8,8 +8,13 @@ if [ ! -x /opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode ]; the
 	exit 0
 fi
 make_project
+# 10,000 small files in the mirror of the owner's configs (the loaded scenario refreshes them).
+MIRDIR=$OWNER_HOME/.config/opencode/bench
+as_owner mkdir -p "$MIRDIR"
+as_owner sh -c "cd '$MIRDIR' && seq -w 10000 | sed 's/.*/f&.md/' | xargs -n 1000 sh -c 'for f; do echo \"bench file \$f\" >\"\$f\"; done' sh"
+echo "# mirror: $(find "$MIRDIR" -type f | wc -l) files in $MIRDIR"
 provision >/dev/null 2>&1 || fail "provisioning" "$(provision 2>&1)"
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 running() { as_owner "$OCSB_BUILD/ocsb" status 2>/dev/null | awk '$1 == "state" {n++} n == 2 {print $2; exit}' | grep -qx running; }
 for i in $(seq 300); do running && break; sleep 0.2; done
@@ -40,6 +45,38 @@ grep 'restored in' "$E2E_SCRATCH/agentd.log" | tail -n +$((n0 + 1)) | sed -E 's/
 	if (NR == 0) { print "# restore: no restore logged"; exit }
 	printf "# netlock restore after nft flush ruleset, %d trials: p50 %.2f ms, p99 %.2f ms, max %.2f ms (target p99 < 50 ms); %d ms wall for all, polling included\n",
 		NR, a[int(NR * 0.5) + 1], a[int(NR * 0.99)], a[NR], wall }'
+
+# The same restore, measured from outside (an nftables event socket: from the event that
+# takes inet ocsb away to the commit that brings it back), idle and then under load: 50
+# control clients (slow and large requests), a full mirror refresh of 10,000 files each
+# second, OpenCode restarted every 2 s.
+LOAD=$(dirname "$0")/agentd_load.py
+stats() { # stats LABEL: figures of the probe's lines on stdin
+	sort -n | awk -v label="$1" '$1 == "timeout" {t++; next} {a[++n] = $1} END {
+	if (n == 0) { printf "# %s: no restore seen (%d timeouts)\n", label, t; exit }
+	p99 = int(n * 0.99); if (p99 < n * 0.99) p99++
+	printf "# %s: %d trials, p50 %.2f ms, p99 %.2f ms, max %.2f ms, %d timeouts (10 s)\n",
+		label, n, a[int(n * 0.5) + 1], a[p99], a[n], t + 0 }'
+}
+python3 "$LOAD" probe "${IDLE_TRIALS:-100}" | stats "restore from outside, idle"
+refreshes0=$(grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log")
+starts0=$(grep -c 'opencode/shop: started' "$E2E_SCRATCH/agentd.log")
+python3 "$LOAD" load /run/ocsb/agentd.sock "$MIRDIR" 100000 >"$E2E_SCRATCH/load.out" 2>&1 &
+LOADER=$!
+(while :; do as_owner "$OCSB_BUILD/ocsb" restart shop >/dev/null 2>&1; sleep 2; done) &
+RESTARTER=$!
+sleep 3
+t0=$(date +%s)
+python3 "$LOAD" probe "${LOAD_TRIALS:-200}" >"$E2E_SCRATCH/probe.out"
+kill "$RESTARTER" "$LOADER" 2>/dev/null
+wait "$RESTARTER" "$LOADER" 2>/dev/null
+stats "restore from outside, loaded (50 clients, mirror refresh of 10,000 files, OpenCode restarts)" <"$E2E_SCRATCH/probe.out"
+# agentd logs (-v) every handler that held its loop 10 ms or more: how many, how long, which
+sed -n 's/.*loop: a \([a-z-]*\) event held the loop \([0-9]*\) ms.*/\1 \2/p' "$E2E_SCRATCH/agentd.log" |
+	awk '{n[$1]++; if ($2 > m[$1]) m[$1] = $2} END {for (k in n) printf "# loop held >= 10 ms by %s events: %d times, longest %d ms\n", k, n[k], m[k]}' | sort
+cat "$E2E_SCRATCH/load.out"
+echo "# during the load ($(($(date +%s) - t0)) s of probing): $(($(grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log") - refreshes0)) full mirror refreshes (10000 written), $(($(grep -c 'opencode/shop: started' "$E2E_SCRATCH/agentd.log") - starts0)) OpenCode starts"
+for i in $(seq 300); do running && break; sleep 0.2; done
 
 # OpenCode restart to healthy, after SIGKILL (the first restart waits the 1 s backoff).
 pid=$(as_owner "$OCSB_BUILD/ocsb" status | awk '$1 == "pid" {n++} n == 2 {print $2; exit}')
