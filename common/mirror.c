@@ -1800,6 +1800,16 @@ static int link_one(struct linkjob *j, int out, const char *rel)
 	return 0;
 }
 
+/* A directory mirror_reserve made for a source the owner does not have (yet). */
+static int reserved(const struct mirror *m, const char *rel)
+{
+	char path[PATH_MAX * 2];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", m->tree, rel);
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int link_child(void *arg, int out)
 {
 	struct linkjob *j = arg;
@@ -1810,10 +1820,46 @@ static int link_child(void *arg, int out)
 		const char *rel = m->spec->paths.v[i];
 		const struct mirror_entry *e = me_find(m, rel);
 
-		/* Only what the tree holds: no dangling links for sources that do not exist. */
-		if (!j->remove && (!e || !on_disk(e)))
+		/* Only what the tree holds (or reserves): no dangling links. */
+		if (!j->remove && (!e || !on_disk(e)) && !reserved(m, rel))
 			continue;
 		link_one(j, out, rel);
+	}
+	return 0;
+}
+
+int mirror_reserve(struct mirror *m, int dry, struct strv *changes)
+{
+	uid_t root = m->drop ? 0 : (uid_t)-1;
+
+	for (size_t i = 0; i < m->spec->paths.n; i++) {
+		const char *rel = m->spec->paths.v[i];
+		const struct mirror_entry *e = me_find(m, rel);
+		char line[PATH_MAX + 128];
+		int fd;
+
+		if ((e && on_disk(e)) || !strcmp(rel, MIRROR_GITCONFIG) || is_writable(m, rel) ||
+			reserved(m, rel))
+			continue;
+		snprintf(line, sizeof(line),
+			"reserve ~/%s: an empty mirror directory until %s has one", rel, m->owner);
+		if (strv_push(changes, line) < 0)
+			return -1;
+		if (dry)
+			continue;
+		/* Root's own tree, walked without following links. */
+		fd = fo_mkdir_p(AT_FDCWD, m->tree, m->dmode, root, root);
+		if (fd >= 0) {
+			int d = fo_mkdir_p(fd, rel, m->dmode, root, root);
+
+			close(fd);
+			fd = d;
+		}
+		if (fd < 0) {
+			log_err("mirror: %s/%s: %s", m->tree, rel, strerror(-fd));
+			return -1;
+		}
+		close(fd);
 	}
 	return 0;
 }
@@ -1848,6 +1894,9 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 		l = strtok_r(NULL, "\n", &save)) {
 		if (l[0] == '!') {
 			log_warn("mirror: %s", l + 2);
+			/* --check and --dry-run count a place that is not linked as a difference. */
+			if (dry)
+				strv_push(changes, l + 2);
 			continue;
 		}
 		strv_push(changes, l);

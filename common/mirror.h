@@ -112,6 +112,13 @@ int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret);
  * dry: only describe. 0 or -1.
  */
 int mirror_link(struct mirror *m, int dry, struct strv *changes);
+/*
+ * Root's side, before mirror_link: a configured directory the owner does not have yet gets
+ * an empty, root-owned one in the tree, so the agent's place is linked (reserved) from the
+ * first run and a real directory the agent's tools would make there never takes it
+ * (.gitconfig and writable paths excepted). One line per reservation in changes.
+ */
+int mirror_reserve(struct mirror *m, int dry, struct strv *changes);
 /* Remove links (only those pointing into our tree) as the agent. */
 int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
 /* Remove the tree and the status file. */

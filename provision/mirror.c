@@ -60,6 +60,10 @@ int prov_mirror_ensure(struct prov *p)
 		prov_done(p);
 	}
 	print_notices(&m);
+	if (mirror_reserve(&m, dry, &links) < 0) {
+		r = -1;
+		goto out;
+	}
 	if (mirror_link(&m, dry, &links) < 0) {
 		r = -1;
 		goto out;

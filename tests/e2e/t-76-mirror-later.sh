@@ -1,0 +1,40 @@
+# SPDX-License-Identifier: MIT
+# The owner's OpenCode config that did not exist at provisioning still reaches the agent
+# (issue 15): the mirror's places are reserved from the first run (a link to an empty,
+# root-owned directory in the tree), so OpenCode cannot make a real directory there; what
+# the owner adds later arrives through the same link. A real directory of the agent's in
+# that place is a difference for --check (it was "0 differences").
+. "$E2E_LIB"
+. "$(dirname "$0")/common-prov.sh"
+
+TREE=/var/lib/ocsb/mirror/$AGENT/tree
+AHOME=/home/$AGENT
+agent() { as_user "$AGENT" "$@"; }
+
+make_project
+as_owner rm -rf "$OWNER_HOME/.config/opencode" "$OWNER_HOME/.agents"
+check_output "provisioning reserves ~/.config/opencode although the owner has none" \
+	"reserve ~/.config/opencode: an empty mirror directory until $OWNER has one" provision
+check_output "the agent's ~/.config/opencode is a link into the tree" "^$TREE/.config/opencode\$" \
+	readlink "$AHOME/.config/opencode"
+check_output "the reserved directory is empty, root's, read-only" '^555 root 0$' \
+	sh -c "stat -c '%a %U' '$TREE/.config/opencode' | tr '\n' ' '; ls -A '$TREE/.config/opencode' | wc -l"
+check_fails "the agent cannot make files there (as OpenCode's first start would)" \
+	agent mkdir -p "$AHOME/.config/opencode/agent"
+check_output "converges: 0 changes" '^ocsb-provision: 0 changes$' provision
+check_output "--check: 0 differences" '^ocsb-provision: 0 differences' prov --check
+
+# The owner starts using OpenCode afterwards: her config reaches the agent, same link.
+as_owner mkdir -p "$OWNER_HOME/.config/opencode/command"
+as_owner sh -c "echo LATER-BODY > '$OWNER_HOME/.config/opencode/command/later.md'"
+check_output "a later run mirrors it" 'mirror .* written' provision
+check_output "the agent reads it through the link it already had" '^LATER-BODY$' \
+	agent cat "$AHOME/.config/opencode/command/later.md"
+
+# A real directory of the agent's in that place: never removed by us, but reported.
+agent rm "$AHOME/.config/opencode"
+agent mkdir "$AHOME/.config/opencode"
+check_fails_output "--check reports the place that is not linked" \
+	"drift: ~/.config/opencode exists and is not ocsb's link" prov --check
+agent rmdir "$AHOME/.config/opencode"
+check_output "control: once it is gone, a run links it again" "link ~/.config/opencode -> $TREE/.config/opencode" provision
