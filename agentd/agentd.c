@@ -331,13 +331,12 @@ static void shutdown_children(struct agentd *d)
 	 * (without systemd), so the uid is the handle for the rest.
 	 */
 	{
-		int n = procs_signal_uid(d->agent.uid, SIGKILL, 1);
+		/* Names what is left when it fails (zombies do not count: no signal ends them). */
+		int n = procs_kill_uid(d->agent.uid, d->agent.name);
 
 		if (n > 0)
 			log_notice("stopped %d leftover process%s of %s", n, n == 1 ? "" : "es",
 				d->agent.name);
-		else if (n < 0)
-			log_err("cannot stop the processes of %s: %s", d->agent.name, strerror(-n));
 	}
 }
 
