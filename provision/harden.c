@@ -163,40 +163,19 @@ int harden_render_limits(const char *user, struct buf *out)
 
 static int deny_update(struct prov *p, const char *name, int add)
 {
-	char path[4096], *data = NULL;
+	char path[4096], what[4200];
 	struct buf out = {0};
-	struct stat st;
-	mode_t mode = 0644;
-	uid_t uid = 0;
-	gid_t gid = 0;
+	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, name) < 0)
+	if (path_join(path, sizeof(path), p->paths.etc, name) < 0 || prov_file_read(path, &f) < 0)
 		return -1;
-	r = fo_read(path, 1 << 20, &data, NULL);
-	if (r < 0 && r != -ENOENT) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	/* Keep the file's owner and mode (Debian: at.deny is root:daemon 0640). */
-	if (r == 0 && lstat(path, &st) == 0) {
-		mode = st.st_mode & 07777;
-		uid = st.st_uid;
-		gid = st.st_gid;
-	}
-	r = harden_deny_edit(data, p->cfg.agent, add, &out);
-	if (r > 0 &&
-		prov_change(p, "%s %s %s %s", add ? "add" : "remove", p->cfg.agent,
-			add ? "to" : "from", path)) {
-		r = fo_write(path, out.data ? out.data : "", out.len, mode, uid, gid);
-		if (r < 0)
-			log_err("%s: %s", path, strerror(-r));
-		else
-			prov_done(p);
-	}
-	free(data);
+	r = harden_deny_edit(f.data, p->cfg.agent, add, &out);
+	snprintf(what, sizeof(what), "%s %s %s %s", add ? "add" : "remove", p->cfg.agent,
+		add ? "to" : "from", path);
+	r = prov_file_commit(p, path, &f, r, &out, 0, what);
 	buf_free(&out);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 /* <etc>/<dir>/ocsb-<agent><suffix> */
@@ -248,34 +227,22 @@ static int pam_namespace_usable(struct prov *p, char *why, size_t n)
 
 static int pam_update(struct prov *p, int add)
 {
-	char path[4096], *data = NULL;
+	char path[4096], what[4200];
 	struct buf out = {0};
-	struct stat st;
+	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, "pam.d/sshd") < 0)
+	if (path_join(path, sizeof(path), p->paths.etc, "pam.d/sshd") < 0 ||
+		prov_file_read(path, &f) < 0)
 		return -1;
-	r = fo_read(path, 1 << 20, &data, NULL);
-	if (r == -ENOENT)
+	if (!f.exists)
 		return 0;
-	if (r < 0 || lstat(path, &st) < 0) {
-		log_err("%s: %s", path, strerror(r < 0 ? -r : errno));
-		free(data);
-		return -1;
-	}
-	r = harden_pam_edit(data, add, &out);
-	if (r > 0 &&
-		prov_change(p, "%s pam_namespace %s %s", add ? "add" : "remove",
-			add ? "to" : "from", path)) {
-		r = fo_write(path, out.data, out.len, st.st_mode & 07777, st.st_uid, st.st_gid);
-		if (r < 0)
-			log_err("%s: %s", path, strerror(-r));
-		else
-			prov_done(p);
-	}
-	free(data);
+	r = harden_pam_edit(f.data, add, &out);
+	snprintf(what, sizeof(what), "%s pam_namespace %s %s", add ? "add" : "remove",
+		add ? "to" : "from", path);
+	r = prov_file_commit(p, path, &f, r, &out, 0, what);
 	buf_free(&out);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 int harden_ensure(struct prov *p)

@@ -666,46 +666,23 @@ fail:
 
 static int global_known_hosts(struct prov *p, const char *block)
 {
-	char path[4096], *data = NULL;
+	char path[4096], what[4200];
 	struct buf out = {0};
-	struct stat st;
-	mode_t mode = 0644;
-	uid_t uid = 0;
-	gid_t gid = 0;
+	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, "ssh/ssh_known_hosts") < 0)
+	if (path_join(path, sizeof(path), p->paths.etc, "ssh/ssh_known_hosts") < 0 ||
+		prov_file_read(path, &f) < 0)
 		return -1;
-	r = fo_read(path, 1 << 20, &data, NULL);
-	if (r < 0 && r != -ENOENT) {
-		log_err("%s: %s", path, strerror(-r));
-		return -1;
-	}
-	if (r == 0 && lstat(path, &st) == 0) {
-		mode = st.st_mode & 07777;
-		uid = st.st_uid;
-		gid = st.st_gid;
-	}
-	r = keys_global_known_hosts_edit(data, block, &out);
-	if (r > 0 &&
-		prov_change(p,
-			block ? "vouch for this machine's host keys in %s (ssh to "
-				"localhost asks nothing)"
-			      : "remove ocsb's block from %s",
-			path)) {
-		/* Emptied and made by us: remove it rather than leave an empty file. */
-		if (!block && out.len == 0)
-			r = fo_unlink(path);
-		else
-			r = fo_write(path, out.data ? out.data : "", out.len, mode, uid, gid);
-		if (r < 0)
-			log_err("%s: %s", path, strerror(-r));
-		else
-			prov_done(p);
-	}
-	free(data);
+	r = keys_global_known_hosts_edit(f.data, block, &out);
+	snprintf(what, sizeof(what),
+		block ? "vouch for this machine's host keys in %s (ssh to localhost asks nothing)"
+		      : "remove ocsb's block from %s",
+		path);
+	/* Emptied by the removal of our block: the file goes (we made it). */
+	r = prov_file_commit(p, path, &f, r, &out, !block, what);
 	buf_free(&out);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 int keys_global_ensure(struct prov *p)

@@ -49,6 +49,52 @@ void prov_done(struct prov *p)
 	}
 }
 
+int prov_file_read(const char *path, struct prov_file *f)
+{
+	struct stat st;
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	f->mode = 0644;
+	r = fo_read(path, 1 << 20, &f->data, NULL);
+	if (r == -ENOENT)
+		return 0;
+	/* Keep the file's owner and mode (Debian: at.deny is root:daemon 0640). */
+	if (r < 0 || lstat(path, &st) < 0) {
+		log_err("%s: %s", path, strerror(r < 0 ? -r : errno));
+		free(f->data);
+		f->data = NULL;
+		return -1;
+	}
+	f->exists = 1;
+	f->mode = st.st_mode & 07777;
+	f->uid = st.st_uid;
+	f->gid = st.st_gid;
+	return 0;
+}
+
+int prov_file_commit(struct prov *p, const char *path, struct prov_file *f, int changed,
+	const struct buf *out, int remove_empty, const char *what)
+{
+	int r = changed < 0 ? -1 : 0;
+
+	if (changed > 0 && prov_change(p, "%s", what)) {
+		/* Emptied and asked to: removed rather than left empty. */
+		if (remove_empty && out->len == 0)
+			r = f->exists ? fo_unlink(path) : 0;
+		else
+			r = fo_write(path, out->data ? out->data : "", out->len, f->mode, f->uid,
+				f->gid);
+		if (r < 0)
+			log_err("%s: %s", path, strerror(-r));
+		else
+			prov_done(p);
+	}
+	free(f->data);
+	f->data = NULL;
+	return r < 0 ? -1 : 0;
+}
+
 int prov_parent_dir(const char *path)
 {
 	char dir[4096];

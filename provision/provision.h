@@ -94,6 +94,23 @@ void prov_skip(struct prov *p, const char *fmt, ...) __attribute__((format(print
  * A root-owned file under a root-owned tree holding exactly b (mode, root:root), written
  * atomically when it differs ("write PATH"); *changed set when written (may be NULL).
  */
+/* A shared file of the machine (at.deny, pam.d/sshd, ssh_known_hosts), edited in place. */
+struct prov_file {
+	char *data; /* owned; NULL when absent */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	int exists;
+};
+/* Reads it, with its owner and mode (absent: no data, 0644 root:root); 0 or -1 (logged). */
+int prov_file_read(const char *path, struct prov_file *f);
+/*
+ * changed > 0: "what" is the change; once made (prov_change), out replaces the file with its
+ * owner and mode kept, or removes it when out is empty and remove_empty. Frees f's data.
+ * 0, or -1 (logged; also when changed < 0).
+ */
+int prov_file_commit(struct prov *p, const char *path, struct prov_file *f, int changed,
+	const struct buf *out, int remove_empty, const char *what);
 /* Makes path's parent directory (root's, 0755) as needed; its descriptor, or -1 (logged). */
 int prov_parent_dir(const char *path);
 int prov_write_file(
