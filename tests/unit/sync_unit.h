@@ -3,7 +3,8 @@
 #define OCSB_TEST_SYNC_UNIT_H
 
 /*
- * For test_sync and test_sync_git: the includes and the libgit2 set-up both need.
+ * For test_sync, test_sync_git and test_review: the includes and the libgit2 set-up they
+ * need.
  */
 #include "unit.h"
 
