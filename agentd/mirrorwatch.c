@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Keeps the mirror of the owner's configs fresh: inotify on the source directories,
- * a short debounce, then an incremental refresh (common/mirror.c). The watches are
+ * a short debounce, then an incremental refresh (common/mirror_priv.c). The watches are
  * root's, by path; a watch reads no content, and every byte is still read by a child
  * with the owner's rights (docs/mirror.md).
  *

@@ -2,7 +2,449 @@
 /*
  * The netlock's behaviour tests (real packets of a switched uid against the table, in a
  * private network namespace) need root: tests/run-unit.sh runs test_priv* binaries as root
- * and every other one as nobody. Same source, the other half of its tests.
+ * and every other one as nobody. The other layers are test_netlock.
  */
-#define NETLOCK_ROOT_ONLY 1
-#include "test_netlock.c"
+#define _GNU_SOURCE
+#include "netlock_unit.h"
+
+/* ---- behaviour (root): what the agent's sockets can reach ---- */
+
+#define AGENT_UID 65534
+#define OTHER_UID 65533
+#define P_PROXY 3128
+#define P_OTHER 9999
+#define P_RANGE 8050
+#define P_SERVER 7777
+
+struct probe {
+	const char *name;
+	int family;
+	const char *addr;
+	unsigned port;
+	int udp;
+};
+
+/* Outcome of a probe: 0 connected / sent, or the errno; and how long it took. */
+struct probe_res {
+	int err;
+	double ms;
+};
+
+static const struct probe probes[] = {
+	{"tcp 127.0.0.1 proxy", AF_INET, "127.0.0.1", P_PROXY, 0},
+	{"tcp 127.0.0.1 other", AF_INET, "127.0.0.1", P_OTHER, 0},
+	{"tcp ::1 other", AF_INET6, "::1", P_OTHER, 0},
+	{"tcp ::1 proxy port", AF_INET6, "::1", P_PROXY, 0},
+	{"tcp 127.0.0.1 range", AF_INET, "127.0.0.1", P_RANGE, 0},
+	{"udp 127.0.0.1 53", AF_INET, "127.0.0.1", 53, 1},
+	{"udp ::1 53", AF_INET6, "::1", 53, 1},
+};
+enum { PR_PROXY, PR_OTHER, PR_OTHER6, PR_PROXY6, PR_RANGE, PR_UDP, PR_UDP6, PR_N };
+
+/* Through the default route on lo (only when `ip` could add it): not a local address. */
+static const struct probe remote_probes[] = {
+	{"tcp 198.18.0.1 80", AF_INET, "198.18.0.1", 80, 0},
+	{"tcp 2001:db8::1 80", AF_INET6, "2001:db8::1", 80, 0},
+	{"udp 198.18.0.1 53", AF_INET, "198.18.0.1", 53, 1},
+	{"udp 198.18.0.1 54", AF_INET, "198.18.0.1", 54, 1},
+};
+enum { RP_TCP, RP_TCP6, RP_DNS, RP_UDP, RP_N };
+
+static socklen_t make_addr(const struct probe *p, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (p->family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)p->port);
+		inet_pton(AF_INET, p->addr, &in->sin_addr);
+		return sizeof(*in);
+	}
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = htons((uint16_t)p->port);
+	inet_pton(AF_INET6, p->addr, &in6->sin6_addr);
+	return sizeof(*in6);
+}
+
+/* Non-blocking connect (or one datagram), bounded by 2 s. */
+static struct probe_res probe_run(const struct probe *p)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = make_addr(p, &ss);
+	struct probe_res res = {0};
+	double t = now_ms();
+	int fd = socket(
+		p->family, (p->udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0) {
+		res.err = errno;
+		return res;
+	}
+	if (p->udp) {
+		if (sendto(fd, "q", 1, 0, (struct sockaddr *)&ss, len) < 0)
+			res.err = errno;
+	} else if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
+		if (errno != EINPROGRESS) {
+			res.err = errno;
+		} else {
+			struct pollfd pf = {.fd = fd, .events = POLLOUT};
+			socklen_t sl = sizeof(res.err);
+
+			if (poll(&pf, 1, 2000) <= 0)
+				res.err = ETIMEDOUT;
+			else
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &res.err, &sl);
+		}
+	}
+	res.ms = now_ms() - t;
+	close(fd);
+	return res;
+}
+
+static int listen_on(int family, const char *addr, unsigned port, int udp)
+{
+	struct probe p = {"", family, addr, port, udp};
+	struct sockaddr_storage ss;
+	socklen_t len = make_addr(&p, &ss);
+	int one = 1;
+	int fd = socket(family, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || (!udp && listen(fd, 64) < 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Datagrams waiting on fd (drained), within ms. */
+static int udp_received(int fd, int ms)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	char b[64];
+	int n = 0;
+
+	while (poll(&pf, 1, n ? 0 : ms) > 0 && recv(fd, b, sizeof(b), MSG_DONTWAIT) >= 0)
+		n++;
+	return n;
+}
+
+/*
+ * Run the probes as uid in a forked child; results through a pipe. With
+ * serve, the child first listens on 127.0.0.1:P_SERVER and afterwards answers
+ * one connection with "hi": a server the agent runs, reached by root.
+ */
+static int probe_as(uid_t uid, const struct probe *p, size_t n, struct probe_res *res, int serve)
+{
+	int pfd[2], st;
+	pid_t pid;
+	ssize_t got;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		struct probe_res r[16];
+		int lfd = -1;
+
+		close(pfd[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+			setresuid(uid, uid, uid) < 0)
+			_exit(126);
+		if (serve && (lfd = listen_on(AF_INET, "127.0.0.1", P_SERVER, 0)) < 0)
+			_exit(125);
+		for (size_t i = 0; i < n; i++)
+			r[i] = probe_run(&p[i]);
+		if (write(pfd[1], r, n * sizeof(r[0])) != (ssize_t)(n * sizeof(r[0])))
+			_exit(124);
+		close(pfd[1]);
+		if (serve) {
+			struct pollfd pf = {.fd = lfd, .events = POLLIN};
+			int c;
+
+			if (poll(&pf, 1, 5000) <= 0 || (c = accept(lfd, NULL, NULL)) < 0)
+				_exit(123);
+			if (write(c, "hi", 2) != 2)
+				_exit(122);
+			close(c);
+		}
+		_exit(0);
+	}
+	close(pfd[1]);
+	got = read(pfd[0], res, n * sizeof(res[0]));
+	close(pfd[0]);
+	if (got != (ssize_t)(n * sizeof(res[0]))) {
+		waitpid(pid, &st, 0);
+		return -1;
+	}
+	return pid;
+}
+
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	if (waitpid(pid, &st, 0) < 0)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* As root, connect to the agent's server and read its answer: "hi" or why not. */
+static const char *read_agent_server(char *buf, size_t n)
+{
+	struct probe p = {"", AF_INET, "127.0.0.1", P_SERVER, 0};
+	struct sockaddr_storage ss;
+	socklen_t len = make_addr(&p, &ss);
+	struct pollfd pf;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t r;
+
+	if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0) {
+		snprintf(buf, n, "connect: %s", strerror(errno));
+		goto out;
+	}
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&pf, 1, 2000) <= 0) {
+		snprintf(buf, n, "no answer in 2 s");
+		goto out;
+	}
+	r = read(fd, buf, n - 1);
+	if (r < 0)
+		snprintf(buf, n, "read: %s", strerror(errno));
+	else
+		buf[r] = '\0';
+out:
+	if (fd >= 0)
+		close(fd);
+	return buf;
+}
+
+#define P_FLOW 40000
+
+/* As root: a UDP exchange 127.0.0.1:P_FLOW <-> the listener on :53, then close. 0 or -1. */
+static int udp_flow_as_root(int lfd)
+{
+	struct probe p = {"", AF_INET, "127.0.0.1", 53, 1};
+	struct sockaddr_storage dst, src;
+	socklen_t len = make_addr(&p, &dst), sl = sizeof(src);
+	struct pollfd pf = {.fd = lfd, .events = POLLIN};
+	int fd = listen_on(AF_INET, "127.0.0.1", P_FLOW, 1), rc = -1;
+	char b[8];
+
+	if (fd < 0 || sendto(fd, "q", 1, 0, (struct sockaddr *)&dst, len) != 1)
+		goto out;
+	if (poll(&pf, 1, 1000) <= 0 ||
+		recvfrom(lfd, b, sizeof(b), 0, (struct sockaddr *)&src, &sl) < 0)
+		goto out;
+	if (sendto(lfd, "a", 1, 0, (struct sockaddr *)&src, sl) != 1)
+		goto out;
+	pf = (struct pollfd){.fd = fd, .events = POLLIN};
+	if (poll(&pf, 1, 1000) <= 0 || recv(fd, b, sizeof(b), 0) != 1)
+		goto out;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* As uid: one datagram from 127.0.0.1:P_FLOW to 127.0.0.1:53. 0 sent, the errno, or 200+. */
+static int udp_reuse_flow_as(uid_t uid)
+{
+	struct probe p = {"", AF_INET, "127.0.0.1", 53, 1};
+	struct sockaddr_storage dst;
+	socklen_t len = make_addr(&p, &dst);
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+			setresuid(uid, uid, uid) < 0)
+			_exit(201);
+		fd = listen_on(AF_INET, "127.0.0.1", P_FLOW, 1);
+		if (fd < 0)
+			_exit(202);
+		_exit(sendto(fd, "x", 1, 0, (struct sockaddr *)&dst, len) == 1 ? 0 : errno);
+	}
+	return wait_child(pid);
+}
+
+static int lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	rc = ioctl(fd, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP;
+	if (rc == 0)
+		rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	close(fd);
+	return rc;
+}
+
+static int run_ip(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+	const char *a6)
+{
+	const char *argv[] = {IP, a1, a2, a3, a4, a5, a6, NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 10000};
+	struct spawn_result r;
+
+	if (spawn_run(argv, &o, &r) < 0)
+		return -1;
+	spawn_result_free(&r);
+	return r.status;
+}
+
+#define FAST_MS 1000.0
+#define REFUSED_FAST(res) ((res).err == ECONNREFUSED && (res).ms < FAST_MS)
+#define UDP_REFUSED(res) ((res).err == EPERM || (res).err == ECONNREFUSED)
+
+static int fn_behaviour(void *arg, int outfd)
+{
+	struct netlock_spec s = {
+		.uid = AGENT_UID, .proxy_port = P_PROXY, .ports_lo = 8000, .ports_hi = 8100};
+	struct probe_res a[PR_N], o[PR_N], root[PR_N], ra[RP_N], rr[RP_N];
+	int udp4, udp6, remote, rc;
+	char err[1024], buf[256];
+	pid_t pid;
+
+	(void)arg;
+	if (unshare(CLONE_NEWNET) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		return 2;
+	}
+	LCHECK(outfd, lo_up() == 0, "lo up: %s", strerror(errno));
+	/* Optional: a default route over lo makes 198.18.0.1 a non-local destination. */
+	remote = access(IP, X_OK) == 0 &&
+		run_ip("route", "add", "default", "dev", "lo", NULL) == 0 &&
+		run_ip("-6", "route", "add", "default", "dev", "lo") == 0;
+	if (!remote)
+		dprintf(outfd, "# no default route over lo (" IP "): non-local probes left out\n");
+	LCHECK(outfd,
+		listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0 &&
+			listen_on(AF_INET6, "::1", P_OTHER, 0) >= 0 &&
+			listen_on(AF_INET6, "::1", P_PROXY, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_RANGE, 0) >= 0,
+		"listen: %s", strerror(errno));
+	udp4 = listen_on(AF_INET, "127.0.0.1", 53, 1);
+	udp6 = listen_on(AF_INET6, "::1", 53, 1);
+	LCHECK(outfd, udp4 >= 0 && udp6 >= 0, "udp 53: %s", strerror(errno));
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+
+	pid = probe_as(AGENT_UID, probes, PR_N, a, 1);
+	LCHECK(outfd, pid > 0, "agent probes");
+	for (size_t i = 0; i < PR_N; i++)
+		dprintf(outfd, "# agent %-22s %-14s %.1f ms\n", probes[i].name,
+			a[i].err ? strerror(a[i].err) : "ok", a[i].ms);
+	/* Positive controls first: the proxy and the configured range are reachable. */
+	LCHECK(outfd, a[PR_PROXY].err == 0, "%s", strerror(a[PR_PROXY].err));
+	LCHECK(outfd, a[PR_RANGE].err == 0, "%s", strerror(a[PR_RANGE].err));
+	LCHECK(outfd, REFUSED_FAST(a[PR_OTHER]), "%s %.1f ms", strerror(a[PR_OTHER].err),
+		a[PR_OTHER].ms);
+	LCHECK(outfd, REFUSED_FAST(a[PR_OTHER6]), "%s %.1f ms", strerror(a[PR_OTHER6].err),
+		a[PR_OTHER6].ms);
+	LCHECK(outfd, REFUSED_FAST(a[PR_PROXY6]), "%s %.1f ms", strerror(a[PR_PROXY6].err),
+		a[PR_PROXY6].ms);
+	LCHECK(outfd, UDP_REFUSED(a[PR_UDP]), "%s", strerror(a[PR_UDP].err));
+	LCHECK(outfd, UDP_REFUSED(a[PR_UDP6]), "%s", strerror(a[PR_UDP6].err));
+	LCHECK(outfd, udp_received(udp4, 200) == 0 && udp_received(udp6, 200) == 0,
+		"the agent's datagram to local port 53 arrived");
+
+	/* A server of the agent answers root: ct state established,related. */
+	LCHECK(outfd, strcmp(read_agent_server(buf, sizeof(buf)), "hi") == 0, "%s", buf);
+	LCHECK(outfd, wait_child(pid) == 0, "agent child");
+
+	/* Root and another uid are unaffected, and their datagrams arrive. */
+	for (size_t i = 0; i < PR_N; i++)
+		root[i] = probe_run(&probes[i]);
+	pid = probe_as(OTHER_UID, probes, PR_N, o, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "uid %d probes", OTHER_UID);
+	for (size_t i = 0; i < PR_N; i++) {
+		LCHECK(outfd, root[i].err == 0, "root %s: %s", probes[i].name,
+			strerror(root[i].err));
+		LCHECK(outfd, o[i].err == 0, "uid %d %s: %s", OTHER_UID, probes[i].name,
+			strerror(o[i].err));
+	}
+	LCHECK(outfd, udp_received(udp4, 1000) == 2 && udp_received(udp6, 1000) == 2,
+		"root's and uid %d's datagrams", OTHER_UID);
+
+	/*
+	 * Conntrack outlives sockets: after root's UDP exchange from port P_FLOW to
+	 * :53 the flow is "established" for a while. The agent binding the same port
+	 * must not ride on it (ct state is accepted in the reply direction only).
+	 */
+	LCHECK(outfd, udp_flow_as_root(udp4) == 0, "root's udp exchange: %s", strerror(errno));
+	rc = udp_reuse_flow_as(AGENT_UID);
+	LCHECK(outfd, rc == EPERM || rc == ECONNREFUSED, "agent reusing root's flow: %d", rc);
+	LCHECK(outfd, udp_received(udp4, 200) == 0, "the agent's datagram on root's flow arrived");
+	if (!remote)
+		return 0;
+
+	/* Everything non-local: refused at once for the agent, DNS only when allowed. */
+	pid = probe_as(AGENT_UID, remote_probes, RP_N, ra, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agent remote probes");
+	for (size_t i = 0; i < RP_N; i++)
+		dprintf(outfd, "# agent %-22s %-14s %.1f ms\n", remote_probes[i].name,
+			ra[i].err ? strerror(ra[i].err) : "ok", ra[i].ms);
+	LCHECK(outfd, REFUSED_FAST(ra[RP_TCP]), "%s", strerror(ra[RP_TCP].err));
+	LCHECK(outfd, REFUSED_FAST(ra[RP_TCP6]), "%s", strerror(ra[RP_TCP6].err));
+	LCHECK(outfd, UDP_REFUSED(ra[RP_DNS]), "%s", strerror(ra[RP_DNS].err));
+	LCHECK(outfd, UDP_REFUSED(ra[RP_UDP]), "%s", strerror(ra[RP_UDP].err));
+	/* Control: root's SYN goes out unanswered; the refusal above was the table's. */
+	rr[RP_TCP] = probe_run(&remote_probes[RP_TCP]);
+	rr[RP_DNS] = probe_run(&remote_probes[RP_DNS]);
+	LCHECK(outfd, !REFUSED_FAST(rr[RP_TCP]), "root was refused too");
+	LCHECK(outfd, rr[RP_DNS].err == 0, "root udp 53: %s", strerror(rr[RP_DNS].err));
+
+	s.dns_allow = 1;
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	pid = probe_as(AGENT_UID, remote_probes, RP_N, ra, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agent remote probes (dns)");
+	LCHECK(outfd, ra[RP_DNS].err == 0, "dns_allow: %s", strerror(ra[RP_DNS].err));
+	LCHECK(outfd, UDP_REFUSED(ra[RP_UDP]), "%s", strerror(ra[RP_UDP].err));
+	LCHECK(outfd, REFUSED_FAST(ra[RP_TCP]), "%s", strerror(ra[RP_TCP].err));
+	return 0;
+}
+
+static void behaviour_as_root(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	if (geteuid() != 0) {
+		printf("# skip: behaviour needs root (run build/tests/test_netlock as root)\n");
+		skip();
+	}
+	assert_int_equal(spawn_fn(fn_behaviour, NULL, &o, &r), 0);
+	child_report(&r, "behaviour");
+	spawn_result_free(&r);
+}
+
+int main(void)
+{
+	/* test_priv_netlock: the behaviour of the table needs root; run-unit.sh runs it so. */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(behaviour_as_root),
+	};
+
+	if (geteuid() != 0) {
+		printf("1..1\nok 1 - netlock behaviour # SKIP needs root (sudo make test-unit)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -12,7 +12,7 @@
  * (the from-scratch side) orders its walk by date.
  */
 #define _GNU_SOURCE
-#include "unit.h"
+#include "sync_unit.h"
 
 #include "../../sync/sync.h"
 
@@ -582,15 +582,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			review_differential, unit_setup_dir, unit_teardown_dir),
 	};
-	int r;
 
-	git_libgit2_init();
-	for (int lvl = GIT_CONFIG_LEVEL_PROGRAMDATA; lvl <= GIT_CONFIG_LEVEL_GLOBAL; lvl++)
-		if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, lvl, "") < 0) {
-			fprintf(stderr, "git_libgit2_opts(SET_SEARCH_PATH, %d) failed\n", lvl);
-			return 1;
-		}
-	r = cmocka_run_group_tests(tests, NULL, NULL);
-	git_libgit2_shutdown();
-	return r;
+	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mirror's writer (docs/mirror.md): root applies the reader's stream to a tree of its
+ * own, opened and walked by descriptor, and reserves places for the agent's links.
+ */
+#define _GNU_SOURCE
+#include "mirror_int.h"
+
+/* ---- root's side: apply the stream to the tree ---- */
+
+struct apply {
+	struct mirror *m;
+	int dry;
+	int treefd;
+	int pfd; /* cached parent directory */
+	char ppath[PATH_MAX];
+	unsigned tmpseq;
+	long pid; /* for temporary names */
+	uid_t euid;
+	unsigned dropped; /* manifest entries gone from the source */
+	int dirty; /* the manifest changed: rewrite the status file */
+	struct mirror_stats *st;
+};
+
+static void note_change(struct mirror *m, const char *verb, const char *path)
+{
+	struct buf b = {0};
+
+	if (m->changes.n >= MAX_CHANGE_LINES)
+		return;
+	buf_printf(&b, "%s ", verb);
+	mirror_escape(path, &b);
+	strv_push(&m->changes, b.data);
+	buf_free(&b);
+}
+
+/* Open the parent of `path` below the tree, one component at a time, never following links. */
+static int parent_fd(struct apply *a, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int fd;
+
+	*ret_name = slash ? slash + 1 : path;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	if (a->pfd >= 0 && !strcmp(a->ppath, dir))
+		return a->pfd;
+	fd = fo_open_dir(a->treefd, dir);
+	if (fd < 0)
+		return fd;
+	if (a->pfd >= 0)
+		close(a->pfd);
+	a->pfd = fd;
+	snprintf(a->ppath, sizeof(a->ppath), "%s", dir);
+	return fd;
+}
+
+static void forget_parent(struct apply *a)
+{
+	if (a->pfd >= 0)
+		close(a->pfd);
+	a->pfd = -1;
+	a->ppath[0] = '\0';
+}
+
+/* Remove whatever is at `path` in the tree (file, link or whole directory). */
+static int priv_remove_path(struct apply *a, const char *path)
+{
+	const char *name;
+	char full[PATH_MAX * 2];
+	int pfd, r = 0;
+
+	if (a->dry)
+		return 0;
+	pfd = parent_fd(a, path, &name);
+	if (pfd == -ENOENT || pfd == -ENOTDIR)
+		return 0;
+	if (pfd < 0)
+		return pfd;
+	if (unlinkat(pfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -errno;
+	if (unlinkat(pfd, name, AT_REMOVEDIR) == 0)
+		return 0;
+	snprintf(full, sizeof(full), "%s/%s", a->m->tree, path);
+	forget_parent(a);
+	r = fo_rmtree(full);
+	return r;
+}
+
+static int same_file(struct apply *a, int pfd, const char *name, const char *data, size_t len)
+{
+	return fo_same_at(pfd, name, data, len, 0444, a->euid, (gid_t)-1) == 1;
+}
+
+static int priv_write_file(struct apply *a, const char *path, const char *data, size_t len)
+{
+	const char *name;
+	char tmp[64];
+	int pfd, fd, r = 0;
+
+	pfd = parent_fd(a, path, &name);
+	if (pfd < 0)
+		return pfd;
+	if (same_file(a, pfd, name, data, len))
+		return 0;
+	a->st->written++;
+	note_change(a->m, "update", path);
+	if (a->dry)
+		return 0;
+	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
+	/* Created 0444 (the umask is 0 while applying): the fd still writes. */
+	fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len && r == 0;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			r = -errno;
+		else
+			off += (size_t)w;
+	}
+	/*
+	 * No fsync: the tree is rebuilt from the sources after a crash. The rename still makes
+	 * a reader see the old or the new file, never half of one.
+	 */
+	close(fd);
+	if (r == 0 && renameat(pfd, tmp, pfd, name) < 0)
+		r = -errno;
+	if (r < 0)
+		unlinkat(pfd, tmp, 0);
+	return r;
+}
+
+static int priv_write_link(struct apply *a, const char *path, const char *target)
+{
+	const char *name;
+	char cur[4096], tmp[64];
+	ssize_t n;
+	int pfd;
+
+	pfd = parent_fd(a, path, &name);
+	if (pfd < 0)
+		return pfd;
+	n = readlinkat(pfd, name, cur, sizeof(cur) - 1);
+	if (n >= 0) {
+		cur[n] = '\0';
+		if (!strcmp(cur, target))
+			return 0;
+	}
+	a->st->written++;
+	note_change(a->m, "link", path);
+	if (a->dry)
+		return 0;
+	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
+	if (symlinkat(target, pfd, tmp) < 0)
+		return -errno;
+	if (renameat(pfd, tmp, pfd, name) < 0) {
+		int r = -errno;
+		unlinkat(pfd, tmp, 0);
+		return r;
+	}
+	return 0;
+}
+
+static int priv_make_dir(struct apply *a, const char *path)
+{
+	const char *name;
+	struct stat st;
+	int pfd, fd;
+
+	pfd = parent_fd(a, path, &name);
+	if (pfd < 0)
+		return pfd;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+		(st.st_mode & 07777) == a->m->dmode)
+		return 0;
+	a->st->written++;
+	note_change(a->m, "mkdir", path);
+	if (a->dry)
+		return 0;
+	/* The umask is 0 while applying: a new directory has its mode. */
+	if (mkdirat(pfd, name, a->m->dmode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+	fd = openat(pfd, name, DIR_FLAGS);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, a->m->dmode) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	close(fd);
+	return 0;
+}
+
+/* A path from the child: plain components, below one of the configured roots. */
+static int priv_path_valid(const struct mirror *m, const char *path, size_t len)
+{
+	int under = 0;
+
+	if (!len || strlen(path) != len || path[0] == '/')
+		return 0;
+	for (const char *p = path; *p;) {
+		const char *e = strchr(p, '/');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == 0 || l > 255 || (l == 1 && *p == '.') || (l == 2 && !strncmp(p, "..", 2)))
+			return 0;
+		p += l;
+		if (*p)
+			p++;
+	}
+	for (size_t i = 0; i < m->spec->paths.n; i++)
+		under |= mirror_path_under(path, m->spec->paths.v[i]);
+	return under;
+}
+
+static int get(const char **p, const char *end, void *dst, size_t n)
+{
+	if ((size_t)(end - *p) < n)
+		return -1;
+	memcpy(dst, *p, n);
+	*p += n;
+	return 0;
+}
+
+/* One record; -EPROTO for anything malformed (a broken or hostile child). */
+static int priv_next_rec(const char **p, const char *end, struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (get(p, end, &r->kind, 1) || get(p, end, &r->state, 1) || get(p, end, &r->mode, 4) ||
+		get(p, end, &r->size, 8) || get(p, end, &r->ino, 8) ||
+		get(p, end, &r->mtime_ns, 8) || get(p, end, &r->ctime_ns, 8) ||
+		get(p, end, &r->pathlen, 4) || r->pathlen > 8192 || (size_t)(end - *p) < r->pathlen)
+		return -EPROTO;
+	r->path = *p;
+	*p += r->pathlen;
+	if (get(p, end, &r->detaillen, 4) || r->detaillen > 65536 ||
+		(size_t)(end - *p) < r->detaillen)
+		return -EPROTO;
+	r->detail = *p;
+	*p += r->detaillen;
+	if (get(p, end, &r->datalen, 4) || r->datalen > MIRROR_MAX_FILE + 65536 ||
+		(size_t)(end - *p) < r->datalen)
+		return -EPROTO;
+	r->data = *p;
+	*p += r->datalen;
+	return 0;
+}
+
+static int priv_apply_rec(struct apply *a, const struct rec *r)
+{
+	struct mirror *m = a->m;
+	char path[8193], *detail = NULL;
+	struct mirror_entry *e;
+	int rc = 0;
+
+	memcpy(path, r->path, r->pathlen);
+	path[r->pathlen] = '\0';
+	if (!priv_path_valid(m, path, r->pathlen) || !strchr("dflg-uU", r->kind) ||
+		r->kind == '\0' || r->state > MS_SKIPPED ||
+		(r->kind == 'l' && memchr(r->data, '\0', r->datalen)))
+		return -EPROTO;
+	e = mirror_entry_find(m, path);
+	if (r->kind == 'u' || r->kind == 'U') {
+		/* Only what the manifest holds, once: the tree has it as recorded. */
+		if (!e || e->seen || (r->kind == 'U' && e->kind != 'd'))
+			return -EPROTO;
+		e->seen = 1;
+		e->quiet = r->kind == 'U';
+		a->st->unchanged++;
+		return 0;
+	}
+	if (e && e->seen)
+		return -EPROTO; /* the same path twice */
+	/* Something else is there now (file -> dir, mirrored -> withheld): it goes first. */
+	if (e && mirror_entry_on_disk(e) && (e->kind != r->kind || r->kind == '-')) {
+		rc = priv_remove_path(a, path);
+		a->st->removed++;
+		note_change(m, "remove", path);
+	}
+	if (rc == 0) {
+		if (r->kind == 'd') {
+			rc = priv_make_dir(a, path);
+		} else if (r->kind == 'f' || r->kind == 'g') {
+			rc = priv_write_file(a, path, r->data, r->datalen);
+		} else if (r->kind == 'l') {
+			char target[4096];
+
+			if (r->datalen == 0 || r->datalen >= sizeof(target))
+				return -EPROTO;
+			memcpy(target, r->data, r->datalen);
+			target[r->datalen] = '\0';
+			/*
+			 * The reader runs with the owner's rights: its promise (relative, inside
+			 * the root, in normal form) is checked again here before root makes it.
+			 */
+			if (!mirror_link_ok(&m->spec->paths, path, target)) {
+				struct buf esc = {0};
+
+				mirror_escape(target, &esc);
+				log_err("mirror: the reader sent a link %s/%s -> %s that leaves "
+					"its tree: nothing created",
+					m->tree, path, esc.data ? esc.data : "");
+				buf_free(&esc);
+				return -EPROTO;
+			}
+			rc = priv_write_link(a, path, target);
+		}
+	}
+	if (rc < 0) {
+		log_err("mirror: %s/%s: %s", m->tree, path, strerror(-rc));
+		return rc;
+	}
+	if (r->kind == '-') {
+		if (r->state == MS_WITHHELD)
+			a->st->withheld++;
+		else
+			a->st->skipped++;
+	} else if (r->state == MS_REDACTED) {
+		a->st->redacted++;
+	}
+	if (r->detaillen) {
+		detail = strndup(r->detail, r->detaillen);
+		if (!detail)
+			return -ENOMEM;
+		/* What the owner should hear about: only when it is news. */
+		if (!e || !e->detail || strcmp(e->detail, detail) || e->state != r->state) {
+			struct buf b = {0};
+
+			mirror_escape(path, &b);
+			buf_printf(&b, ": %s", detail);
+			for (char *c = b.data; c && *c; c++)
+				if (*c == '\n')
+					*c = ';';
+			strv_push(&m->notices, b.data);
+			buf_free(&b);
+		}
+	}
+	/* Anything the manifest does not know yet: the status file must be rewritten. */
+	if (!e || e->kind != r->kind || e->state != r->state || e->mode != r->mode ||
+		e->size != r->size || e->ino != r->ino || e->mtime_ns != r->mtime_ns ||
+		e->ctime_ns != r->ctime_ns || !e->detail != !detail ||
+		(detail && strcmp(e->detail, detail)))
+		a->dirty = 1;
+	if (!e && !(e = mirror_entry_add(m, path))) {
+		free(detail);
+		return -ENOMEM;
+	}
+	free(e->detail);
+	e->detail = detail;
+	e->kind = r->kind;
+	e->state = r->state;
+	e->mode = r->mode;
+	e->size = r->size;
+	e->ino = r->ino;
+	e->mtime_ns = r->mtime_ns;
+	e->ctime_ns = r->ctime_ns;
+	e->seen = 1;
+	return 0;
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)y, *(char *const *)x);
+}
+
+/*
+ * Entries left unsaid in a quiet directory are unchanged; directories are always named.
+ * A directory's entries sit next to each other in the sorted manifest: one lookup each
+ * time the parent changes.
+ */
+static void count_quiet(struct apply *a)
+{
+	struct mirror *m = a->m;
+	const struct mirror_entry *parent = NULL;
+	size_t plen = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct mirror_entry *e = &m->e[i];
+		const char *slash;
+
+		if (e->seen || e->kind == 'd')
+			continue;
+		slash = strrchr(e->path, '/');
+		if (!slash)
+			continue;
+		if (!parent || plen != (size_t)(slash - e->path) ||
+			strncmp(parent->path, e->path, plen) != 0) {
+			char dir[8193];
+
+			plen = (size_t)(slash - e->path);
+			if (plen >= sizeof(dir))
+				continue;
+			memcpy(dir, e->path, plen);
+			dir[plen] = '\0';
+			parent = mirror_entry_find(m, dir);
+			if (!parent) {
+				plen = 0;
+				continue;
+			}
+		}
+		if (parent->quiet) {
+			e->seen = 1;
+			a->st->unchanged++;
+		}
+	}
+}
+
+/* Entries the scan did not see are gone from the source: remove them, deepest first. */
+static int priv_apply_deletions(struct apply *a)
+{
+	struct mirror *m = a->m;
+	struct strv gone = {0};
+	size_t keep = 0;
+	int r = 0;
+
+	count_quiet(a);
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->e[i].seen)
+			continue;
+		a->dropped++;
+		if (mirror_entry_on_disk(&m->e[i]))
+			strv_push(&gone, m->e[i].path);
+	}
+	if (gone.n)
+		qsort(gone.v, gone.n, sizeof(*gone.v), cmp_desc);
+	for (size_t i = 0; i < gone.n; i++) {
+		int rc = priv_remove_path(a, gone.v[i]);
+
+		a->st->removed++;
+		note_change(m, "remove", gone.v[i]);
+		if (rc < 0) {
+			log_err("mirror: remove %s/%s: %s", m->tree, gone.v[i], strerror(-rc));
+			r = rc;
+		}
+	}
+	strv_free(&gone);
+	if (a->dry)
+		return r;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->e[i].seen) {
+			m->e[keep++] = m->e[i];
+		} else {
+			free(m->e[i].path);
+			free(m->e[i].detail);
+		}
+	}
+	if (keep != m->n) {
+		m->n = keep;
+		mirror_rehash(m, m->nslot);
+	}
+	return r;
+}
+
+/* base 0755 root, dir 0750 root:<agent group>, tree 0555 root. */
+static int priv_open_tree(struct mirror *m, int dry)
+{
+	uid_t root = m->drop ? 0 : (uid_t)-1;
+	struct stat st;
+	int fd;
+
+	if (dry) {
+		fd = fo_open_dir(AT_FDCWD, m->tree);
+		return fd == -ENOENT ? -ENOENT : fd;
+	}
+	fd = fo_mkdir_p(AT_FDCWD, m->base, 0755, root, root);
+	if (fd >= 0)
+		close(fd);
+	fd = fd < 0 ? fd
+		    : fo_mkdir_p(AT_FDCWD, m->dir, 0750, root, m->drop ? m->agent_gid : (gid_t)-1);
+	if (fd < 0) {
+		log_err("mirror: %s: %s", m->dir, strerror(-fd));
+		return fd;
+	}
+	/* Only the agent (and root) may see the owner's configs. */
+	if (fstat(fd, &st) < 0 ||
+		(m->drop && (st.st_uid != 0 || st.st_gid != m->agent_gid) &&
+			fchown(fd, 0, m->agent_gid) < 0) ||
+		((st.st_mode & 07777) != 0750 && fchmod(fd, 0750) < 0)) {
+		log_err("mirror: %s: cannot set owner and mode: %s", m->dir, strerror(errno));
+		close(fd);
+		return -EPERM;
+	}
+	close(fd);
+	fd = fo_mkdir_p(AT_FDCWD, m->tree, m->dmode, root, root);
+	if (fd < 0) {
+		log_err("mirror: %s: %s", m->tree, strerror(-fd));
+		return fd;
+	}
+	if (fstat(fd, &st) == 0 && (st.st_mode & 07777) != m->dmode)
+		fchmod(fd, m->dmode);
+	return fd;
+}
+
+int mirror_refresh(struct mirror *m, int dry, struct mirror_stats *ret)
+{
+	struct spawn_opts o = {.drop = m->drop,
+		.uid = m->owner_uid,
+		.gid = m->owner_gid,
+		.user = m->drop ? m->owner : NULL,
+		.cwd = m->home,
+		.timeout_ms = 60000,
+		.max_output = MIRROR_MAX_TOTAL + 32u * 1024 * 1024};
+	struct apply a = {.m = m, .dry = dry, .pfd = -1, .pid = (long)getpid(), .euid = geteuid()};
+	struct mirror_stats st = {0};
+	struct timespec now;
+	int64_t scan_ns = 0;
+	mode_t old_umask;
+	struct spawn_result res;
+	const char *p, *end;
+	long t0 = mono_ms();
+	char how[64];
+	int r, ended = 0, fresh;
+	struct stat sb;
+
+	a.st = &st;
+	strv_free(&m->changes);
+	strv_free(&m->notices);
+	a.treefd = priv_open_tree(m, dry);
+	if (a.treefd < 0 && !(dry && a.treefd == -ENOENT))
+		return -1;
+	fresh = stat(m->status, &sb) < 0;
+	for (size_t i = 0; i < m->n; i++)
+		m->e[i].seen = m->e[i].quiet = 0;
+	/* Before the reader's first stat: every entry it checks is checked after this. */
+	if (clock_gettime(CLOCK_REALTIME, &now) == 0)
+		scan_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	r = spawn_fn(m->reader ? m->reader : owner_scan_child, m, &o, &res);
+	if (r < 0) {
+		log_err("mirror: cannot start the reader as %s: %s", m->owner, strerror(-r));
+		goto out;
+	}
+	if (res.status != 0 || res.timed_out) {
+		log_err("mirror: the reader running as %s failed (%s): nothing changed", m->owner,
+			spawn_describe(&res, how, sizeof(how)));
+		r = -EIO;
+		goto out_res;
+	}
+	/* The roots' parents (".config" for ".config/opencode") belong to the tree. */
+	for (size_t i = 0; i < m->spec->paths.n && a.treefd >= 0 && !dry; i++) {
+		char parent[PATH_MAX];
+		const char *slash = strrchr(m->spec->paths.v[i], '/');
+		int fd;
+
+		if (!slash)
+			continue;
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - m->spec->paths.v[i]),
+			m->spec->paths.v[i]);
+		fd = fo_mkdir_p(a.treefd, parent, m->dmode, m->drop ? 0 : (uid_t)-1,
+			m->drop ? 0 : (gid_t)-1);
+		if (fd >= 0)
+			close(fd);
+	}
+	p = res.output;
+	end = res.output + res.output_len;
+	/* Modes are given at each creation (0444 files): no fchmod per file. */
+	old_umask = umask(0);
+	while (p < end) {
+		struct rec rec;
+
+		if (priv_next_rec(&p, end, &rec) < 0) {
+			r = -EPROTO;
+			break;
+		}
+		if (rec.kind == 'E') {
+			ended = p == end;
+			break;
+		}
+		if (a.treefd < 0) {
+			/* A dry run before the first build: every entry is new. */
+			if (strchr("dflg", rec.kind)) {
+				char path[256];
+
+				snprintf(path, sizeof(path), "%.*s", (int)rec.pathlen, rec.path);
+				st.written++;
+				note_change(m, "create", path);
+			}
+			continue;
+		}
+		r = priv_apply_rec(&a, &rec);
+		if (r < 0)
+			break;
+	}
+	umask(old_umask);
+	if (r == 0 && !ended)
+		r = -EPROTO;
+	if (r == -EPROTO)
+		log_err("mirror: malformed or truncated answer from the reader (%zu bytes): "
+			"nothing removed",
+			res.output_len);
+	if (r == 0)
+		r = priv_apply_deletions(&a);
+	st.entries = (unsigned)m->n;
+	if (r == 0 && !dry)
+		m->scan_ns = scan_ns;
+	/* Skips and withheld files change nothing in the tree, but the report must say so. */
+	if (r == 0 && !dry &&
+		(st.written || st.removed || fresh || a.dropped || a.dirty || m->notices.n ||
+			!m->scan_saved)) {
+		struct buf b = {0};
+
+		if (mirror_render_status(m, m->by, &b) < 0)
+			r = -ENOMEM;
+		else
+			r = fo_write(m->status, b.data, b.len, 0640, m->drop ? 0 : (uid_t)-1,
+				m->drop ? m->owner_gid : (gid_t)-1);
+		if (r == 0)
+			m->scan_saved = 1;
+		if (r < 0)
+			log_err("mirror: %s: %s", m->status, strerror(-r));
+		buf_free(&b);
+	}
+out_res:
+	spawn_result_free(&res);
+out:
+	forget_parent(&a);
+	if (a.treefd >= 0)
+		close(a.treefd);
+	st.ms = mono_ms() - t0;
+	if (ret)
+		*ret = st;
+	return r < 0 ? -1 : 0;
+}
+
+int mirror_reserve(struct mirror *m, int dry, struct strv *changes)
+{
+	uid_t root = m->drop ? 0 : (uid_t)-1;
+
+	for (size_t i = 0; i < m->spec->paths.n; i++) {
+		const char *rel = m->spec->paths.v[i];
+		const struct mirror_entry *e = mirror_entry_find(m, rel);
+		char line[PATH_MAX + 128];
+		int fd;
+
+		if ((e && mirror_entry_on_disk(e)) || !strcmp(rel, MIRROR_GITCONFIG) ||
+			mirror_writable(m, rel) || mirror_reserved(m, rel))
+			continue;
+		snprintf(line, sizeof(line),
+			"reserve ~/%s: an empty mirror directory until %s has one", rel, m->owner);
+		if (strv_push(changes, line) < 0)
+			return -1;
+		if (dry)
+			continue;
+		/* Root's own tree, walked without following links. */
+		fd = fo_mkdir_p(AT_FDCWD, m->tree, m->dmode, root, root);
+		if (fd >= 0) {
+			int d = fo_mkdir_p(fd, rel, m->dmode, root, root);
+
+			close(fd);
+			fd = d;
+		}
+		if (fd < 0) {
+			log_err("mirror: %s/%s: %s", m->tree, rel, strerror(-fd));
+			return -1;
+		}
+		close(fd);
+	}
+	return 0;
+}
