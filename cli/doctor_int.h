@@ -71,6 +71,7 @@ void doctor_check_sysctls(struct doctor *dr);
 void doctor_check_groups(struct doctor *dr);
 void doctor_check_persistence(struct doctor *dr);
 void doctor_check_agent_home(struct doctor *dr);
+void doctor_check_mirror_links(struct doctor *dr);
 void doctor_check_sessions(struct doctor *dr);
 void doctor_check_probes(struct doctor *dr);
 

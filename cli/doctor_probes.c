@@ -35,6 +35,7 @@
 #include "spawn.h"
 #include "doctor_int.h"
 #include "homecheck.h"
+#include "mirror.h"
 
 /* ---- a few probes as the agent, each paired with the same probe as root ---- */
 
@@ -159,4 +160,44 @@ void doctor_check_agent_home(struct doctor *dr)
 	if (!bad)
 		doctor_add(dr, DR_OK, "agent-home", NULL,
 			"~%s/.bashrc and the clones are what ocsb-provision keeps there", a.name);
+}
+
+/*
+ * The mirror's places in the agent's home: each path the tree holds (or reserves) must be
+ * the mirror's link, else the agent does not see the owner's configs (issue 15). As root.
+ */
+void doctor_check_mirror_links(struct doctor *dr)
+{
+	const struct mirror_spec *ms = &dr->c->cfg.mirror;
+	struct user_info a;
+	char tree[4096], target[8192], why[256], fix[600];
+	struct stat st;
+	int bad = 0, seen = 0;
+
+	if (!dr->root || user_lookup(dr->c->cfg.agent, &a) < 0 ||
+		snprintf(tree, sizeof(tree), "%s/ocsb/mirror/%s/tree", dr->c->paths.varlib,
+			a.name) >= (int)sizeof(tree))
+		return;
+	for (size_t i = 0; i < ms->paths.n; i++) {
+		const char *rel = ms->paths.v[i];
+		int writable = 0;
+
+		for (size_t k = 0; k < ms->writable.n; k++)
+			writable |= mirror_path_under(rel, ms->writable.v[k]);
+		snprintf(target, sizeof(target), "%s/%s", tree, rel);
+		if (writable || !strcmp(rel, MIRROR_GITCONFIG) || lstat(target, &st) < 0)
+			continue;
+		seen++;
+		if (home_link_check(&a, rel, target, why, sizeof(why)) != 1)
+			continue;
+		snprintf(fix, sizeof(fix), "sudo -u %s rm -rf ~%s/%s && sudo ocsb-provision",
+			a.name, a.name, rel);
+		doctor_add(dr, DR_WARN, "mirror-link", fix,
+			"~%s/%s %s: the agent does not see your %s", a.name, rel, why, rel);
+		bad++;
+	}
+	if (seen && !bad)
+		doctor_add(dr, DR_OK, "mirror-link", NULL,
+			"the mirror's %d place%s in ~%s link to the tree", seen,
+			seen == 1 ? "" : "s", a.name);
 }

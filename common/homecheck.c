@@ -89,3 +89,60 @@ int home_entry_check(
 	spawn_result_free(&res);
 	return r;
 }
+
+struct link_job {
+	const char *name, *target;
+};
+
+/* As the agent: 0 when ~/name is a link to target; HOME_BROKEN with what it is instead. */
+static int child_home_link(void *arg, int outfd)
+{
+	const struct link_job *j = arg;
+	char cur[4096];
+	struct stat st;
+	ssize_t n;
+
+	if (lstat(j->name, &st) < 0) {
+		dprintf(outfd, "%s", errno == ENOENT ? "is absent" : strerror(errno));
+		return HOME_BROKEN;
+	}
+	if (!S_ISLNK(st.st_mode)) {
+		dprintf(outfd, "is a %s of the agent's, not the mirror's link",
+			S_ISDIR(st.st_mode) ? "directory" : "file");
+		return HOME_BROKEN;
+	}
+	n = readlink(j->name, cur, sizeof(cur) - 1);
+	if (n < 0 || (size_t)n != strlen(j->target) || memcmp(cur, j->target, (size_t)n) != 0) {
+		dprintf(outfd, "links elsewhere");
+		return HOME_BROKEN;
+	}
+	return 0;
+}
+
+int home_link_check(const struct user_info *agent, const char *name, const char *target,
+	char *ret_why, size_t n)
+{
+	struct link_job j = {name, target};
+	struct spawn_opts o = {.drop = 1,
+		.uid = agent->uid,
+		.gid = agent->gid,
+		.user = agent->name,
+		.cwd = agent->home,
+		.timeout_ms = 10000};
+	struct spawn_result res;
+	int r;
+
+	r = spawn_fn(child_home_link, &j, &o, &res);
+	if (r < 0) {
+		log_err("looking at ~%s/%s as %s: %s", agent->name, name, agent->name,
+			strerror(-r));
+		return -1;
+	}
+	r = res.status == 0 ? 0 : 1;
+	if (r)
+		snprintf(ret_why, n, "%s",
+			res.status == HOME_BROKEN && res.output ? res.output
+								: "cannot be looked at");
+	spawn_result_free(&res);
+	return r;
+}

@@ -14,4 +14,8 @@
 int home_entry_check(
 	const struct user_info *agent, const char *name, int want_dir, char *ret_why, size_t n);
 
+/* ~agent/name is a link to target (looked at as the agent): 0 yes, 1 no (why), -1 error. */
+int home_link_check(const struct user_info *agent, const char *name, const char *target,
+	char *ret_why, size_t n);
+
 #endif

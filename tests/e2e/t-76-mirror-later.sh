@@ -36,5 +36,10 @@ agent rm "$AHOME/.config/opencode"
 agent mkdir "$AHOME/.config/opencode"
 check_fails_output "--check reports the place that is not linked" \
 	"drift: ~/.config/opencode exists and is not ocsb's link" prov --check
+check_output "doctor (root) WARNs the place that is not the mirror's link" \
+	"^WARN mirror-link +~$AGENT/.config/opencode is a directory of the agent's, not the mirror's link" \
+	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
 agent rmdir "$AHOME/.config/opencode"
 check_output "control: once it is gone, a run links it again" "link ~/.config/opencode -> $TREE/.config/opencode" provision
+check_output "control: doctor (root): the mirror's places link to the tree" "^OK +mirror-link " \
+	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
