@@ -62,10 +62,10 @@ static int child_home_entry(void *arg, int outfd)
 	return 0;
 }
 
-int home_entry_check(
-	const struct user_info *agent, const char *name, int want_dir, char *ret_why, size_t n)
+/* Runs fn as the agent in its home: 0, 1 with why (HOME_BROKEN), or -1 (logged). */
+static int as_agent(const struct user_info *agent, const char *name, int (*fn)(void *, int),
+	void *arg, char *ret_why, size_t n)
 {
-	struct home_job j = {name, want_dir};
 	struct spawn_opts o = {.drop = 1,
 		.uid = agent->uid,
 		.gid = agent->gid,
@@ -75,7 +75,7 @@ int home_entry_check(
 	struct spawn_result res;
 	int r;
 
-	r = spawn_fn(child_home_entry, &j, &o, &res);
+	r = spawn_fn(fn, arg, &o, &res);
 	if (r < 0) {
 		log_err("looking at ~%s/%s as %s: %s", agent->name, name, agent->name,
 			strerror(-r));
@@ -88,6 +88,14 @@ int home_entry_check(
 								: "cannot be looked at");
 	spawn_result_free(&res);
 	return r;
+}
+
+int home_entry_check(
+	const struct user_info *agent, const char *name, int want_dir, char *ret_why, size_t n)
+{
+	struct home_job j = {name, want_dir};
+
+	return as_agent(agent, name, child_home_entry, &j, ret_why, n);
 }
 
 struct link_job {
@@ -123,26 +131,6 @@ int home_link_check(const struct user_info *agent, const char *name, const char 
 	char *ret_why, size_t n)
 {
 	struct link_job j = {name, target};
-	struct spawn_opts o = {.drop = 1,
-		.uid = agent->uid,
-		.gid = agent->gid,
-		.user = agent->name,
-		.cwd = agent->home,
-		.timeout_ms = 10000};
-	struct spawn_result res;
-	int r;
 
-	r = spawn_fn(child_home_link, &j, &o, &res);
-	if (r < 0) {
-		log_err("looking at ~%s/%s as %s: %s", agent->name, name, agent->name,
-			strerror(-r));
-		return -1;
-	}
-	r = res.status == 0 ? 0 : 1;
-	if (r)
-		snprintf(ret_why, n, "%s",
-			res.status == HOME_BROKEN && res.output ? res.output
-								: "cannot be looked at");
-	spawn_result_free(&res);
-	return r;
+	return as_agent(agent, name, child_home_link, &j, ret_why, n);
 }
