@@ -67,6 +67,20 @@ static void squid_parse(const struct buf *conf)
 	buf_free(&bad);
 }
 
+/* The last step of each render test: squid -k parse when squid is here (else skip, saying why). */
+static void parse_and_free(struct buf *out, struct egress *e, const char *why)
+{
+	if (why) {
+		printf("# skip: %s\n", why);
+		buf_free(out);
+		egress_free(e);
+		skip();
+	}
+	squid_parse(out);
+	buf_free(out);
+	egress_free(e);
+}
+
 static void check_common_lines(const char *conf)
 {
 	assert_has_line(conf, "http_port 127.0.0.1:3128");
@@ -165,15 +179,7 @@ static void render_seed_example(void **state)
 	assert_has_line(out.data,
 		"http_access deny ocsb_private_dst !ocsb_allowed !ocsb_connect ocsb_m_private");
 	assert_has_line(out.data, "http_access allow ocsb_connect_5 ocsb_connect_5_mark");
-	if (why) {
-		printf("# skip: %s\n", why);
-		buf_free(&out);
-		egress_free(&e);
-		skip();
-	}
-	squid_parse(&out);
-	buf_free(&out);
-	egress_free(&e);
+	parse_and_free(&out, &e, why);
 }
 
 static void render_defaults_file(void **state)
@@ -247,15 +253,7 @@ static void render_allowlist(void **state)
 	check_last_access(out.data, "http_access deny all ocsb_m_policy");
 	/* IPv6 literals as squid spells them; entries another .domain covers left out. */
 	assert_has_line(out.data, "acl ocsb_allow_6 dstdomain -n [2001:db8::5] .foo.example");
-	if (why) {
-		printf("# skip: %s\n", why);
-		buf_free(&out);
-		egress_free(&e);
-		skip();
-	}
-	squid_parse(&out);
-	buf_free(&out);
-	egress_free(&e);
+	parse_and_free(&out, &e, why);
 }
 
 /* An allowlist with nothing named: everything is refused before any DNS lookup. */
@@ -273,15 +271,7 @@ static void render_allowlist_empty(void **state)
 	assert_has_line(out.data, "http_access deny !ocsb_web_ports ocsb_m_port");
 	assert_null(strstr(out.data, "ocsb_allowed"));
 	assert_null(strstr(out.data, "ocsb_connect"));
-	if (why) {
-		printf("# skip: %s\n", why);
-		buf_free(&out);
-		egress_free(&e);
-		skip();
-	}
-	squid_parse(&out);
-	buf_free(&out);
-	egress_free(&e);
+	parse_and_free(&out, &e, why);
 }
 
 static void render_egress_off(void **state)
@@ -299,15 +289,7 @@ static void render_egress_off(void **state)
 	/* Nothing but denies. */
 	assert_null(strstr(out.data, "http_access allow"));
 	assert_null(strstr(out.data, "ocsb_allow_1"));
-	if (why) {
-		printf("# skip: %s\n", why);
-		buf_free(&out);
-		egress_free(&e);
-		skip();
-	}
-	squid_parse(&out);
-	buf_free(&out);
-	egress_free(&e);
+	parse_and_free(&out, &e, why);
 }
 
 static void render_bad_settings(void **state)
