@@ -168,7 +168,7 @@ static int deny_update(struct prov *p, const char *name, int add)
 	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, name) < 0 || prov_file_read(path, &f) < 0)
+	if (prov_file_read(p, name, path, sizeof(path), &f) < 0)
 		return -1;
 	r = harden_deny_edit(f.data, p->cfg.agent, add, &out);
 	snprintf(what, sizeof(what), "%s %s %s %s", add ? "add" : "remove", p->cfg.agent,
@@ -232,8 +232,7 @@ static int pam_update(struct prov *p, int add)
 	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, "pam.d/sshd") < 0 ||
-		prov_file_read(path, &f) < 0)
+	if (prov_file_read(p, "pam.d/sshd", path, sizeof(path), &f) < 0)
 		return -1;
 	if (!f.exists)
 		return 0;

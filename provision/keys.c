@@ -671,8 +671,7 @@ static int global_known_hosts(struct prov *p, const char *block)
 	struct prov_file f;
 	int r;
 
-	if (path_join(path, sizeof(path), p->paths.etc, "ssh/ssh_known_hosts") < 0 ||
-		prov_file_read(path, &f) < 0)
+	if (prov_file_read(p, "ssh/ssh_known_hosts", path, sizeof(path), &f) < 0)
 		return -1;
 	r = keys_global_known_hosts_edit(f.data, block, &out);
 	snprintf(what, sizeof(what),

@@ -38,6 +38,18 @@ int prov_change(struct prov *p, const char *fmt, ...)
 	return p->mode == PROV_APPLY || p->mode == PROV_REMOVE;
 }
 
+void prov_skip(struct prov *p, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->skipped++;
+	log_warn("skipped: %s", msg);
+}
+
 void prov_done(struct prov *p)
 {
 	static unsigned done;
@@ -49,13 +61,15 @@ void prov_done(struct prov *p)
 	}
 }
 
-int prov_file_read(const char *path, struct prov_file *f)
+int prov_file_read(struct prov *p, const char *rel, char *path, size_t n, struct prov_file *f)
 {
 	struct stat st;
 	int r;
 
 	memset(f, 0, sizeof(*f));
 	f->mode = 0644;
+	if (path_join(path, n, p->paths.etc, rel) < 0)
+		return -1;
 	r = fo_read(path, 1 << 20, &f->data, NULL);
 	if (r == -ENOENT)
 		return 0;

@@ -81,14 +81,10 @@ void prov_done(struct prov *p);
 /* ocsb-agentd answers on its control socket (started by systemd or by hand). */
 int prov_agentd_answers(struct prov *p);
 
-/* agenthome.c */
 /*
- * ~agent/name looked at as the agent, following nothing: 0 when absent or the regular file
- * (want_dir: directory) the agent can open, 1 when the agent broke it (what, in ret_why),
- * -1 on error (logged).
+ * A step left out because the agent broke its place in its home (common/homecheck.c looks,
+ * as the agent): one warning, counted in the summary; every other step still runs.
  */
-int prov_agent_entry(struct prov *p, const char *name, int want_dir, char *ret_why, size_t n);
-/* A step left out because the agent broke its place: one warning, counted in the summary. */
 void prov_skip(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
  * A root-owned file under a root-owned tree holding exactly b (mode, root:root), written
@@ -102,8 +98,11 @@ struct prov_file {
 	gid_t gid;
 	int exists;
 };
-/* Reads it, with its owner and mode (absent: no data, 0644 root:root); 0 or -1 (logged). */
-int prov_file_read(const char *path, struct prov_file *f);
+/*
+ * Reads <etc>/rel (its path in path), with its owner and mode (absent: no data, 0644
+ * root:root); 0 or -1 (logged).
+ */
+int prov_file_read(struct prov *p, const char *rel, char *path, size_t n, struct prov_file *f);
 /*
  * changed > 0: "what" is the change; once made (prov_change), out replaces the file with its
  * owner and mode kept, or removes it when out is empty and remove_empty. Frees f's data.

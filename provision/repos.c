@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "homecheck.h"
 #include "log.h"
 #include "provision.h"
 #include "spawn.h"
@@ -275,7 +276,7 @@ int repos_ensure(struct prov *p)
 		char *out = NULL, why[256];
 		int st, configured;
 
-		st = prov_agent_entry(p, name, 1, why, sizeof(why));
+		st = home_entry_check(&p->agent, name, 1, why, sizeof(why));
 		if (st < 0)
 			return -1;
 		if (st == 1) {

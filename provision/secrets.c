@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "homecheck.h"
 #include "log.h"
 #include "provision.h"
 #include "spawn.h"
@@ -196,7 +197,7 @@ static int agent_bashrc_ensure(struct prov *p, const char *hook)
 
 	char why[256];
 
-	r = prov_agent_entry(p, ".bashrc", 0, why, sizeof(why));
+	r = home_entry_check(&p->agent, ".bashrc", 0, why, sizeof(why));
 	if (r < 0)
 		return -1;
 	if (r == 1) {
