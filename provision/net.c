@@ -255,7 +255,7 @@ static int ensure_proxy(struct prov *p)
 		/* Once provisioned, ocsb-agentd runs the proxy: its absence is the news. */
 		if (!prov_change(p, "start the egress proxy (squid on 127.0.0.1:%u)%s",
 			    p->cfg.proxy_port,
-			    p->mode == PROV_CHECK && p->agent_exists && !prov_agentd_answers(p)
+			    p->mode == PROV_CHECK && p->agent_exists && !prov_agentd_running(p)
 				    ? ": ocsb-agentd is not running (it runs the proxy; start it: "
 				      "systemctl start ocsb-agentd, or sudo ocsb-agentd "
 				      "--foreground)"

@@ -414,15 +414,19 @@ static int purge_machine(struct prov *p)
 	return r < 0 ? -1 : 0;
 }
 
-int prov_agentd_answers(struct prov *p)
+/*
+ * Whether a supervisor holds the control socket. A listener that accepts the connection is
+ * enough: a busy ocsb-agentd (starting the proxy on a loaded machine) may take longer than
+ * any short deadline to reply, and it is running all the same. A stale socket file with no
+ * listener refuses the connection at once.
+ */
+int prov_agentd_running(struct prov *p)
 {
-	struct ctl_request ping = {.verb = CTL_PING};
-	struct ctl_response resp;
-	char err[256];
+	int fd = ctl_connect(p->paths.ctl_sock, 1000);
 
-	if (ctl_call(p->paths.ctl_sock, &ping, &resp, 1000, err, sizeof(err)) < 0)
+	if (fd < 0)
 		return 0;
-	ctl_response_free(&resp);
+	close(fd);
 	return 1;
 }
 
@@ -434,7 +438,7 @@ static int run_remove(struct prov *p)
 	stopped = systemd_stop_agentd(p);
 	if (stopped < 0)
 		return -1;
-	if (prov_agentd_answers(p)) {
+	if (prov_agentd_running(p)) {
 		log_err("ocsb-agentd is running: stop it first (systemctl stop ocsb-agentd, or "
 			"SIGTERM to it), then run --remove again");
 		return -1;

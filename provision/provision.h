@@ -78,8 +78,8 @@ int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(prin
 /* Called after each change is made: the fault-injection point of the tests. */
 void prov_done(struct prov *p);
 
-/* ocsb-agentd answers on its control socket (started by systemd or by hand). */
-int prov_agentd_answers(struct prov *p);
+/* ocsb-agentd (started by systemd or by hand) listens on its control socket. */
+int prov_agentd_running(struct prov *p);
 
 /*
  * A step left out because the agent broke its place in its home (common/homecheck.c looks,

@@ -210,7 +210,7 @@ void systemd_note(struct prov *p)
 {
 	/* Said after a run that changed something, while no supervisor answers. */
 	if (!systemd_running() && p->mode == PROV_APPLY && p->changes &&
-		!prov_agentd_answers(p))
+		!prov_agentd_running(p))
 		printf("note: no systemd here: run the supervisor with "
 		       "'sudo ocsb-agentd --foreground' (README: without systemd)\n");
 }

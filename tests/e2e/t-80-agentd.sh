@@ -42,6 +42,21 @@ if grep -q '^ocsb-provision: 1 change$' <<<"$out" && ! grep -q 'no systemd here'
 else
 	fail "a run with a change while ocsb-agentd answers: no note" "$out"
 fi
+# A supervisor too busy to reply (here: stopped) is running all the same: no note, and
+# --remove refuses rather than pull the table from under it. Failed when "running" meant
+# "replies to a ping within 1 s" (a loaded machine's agentd starting the proxy did not).
+kill -STOP "$AGENTD"
+rm -f "/etc/security/namespace.d/ocsb-$AGENT.conf"
+out=$(provision 2>&1)
+if grep -q '^ocsb-provision: 1 change$' <<<"$out" && ! grep -q 'no systemd here' <<<"$out"; then
+	pass "a run while ocsb-agentd is too busy to reply: no note"
+else
+	fail "a run while ocsb-agentd is too busy to reply: no note" "$out"
+fi
+check_fails_output "--remove while ocsb-agentd is too busy to reply: refused" \
+	'ocsb-agentd is running: stop it first' provision --remove
+check "and the agent is still there" id -u "$AGENT"
+kill -CONT "$AGENTD"
 check_output "status: netlock verified" '^ +netlock +verified$' status
 check_output "status: the proxy runs" '^proxy squid' status
 t0=$(date +%s%N)
