@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,7 @@ int agentd_setup(struct agentd *d)
 	char err[1024];
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	d->pcheck_fd = -1;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0)
 		fatal("epoll_create1: %s", strerror(errno));
@@ -275,8 +277,7 @@ static void reload(struct agentd *d)
 		log_err("netlock guard: %s", err);
 	if (netlock_verify(&d->nl, err, sizeof(err)) != 0)
 		netwatch_enforce(d, "configuration reloaded");
-	if (!d->egress.off && write_proxy_config(d) == 0 && d->proxy_child.pid > 0)
-		kill(d->proxy_child.pid, SIGHUP);
+	proxycheck_begin(d); /* squid gets the new rules once `squid -k parse` took them */
 	if (d->cg.mode != CG_NONE) {
 		config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max,
 			&d->limits.cpu_percent);
@@ -307,10 +308,15 @@ static void on_signal(struct agentd *d)
 
 static void shutdown_children(struct agentd *d)
 {
-	/* OpenCode first: it may still be talking through the proxy. */
+	/* OpenCode first, all at once: it may still be talking through the proxy. */
+	long deadline = mono_ms() + CHILD_STOP_MS;
+
 	for (size_t i = 0; i < d->n_oc; i++)
-		child_stop(d, &d->oc[i], 3000);
-	child_stop(d, &d->proxy_child, 3000);
+		child_stop_begin(d, &d->oc[i]);
+	for (size_t i = 0; i < d->n_oc; i++)
+		child_stop_wait(d, &d->oc[i], deadline);
+	child_stop_begin(d, &d->proxy_child);
+	child_stop_wait(d, &d->proxy_child, mono_ms() + CHILD_STOP_MS);
 	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
 	if (d->cg.mode != CG_NONE) {
 		int n;
@@ -341,10 +347,27 @@ static void shutdown_children(struct agentd *d)
 }
 
 static const char *const src_names[] = {"signal", "nftables", "control-accept", "control-client",
-	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer"};
+	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer", "proxy-check"};
 
 /* The loop's promise is "no handler waits": one that takes long is logged (-v) with its kind. */
 #define LOOP_SLOW_MS 10
+
+static int nft_pending(struct agentd *d)
+{
+	struct pollfd p = {.fd = d->nftfd, .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1;
+}
+
+static void nft_event(struct agentd *d)
+{
+	long t0 = mono_ms(), took;
+
+	netwatch_event(d);
+	took = mono_ms() - t0;
+	if (took >= LOOP_SLOW_MS)
+		log_info("loop: a %s event held the loop %ld ms", src_names[SRC_NFT], took);
+}
 
 int agentd_run(struct agentd *d)
 {
@@ -360,11 +383,21 @@ int agentd_run(struct agentd *d)
 			log_err("epoll_wait: %s", strerror(errno));
 			return -1;
 		}
+		/* The netlock first: nothing else in this batch runs before its restore. */
+		for (int i = 0; i < n; i++) {
+			if (((struct src *)evs[i].data.ptr)->kind == SRC_NFT) {
+				nft_event(d);
+				evs[i].data.ptr = NULL;
+			}
+		}
 		for (int i = 0; i < n && !d->stopping; i++) {
 			struct src *s = evs[i].data.ptr;
-			enum src_kind kind = s->kind; /* s may be gone after its handler */
+			enum src_kind kind;
 			long t0 = mono_ms(), took;
 
+			if (!s)
+				continue;
+			kind = s->kind; /* s may be gone after its handler */
 			switch (s->kind) {
 			case SRC_SIGNAL:
 				on_signal(d);
@@ -402,10 +435,16 @@ int agentd_run(struct agentd *d)
 			case SRC_CTL_TIMER:
 				ctlsrv_timer(d);
 				break;
+			case SRC_PROXYCHECK:
+				proxycheck_event(d);
+				break;
 			}
 			took = mono_ms() - t0;
 			if (took >= LOOP_SLOW_MS)
 				log_info("loop: a %s event held the loop %ld ms", src_names[kind], took);
+			/* Nor does the rest of it: an event that came meanwhile is handled now. */
+			if (nft_pending(d))
+				nft_event(d);
 		}
 	}
 	shutdown_children(d);
@@ -416,6 +455,7 @@ void agentd_free(struct agentd *d)
 {
 	ctlsrv_close(d);
 	mirrorwatch_close(d);
+	proxycheck_close(d);
 	/* The guard goes with its socket; the plain table stays and keeps the agent locked. */
 	if (d->guard_sock)
 		mnl_socket_close(d->guard_sock);

@@ -21,6 +21,10 @@
 
 #define AGENTD_MAX_PROJECTS 16
 #define AGENTD_MAX_CLIENTS 64
+/* ocsb-agentd's nice value: ahead of the agent's processes (nice 0) when the CPU is busy. */
+#define AGENTD_NICE (-10)
+/* SIGTERM to SIGKILL of a child, at a restart and at shutdown. */
+#define CHILD_STOP_MS 3000
 #define SECRETS_ENV_MAX 64 /* SECRETS_MAX_COUNT of secrets/secrets.h */
 
 /* What epoll hands back: the kind of source and its object. */
@@ -35,7 +39,8 @@ enum src_kind {
 	SRC_LOG,
 	SRC_MIRROR,
 	SRC_EXEC,
-	SRC_CTL_TIMER
+	SRC_CTL_TIMER,
+	SRC_PROXYCHECK
 };
 
 struct src {
@@ -172,6 +177,12 @@ struct agentd {
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
 	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */
+	/* SIGHUP's squid configuration under `squid -k parse`: proxycheck.c */
+	pid_t pcheck_pid;
+	int pcheck_fd;
+	struct src pcheck_src;
+	struct buf pcheck_conf, pcheck_out; /* owned */
+	int pcheck_again;
 	struct timespec started;
 
 	/* secrets (secretd.c) */
@@ -188,12 +199,18 @@ void agentd_free(struct agentd *d);
 int agentd_watch(
 	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events);
 
+/* SIGHUP's proxy configuration, checked outside the loop: proxycheck.c */
+void proxycheck_begin(struct agentd *d);
+void proxycheck_event(struct agentd *d);
+void proxycheck_close(struct agentd *d);
+
 /* children: child.c */
 int child_start(struct agentd *d, struct child *c);
 void child_exited(struct agentd *d, struct child *c);
 void child_timer(struct agentd *d, struct child *c);
 void child_probe_event(struct agentd *d, struct child *c, uint32_t events);
-int child_stop(struct agentd *d, struct child *c, int timeout_ms);
+void child_stop_begin(struct agentd *d, struct child *c);
+void child_stop_wait(struct agentd *d, struct child *c, long deadline);
 void child_exec_event(struct agentd *d, struct child *c);
 void child_restart(struct agentd *d, struct child *c);
 int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p);

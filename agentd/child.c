@@ -37,7 +37,7 @@
 #define READY_DEADLINE_MS 60000
 #define LOG_MAX (10 * 1024 * 1024)
 #define EXEC_TIMEOUT_MS 3000 /* fork to exec of a child */
-#define STOP_TIMEOUT_MS 3000 /* SIGTERM to SIGKILL of a restart */
+#define STOP_TIMEOUT_MS CHILD_STOP_MS /* SIGTERM to SIGKILL of a restart */
 
 long ms_since(const struct timespec *t)
 {
@@ -664,42 +664,42 @@ void child_timer(struct agentd *d, struct child *c)
 	}
 }
 
-/* At shutdown only, after the loop: waits up to timeout_ms, then kills. */
-int child_stop(struct agentd *d, struct child *c, int timeout_ms)
+/*
+ * At shutdown only, after the loop. child_stop_begin sends SIGTERM; child_stop_wait reaps
+ * it by the deadline (mono_ms) or kills it then: every OpenCode gets its SIGTERM at once,
+ * so N instances take as long to stop as the slowest, not the sum.
+ */
+void child_stop_begin(struct agentd *d, struct child *c)
 {
-	struct timespec t0;
-
 	disarm(c);
 	probe_close(d, c);
 	exec_done(d, c);
-	if (c->pid <= 0) {
-		c->state = CH_STOPPED;
-		return 0;
-	}
 	c->state = CH_STOPPED;
-	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (ms_since(&t0) < timeout_ms) {
-		siginfo_t info = {0};
+	if (c->pid > 0)
+		syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+}
 
+void child_stop_wait(struct agentd *d, struct child *c, long deadline)
+{
+	siginfo_t info = {0};
+
+	if (c->pid <= 0)
+		return;
+	while (mono_ms() < deadline) {
 		if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG) == 0 &&
 			info.si_pid != 0)
 			goto reaped;
 		usleep(10000);
 	}
-	log_warn("%s: did not stop within %d ms: killing it", c->name, timeout_ms);
+	log_warn("%s: did not stop in time: killing it", c->name);
 	syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-	{
-		siginfo_t info = {0};
-		waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED);
-	}
+	waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED);
 reaped:
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
 	close(c->pidfd);
 	c->pidfd = -1;
 	log_info("%s: stopped", c->name);
 	c->pid = 0;
-	return 0;
 }
 
 static void restart_now(struct agentd *d, struct child *c)

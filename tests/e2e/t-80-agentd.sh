@@ -68,6 +68,13 @@ fi
 pid=$(oc_pid)
 pw=$(field password)
 check_output "OpenCode runs as the agent uid" "^$AGENT$" ps -o user= -p "$pid"
+# The watchdog ahead of the load it guards: agentd at nice -10, and nothing it starts
+# inherits that (SCHED_RESET_ON_FORK): OpenCode and squid run at nice 0.
+nice_of() { awk '{ sub(/.*\) /, ""); print $17 }' "/proc/$1/stat"; }
+check_output "agentd runs at nice -10" '^-10$' nice_of "$AGENTD"
+check_output "agentd's priority is not inherited (SCHED_RESET_ON_FORK)" 'SCHED_RESET_ON_FORK' chrt -p "$AGENTD"
+check_output "OpenCode runs at nice 0" '^0$' nice_of "$(oc_pid)"
+check_output "squid runs at nice 0" '^0$' nice_of "$(field pid 1)"
 check_output "owner with the password: 200" '^200$' as_owner curl -s -o /dev/null -w '%{http_code}' -u "opencode:$pw" http://127.0.0.1:4096/global/health
 check_output "OpenCode runs with every permission allowed (no prompts)" '"permission":\{"\*":"allow"\}' as_owner curl -s -u "opencode:$pw" http://127.0.0.1:4096/config
 check_output "without the password: 401" '^401$' as_owner curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:4096/global/health
@@ -240,9 +247,29 @@ wait_for 60 running || fail "third start: OpenCode answers" "$(status 2>&1)"
 pid=$(oc_pid)
 check_output "agent: other.test passes before the reload (control)" "WEB other.test" as_user "$AGENT" curl -sS --max-time 3 -x http://127.0.0.1:3128 http://other.test/
 echo "block other.test" >>/etc/ocsb/egress.conf
+# squid -k parse made slow (4 s) for this reload: agentd's loop must go on meanwhile. It
+# waited for the parse inside the SIGHUP handler before (status took the 4 s).
+squid_bin=$(readlink -f /usr/sbin/squid)
+cp "$squid_bin" "$E2E_SCRATCH/squid.real"
+printf '#!/bin/sh\ncase " $* " in *" -k parse "*) sleep 4 ;; esac\nexec %s "$@"\n' \
+	"$E2E_SCRATCH/squid.real" >"$E2E_SCRATCH/squid.slow"
+chmod 755 "$E2E_SCRATCH/squid.slow"
+mount --bind "$E2E_SCRATCH/squid.slow" "$squid_bin"
 kill -HUP "$AGENTD"
+check "SIGHUP: the check of squid's new rules runs (slowed)" wait_for 3 pgrep -f -- '-k parse -f /tmp/ocsb-squid-check'
+t0=$(date +%s%N)
+out=$(status 2>&1)
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$ms" -lt 2000 ] && grep -q '^proxy squid' <<<"$out"; then
+	pass "SIGHUP: the loop answers while squid checks the new rules ($ms ms)"
+else
+	fail "SIGHUP: the loop answers while squid checks the new rules" "status took $ms ms" "$out"
+fi
+check_output "SIGHUP: until squid accepted them, the old rules stay (control)" "WEB other.test" as_user "$AGENT" curl -sS --max-time 3 -x http://127.0.0.1:3128 http://other.test/
 blocked_now() { [ "$(as_user "$AGENT" curl -s -o /dev/null -w '%{http_code}' --max-time 3 -x http://127.0.0.1:3128 http://other.test/)" = 403 ]; }
-check "SIGHUP: the new block rule applies" wait_for 10 blocked_now
+check "SIGHUP: the new block rule applies" wait_for 15 blocked_now
+umount "$squid_bin"
+check_output "SIGHUP: agentd says when the new rules are in force" 'proxy: new rules in force' cat "$E2E_SCRATCH/agentd.log"
 check_output "SIGHUP: OpenCode kept running (same pid)" "^$pid$" oc_pid
 check_output "ocsb logs shows OpenCode's output" '^shop: ' as_owner "$OCSB" logs -n 5
 kill -TERM "$AGENTD"
