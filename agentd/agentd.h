@@ -173,6 +173,7 @@ struct agentd {
 	int sigstopped; /* some processes were stopped by SIGSTOP: SIGCONT at the thaw */
 	unsigned netlock_restores;
 	double last_restore_ms;
+	double found_ms; /* the read-back that found the table altered (for the log) */
 	char netlock_error[512];
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */

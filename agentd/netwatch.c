@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <signal.h>
 #include <stdio.h>
@@ -62,11 +64,37 @@ int netwatch_open(struct agentd *d)
 	return agentd_watch(d, fd, &d->nft_src, SRC_NFT, d, EPOLLIN);
 }
 
+/*
+ * The last word of a burst on inet NETLOCK_TABLE: deleted (1) or created (0). A burst whose
+ * last word is a delete needs no read-back to know the table is gone. Our own apply
+ * replaces the table (delete, then create): its burst ends created.
+ */
+static int table_gone_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct nlattr *a;
+	int type = NFNL_MSG_TYPE(nlh->nlmsg_type);
+
+	if (NFNL_SUBSYS_ID(nlh->nlmsg_type) != NFNL_SUBSYS_NFTABLES ||
+		(type != NFT_MSG_DELTABLE && type != NFT_MSG_NEWTABLE) ||
+		nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(struct nfgenmsg) ||
+		((const struct nfgenmsg *)mnl_nlmsg_get_payload(nlh))->nfgen_family != NFPROTO_INET)
+		return MNL_CB_OK;
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+	{
+		if (mnl_attr_get_type(a) == NFTA_TABLE_NAME &&
+			mnl_attr_validate(a, MNL_TYPE_NUL_STRING) == 0 &&
+			strcmp(mnl_attr_get_str(a), NETLOCK_TABLE) == 0)
+			*(int *)data = type == NFT_MSG_DELTABLE;
+	}
+	return MNL_CB_OK;
+}
+
 void netwatch_event(struct agentd *d)
 {
 	char buf[16384]; /* MNL_SOCKET_BUFFER_SIZE is a sysconf() call: no VLA */
 	char err[512];
-	int overrun = 0, n = 0;
+	int overrun = 0, n = 0, gone = 0;
+	long long t0;
 
 	/* Drain the burst (a flush is a dozen messages), then look once. */
 	for (;;) {
@@ -79,31 +107,42 @@ void netwatch_event(struct agentd *d)
 		if (r <= 0)
 			break;
 		n++;
+		mnl_cb_run(buf, (size_t)r, 0, 0, table_gone_cb, &gone);
 	}
 	if (!n && !overrun)
 		return;
+	/* Deleted (the usual attack, `nft flush ruleset`): put it back without looking first. */
+	if (gone) {
+		snprintf(err, sizeof(err), "table inet %s deleted", NETLOCK_TABLE);
+		netwatch_enforce(d, err);
+		return;
+	}
+	t0 = mono_us();
 	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
 		return;
+	d->found_ms = (double)(mono_us() - t0) / 1e3;
 	netwatch_enforce(d, err);
+	d->found_ms = 0;
 }
 
 int netwatch_enforce(struct agentd *d, const char *why)
 {
-	struct timespec t0, t1;
 	char err[512];
+	long long t0 = mono_us(), t1 = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (fault_active(d)) {
 		snprintf(err, sizeof(err), "apply refused (test hook OCSB_FAULT_NETLOCK)");
-	} else if (netlock_apply(&d->nl, err, sizeof(err)) == 0 &&
+	} else if (netlock_apply(&d->nl, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
 		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		d->last_restore_ms =
-			(t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+		long long t2 = mono_us();
+
+		d->last_restore_ms = (double)(t2 - t0) / 1e3;
 		d->netlock_restores++;
 		d->netlock_error[0] = '\0';
-		log_warn("%s: restored in %.2f ms (restore #%u)", why, d->last_restore_ms,
-			d->netlock_restores);
+		/* The parts: the read-back that found it gone, the apply, the read-back after. */
+		log_warn("%s: restored in %.2f ms (restore #%u; found %.2f, apply %.2f, check %.2f)",
+			why, d->last_restore_ms, d->netlock_restores, d->found_ms,
+			(double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
 		if (d->frozen)
 			thaw_agent(d);
 		return 0;

@@ -186,6 +186,14 @@ long mono_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+long long mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000LL;
+}
+
 int seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

@@ -33,6 +33,7 @@ void strv_free(struct strv *s);
 
 /* Milliseconds of CLOCK_MONOTONIC: for deadlines. */
 long mono_ms(void);
+long long mono_us(void);
 
 /* A name that useradd would accept and that is safe in paths and configs. */
 int valid_user_name(const char *name);

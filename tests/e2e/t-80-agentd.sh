@@ -139,6 +139,18 @@ check_output "status counts the restores" '^ +netlock-restores +[1-9]' status
 check_output "direct egress never succeeded during the flushes (100 tries)" '^0$' cat /tmp/direct-ok
 check_output "positive control: root reaches 198.18.1.10 directly" 'WEB' curl -s --max-time 3 --noproxy '*' http://198.18.1.10/
 grep -E 'restored in [0-9.]+ ms' "$E2E_SCRATCH/agentd.log" | tail -1 | sed 's/^/# /'
+# One flush, one restore: agentd's own apply (which replaces the table) must not look like
+# another deletion to it (a restore storm keeps a core busy and floods the log).
+restores() { grep -c 'restored in' "$E2E_SCRATCH/agentd.log"; }
+r0=$(restores)
+nft flush ruleset
+sleep 2
+r1=$(restores)
+if [ $((r1 - r0)) -eq 1 ]; then
+	pass "one flush, one restore (then quiet for 2 s)"
+else
+	fail "one flush, one restore (then quiet for 2 s)" "$((r1 - r0)) restores" "$(grep 'restored in' "$E2E_SCRATCH/agentd.log" | tail -3)"
+fi
 
 # --- restore impossible: freeze, then thaw
 # "Frozen" is checked by what matters: the agent's code does not run. Counters append a

@@ -14,7 +14,10 @@ MANY=$OWNER_HOME/.config/opencode/many
 make_project
 as_owner mkdir -p "$MANY"
 as_owner sh -c "cd '$MANY' && for i in \$(seq 10000); do echo one >f\$i.md; done"
-check_output "provisioned" '^ocsb-provision: [1-9]' provision
+# Two projects: two OpenCode stand-ins for the shutdown check at the end.
+as_owner mkdir -p "$OWNER_HOME/code/shop2"
+as_owner git -C "$OWNER_HOME/code/shop2" init -q
+check_output "provisioned" '^ocsb-provision: [1-9]' provision --project "$OWNER_HOME/code/shop2"
 fake_opencode
 # The stand-in ignores SIGTERM: a restart has to wait for the SIGKILL, 3 s later.
 sed -i 's/^import http.server, sys, threading$/import http.server, sys, threading, signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)/' /etc/fakeoc/opencode
@@ -131,5 +134,16 @@ grep 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log" | tail -1
 check_output "the tree has the new content" '^two$' tail -n 1 "/var/lib/ocsb/mirror/$AGENT/tree/.config/opencode/many/f10000.md"
 within "positive control: after all that" "$(restore_ms)"
 
+# Shutdown: both stand-ins ignore SIGTERM, so each is killed after 3 s. They get their
+# SIGTERM together: about 3 s in all, not 3 s each (6 s and more when stopped one by one).
+two_standins() { [ "$(pgrep -fc '^/usr/bin/python3 /etc/fakeoc/opencode')" -eq 2 ]; }
+check "positive control: two OpenCode stand-ins run" wait_for 30 two_standins
+t0=$(date +%s%N)
 kill -TERM "$AGENTD"
-check "agentd stops on SIGTERM" wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+check "agentd stops on SIGTERM" wait_for 15 bash -c "! kill -0 $AGENTD 2>/dev/null"
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$ms" -ge 2900 ] && [ "$ms" -lt 6000 ]; then
+	pass "shutdown stops both instances at once: $ms ms (each ignored SIGTERM for 3 s)"
+else
+	fail "shutdown stops both instances at once" "$ms ms (want 3 s to 6 s: below, the stand-ins did not wait; 6 s or more, one after the other)" "$(grep -E 'stopped|killing' "$E2E_SCRATCH/agentd.log" | tail -5)"
+fi
