@@ -23,6 +23,24 @@ src=$(cd "$here/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "run.sh: needs root" >&2; exit 1; }
 
 tar_in=${1:-/var/tmp/ocsb-walk-root.tar}
+# WALK_REUSE=DIR: the kept work directory of an earlier run (WALK_KEEP=1), whose root has
+# the downloads already: its clone is refreshed from HEAD (as `git pull` would) and only the
+# isolated steps run, from `make deps deb-install` (which then downloads nothing) on.
+if [ -n "${WALK_REUSE:-}" ]; then
+	work=$WALK_REUSE root=$work/root transcript=$work/transcript-reuse.txt
+	rm -rf "$root/home/dev/ocsb.new" && mkdir "$root/home/dev/ocsb.new"
+	git -C "$src" archive HEAD | tar -C "$root/home/dev/ocsb.new" -xf -
+	cp "$here/say.sh" "${WALK_STEPS_ISOLATED:-$here/steps-isolated.sh}" "$root/home/dev/"
+	chroot "$root" chown -R dev:dev /home/dev
+	chroot "$root" su - dev -c 'cd ~/ocsb && git rm -rq . && cp -a ../ocsb.new/. . &&
+		rm -rf ../ocsb.new && git add -A && git commit -qm "pulled"' >/dev/null
+	WALK_HOST_NETNS=$(readlink /proc/self/ns/net) LIBMOUNT_UTAB=$work/utab \
+		unshare --mount --pid --fork --kill-child=SIGKILL --propagation private --net -- \
+		"$here/in-ns.sh" "$root" isolated su - dev -c \
+		"bash ~/say.sh ~/$(basename "${WALK_STEPS_ISOLATED:-$here/steps-isolated.sh}")" 2>&1 |
+		tee "$transcript"
+	exit 0
+fi
 if [ ! -f "$tar_in" ]; then
 	mmdebstrap --variant=apt --include=sudo,git,ca-certificates bookworm "$tar_in" ||
 		{ echo "run.sh: mmdebstrap failed" >&2; exit 1; }

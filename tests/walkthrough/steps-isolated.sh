@@ -1,8 +1,10 @@
 # The rest of README.md's quick start and "Without systemd", in a network namespace of its
 # own (loopback only): no DNS, no internet, as an offline container would have.
-#: # README "Quick start": provisioning
+#: # README "Quick start": provisioning (an ssh key first, as the README says)
 cd ~/ocsb
-sudo ocsb-provision --owner "$USER" --project ~/code/myproject; echo "first run: $?"
+[ -f ~/.ssh/id_ed25519.pub ] || ssh-keygen -q -t ed25519 -N "" -f ~/.ssh/id_ed25519
+#: # the README's line whole (make deps and deb-install download nothing now: steps-net.sh did)
+sudo make deps deb-install >/tmp/make.log 2>&1 && sudo ocsb-provision --owner "$USER" --project ~/code/myproject; echo "exit: $?"; grep '^deps:' /tmp/make.log; tail -n 1 /tmp/make.log
 #: # README: "sshd must be running ... elsewhere sudo service ssh start"
 sudo service ssh start
 sudo ocsb-provision --owner "$USER" --project ~/code/myproject 2>&1 | grep -v "^+ "
@@ -22,7 +24,8 @@ ocsb doctor 2>&1 | grep -v '^OK'
 ocsb mirror status | tail -n 3
 #: # README "Removing"
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 5
-sudo kill $(pgrep -x ocsb-agentd); sleep 1
+#: # README "Removing", without systemd: stop ocsb-agentd and wait until it has stopped
+sudo kill $(pgrep -x ocsb-agentd); while pgrep -x ocsb-agentd >/dev/null; do sleep 1; done; tail -n 1 /tmp/agentd.log
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 8
 sudo apt purge -y ocsb 2>&1 | tail -n 3
 ls /var/lib/ocsb /etc/ocsb /opt/ocsb 2>&1
