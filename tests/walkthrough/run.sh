@@ -93,9 +93,11 @@ cp "$here/say.sh" "$steps_net" "$root/home/dev/" && cp "$steps_iso" "$root/home/
 chroot "$root" chown dev:dev /home/dev/say.sh "/home/dev/$(basename "$steps_net")" \
 	"/home/dev/$(basename "$steps_iso")"
 in_root() { # net|isolated STEPS-FILE
+	local net=()
+	[ "$1" = isolated ] && net=(--net)
 	WALK_HOST_NETNS=$(readlink /proc/self/ns/net) LIBMOUNT_UTAB=$work/utab \
 		unshare --mount --pid --fork --kill-child=SIGKILL --propagation private \
-		$([ "$1" = isolated ] && echo --net) -- "$here/in-ns.sh" "$root" "$1" \
+		"${net[@]}" -- "$here/in-ns.sh" "$root" "$1" \
 		su - dev -c "bash ~/say.sh ~/$(basename "$2")"
 }
 echo "# walk-through in $root" | tee "$transcript"

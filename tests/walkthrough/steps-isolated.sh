@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2164,SC2024 # read line by line by say.sh
 # The rest of README.md's quick start and "Without systemd", in a network namespace of its
 # own (loopback only): no DNS, no internet, as an offline container would have.
 #: # README "Quick start": provisioning (an ssh key first, as the README says)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2164,SC2024 # read line by line by say.sh
 # The steps of README.md "Quick start" that download (apt, npm), with the host's network.
 # The README's one line `sudo make deps deb-install && sudo ocsb-provision ...` is cut
 # after `deb-install`: provisioning loads nftables and runs in steps-isolated.sh.
