@@ -89,7 +89,7 @@ static int report_places(const struct ocsb_config *cfg, const struct paths *p, i
 	if (pr.bad)
 		printf("fix: sudo -u %s rm -rf ~%s/PLACE && sudo ocsb-provision\n", a.name,
 			a.name);
-	else
+	else if (seen)
 		printf("\nplaces in ~%s: the %d place%s link%s to the mirror\n", a.name, seen,
 			seen == 1 ? "" : "s", seen == 1 ? "s" : "");
 	return pr.bad;
