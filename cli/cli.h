@@ -27,6 +27,15 @@ int cmd_agentd(int argc, char **argv);
 
 /* mirror.c: `ocsb mirror status [--json]` */
 int cmd_mirror(int argc, char **argv);
+/*
+ * The mirror's places in the agent's home (as root: looked at as the agent): fn gets each
+ * place the tree holds or reserves, why NULL when it is the mirror's link, else why not.
+ * Writable copies and the generated .gitconfig are not links and are left out. Returns how
+ * many places were looked at, or -1.
+ */
+typedef void (*mirror_place_fn)(void *arg, const char *rel, const char *why);
+int mirror_places_check(const struct ocsb_config *cfg, const struct paths *p,
+	const struct user_info *agent, mirror_place_fn fn, void *arg);
 
 /* secrets.c: `ocsb secrets ...`, the owner's side of the secrets (secrets/ holds the format) */
 int cmd_secrets(int argc, char **argv);

@@ -166,37 +166,37 @@ void doctor_check_agent_home(struct doctor *dr)
  * The mirror's places in the agent's home: each path the tree holds (or reserves) must be
  * the mirror's link, else the agent does not see the owner's configs (issue 15). As root.
  */
+struct place_doctor {
+	struct doctor *dr;
+	const char *agent;
+	int bad;
+};
+
+static void place_doctor(void *arg, const char *rel, const char *why)
+{
+	struct place_doctor *pd = arg;
+	char fix[600];
+
+	if (!why)
+		return;
+	snprintf(fix, sizeof(fix), "sudo -u %s rm -rf ~%s/%s && sudo ocsb-provision", pd->agent,
+		pd->agent, rel);
+	doctor_add(pd->dr, DR_WARN, "mirror-link", fix, "~%s/%s %s: the agent does not see your %s",
+		pd->agent, rel, why, rel);
+	pd->bad++;
+}
+
 void doctor_check_mirror_links(struct doctor *dr)
 {
-	const struct mirror_spec *ms = &dr->c->cfg.mirror;
 	struct user_info a;
-	char tree[4096], target[8192], why[256], fix[600];
-	struct stat st;
-	int bad = 0, seen = 0;
+	struct place_doctor pd = {dr, NULL, 0};
+	int seen;
 
-	if (!dr->root || user_lookup(dr->c->cfg.agent, &a) < 0 ||
-		snprintf(tree, sizeof(tree), "%s/ocsb/mirror/%s/tree", dr->c->paths.varlib,
-			a.name) >= (int)sizeof(tree))
+	if (!dr->root || user_lookup(dr->c->cfg.agent, &a) < 0)
 		return;
-	for (size_t i = 0; i < ms->paths.n; i++) {
-		const char *rel = ms->paths.v[i];
-		int writable = 0;
-
-		for (size_t k = 0; k < ms->writable.n; k++)
-			writable |= mirror_path_under(rel, ms->writable.v[k]);
-		snprintf(target, sizeof(target), "%s/%s", tree, rel);
-		if (writable || !strcmp(rel, MIRROR_GITCONFIG) || lstat(target, &st) < 0)
-			continue;
-		seen++;
-		if (home_link_check(&a, rel, target, why, sizeof(why)) != 1)
-			continue;
-		snprintf(fix, sizeof(fix), "sudo -u %s rm -rf ~%s/%s && sudo ocsb-provision",
-			a.name, a.name, rel);
-		doctor_add(dr, DR_WARN, "mirror-link", fix,
-			"~%s/%s %s: the agent does not see your %s", a.name, rel, why, rel);
-		bad++;
-	}
-	if (seen && !bad)
+	pd.agent = a.name;
+	seen = mirror_places_check(&dr->c->cfg, &dr->c->paths, &a, place_doctor, &pd);
+	if (seen > 0 && !pd.bad)
 		doctor_add(dr, DR_OK, "mirror-link", NULL,
 			"the mirror's %d place%s in ~%s link to the tree", seen,
 			seen == 1 ? "" : "s", a.name);

@@ -311,8 +311,11 @@ int harden_remove(struct prov *p)
 	for (size_t i = 0; i < sizeof(deny_files) / sizeof(deny_files[0]); i++)
 		if (deny_update(p, deny_files[i], 0) < 0)
 			r = -1;
-	/* First: no session may look for the entry once it is gone. */
-	if (pam_update(p, 0) < 0)
+	/*
+	 * First: no session may look for the entry once it is gone. The pam line serves every
+	 * agent: it stays while others remain (their entries are their own files).
+	 */
+	if (!p->others && pam_update(p, 0) < 0)
 		r = -1;
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (etc_path(p, path, sizeof(path), files[i][0], files[i][1]) < 0 ||

@@ -577,8 +577,9 @@ int keys_ensure(struct prov *p)
 		goto out;
 	if (owner_keys.n == 0)
 		log_warn("no public key of %s found (~%s/.ssh/*.pub) and none given with --key: "
-			 "'ssh %s@localhost' will not let anyone in until you add one",
-			p->owner.name, p->owner.name, p->cfg.agent);
+			 "'ssh %s@localhost' will not let anyone in until you add one (as %s: "
+			 "ssh-keygen -t ed25519; then run ocsb-provision again)",
+			p->owner.name, p->owner.name, p->cfg.agent, p->owner.name);
 	if (ensure_sync_key(p, &sync) < 0)
 		goto out;
 	if (ensure_authorized(p, &owner_keys, sync.len ? sync.data : NULL) < 0)

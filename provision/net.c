@@ -291,6 +291,16 @@ int net_remove(struct prov *p)
 	char err[1024], path[4096];
 	int r, e;
 
+	/*
+	 * The table, the proxy and the egress rules are the machine's, not one agent's:
+	 * removing one agent while others remain must not leave them without their netlock.
+	 */
+	if (p->others) {
+		printf("kept the nftables table inet " NETLOCK_TABLE
+		       ", the egress proxy and its rules: %d other agent%s remain%s\n",
+			p->others, p->others == 1 ? "" : "s", p->others == 1 ? "s" : "");
+		return 0;
+	}
 	e = netlock_exists();
 	if (e == 1) {
 		prov_change(p, "remove the nftables table inet " NETLOCK_TABLE);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fileops.h"
+#include "identity.h"
 #include "ctl.h"
 #include "log.h"
 #include "procs.h"
@@ -414,6 +415,46 @@ static int purge_machine(struct prov *p)
 	return r < 0 ? -1 : 0;
 }
 
+int prov_agentd_config(const struct prov *p)
+{
+	char def[4096];
+
+	return path_join(def, sizeof(def), p->paths.etc, "ocsb/ocsb.conf") == 0 &&
+	       !strcmp(def, p->config_path);
+}
+
+/*
+ * --purge of one agent while others remain (issue 15): what ocsb keeps for it alone goes
+ * with it, the others' stays. Its fake identity is named by the agent; agentd's OpenCode
+ * passwords are named by project and belong to the agent agentd serves, so they go only
+ * with that agent. With the last agent purge_machine takes the rest.
+ */
+static int purge_agent_state(struct prov *p)
+{
+	char dir[4096], path[4200];
+	struct stat st;
+	int r = 0, e;
+
+	if (identity_dir(p->paths.varlib, p->cfg.agent, dir, sizeof(dir)) == 0 &&
+		lstat(dir, &st) == 0 && prov_change(p, "remove the fake identity %s", dir)) {
+		e = fo_rmtree(dir);
+		if (e < 0) {
+			log_err("%s: %s", dir, strerror(-e));
+			r = -1;
+		} else {
+			prov_done(p);
+		}
+	}
+	if (!prov_agentd_config(p) || path_join(dir, sizeof(dir), p->paths.varlib, "ocsb/agentd") < 0)
+		return r;
+	for (size_t i = 0; i < p->cfg.projects.n; i++) {
+		snprintf(path, sizeof(path), "%s/%s.password", dir, path_base(p->cfg.projects.v[i]));
+		if (prov_remove_file(p, path, "the OpenCode password") < 0)
+			r = -1;
+	}
+	return r;
+}
+
 /*
  * Whether a supervisor holds the control socket. A listener that accepts the connection is
  * enough: a busy ocsb-agentd (starting the proxy on a loaded machine) may take longer than
@@ -443,6 +484,12 @@ static int run_remove(struct prov *p)
 			"SIGTERM to it), then run --remove again");
 		return -1;
 	}
+	others = state_other_agents(p);
+	if (others < 0) {
+		log_err("%s/ocsb/agents: %s", p->paths.varlib, strerror(-others));
+		return -1;
+	}
+	p->others = others;
 	if (sshd_remove(p) < 0)
 		r = -1;
 	if (keys_remove(p) < 0)
@@ -461,16 +508,10 @@ static int run_remove(struct prov *p)
 		r = -1;
 	if (secrets_remove(p) < 0)
 		r = -1;
-	others = state_other_agents(p);
-	if (others < 0) {
-		log_err("%s/ocsb/agents: %s", p->paths.varlib, strerror(-others));
+	if (systemd_remove(p, others == 0) < 0 || (others == 0 && keys_global_remove(p) < 0))
 		r = -1;
-	} else if (systemd_remove(p, others == 0) < 0 ||
-		(others == 0 && keys_global_remove(p) < 0)) {
-		r = -1;
-	}
 	if (p->purge) {
-		if (account_purge(p) < 0)
+		if (account_purge(p) < 0 || purge_agent_state(p) < 0)
 			r = -1;
 	} else if (p->agent_exists) {
 		printf("kept account %s (home %s); --purge removes it and every file it owns\n",

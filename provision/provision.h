@@ -44,6 +44,7 @@ struct prov {
 	struct ocsb_config cfg; /* owned */
 	enum prov_mode mode;
 	int purge;
+	int others; /* --remove: other agents ocsb provisioned here remain */
 	int adopt;
 	int config_exists;
 	char config_path[4096];
@@ -80,6 +81,11 @@ void prov_done(struct prov *p);
 
 /* ocsb-agentd (started by systemd or by hand) listens on its control socket. */
 int prov_agentd_running(struct prov *p);
+/*
+ * 1 when this run's configuration is the one ocsb-agentd reads (/etc/ocsb/ocsb.conf): its
+ * agent is the one agentd serves, whose secrets and OpenCode passwords agentd keeps.
+ */
+int prov_agentd_config(const struct prov *p);
 
 /*
  * A step left out because the agent broke its place in its home (common/homecheck.c looks,

@@ -260,10 +260,17 @@ int secrets_remove(struct prov *p)
 	if (path_join(path, sizeof(path), p->paths.run, rel) == 0 &&
 		prov_remove_file(p, path, "the agent's secrets file") < 0)
 		r = -1;
+	/*
+	 * agentd keeps one record and one sealing key, for the agent it serves: removing
+	 * another agent (its own --config) leaves them to that agent (issue 15).
+	 */
+	if (!prov_agentd_config(p))
+		return r;
 	if (path_join(path, sizeof(path), p->paths.varlib, SECRETS_REC_REL) == 0 &&
 		prov_remove_file(p, path, "the stored secrets") < 0)
 		r = -1;
-	if (!p->purge)
+	/* The sealing key is agentd's, for whichever agent it serves next. */
+	if (!p->purge || p->others)
 		return r;
 	if (path_join(path, sizeof(path), p->paths.varlib, SECRETS_KEY_REL) == 0 &&
 		prov_remove_file(p, path, "the secrets sealing key") < 0)

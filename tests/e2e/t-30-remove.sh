@@ -69,3 +69,68 @@ check "sshd config still valid after purge" sshd -t
 check_output "positive control: the owner still logs in to her own account" "^$OWNER$" owner_ssh "$OWNER" id -un
 check_output "provisioning again after a purge works" '^ocsb-provision: [1-9]' provision
 check_output "and converges" '^ocsb-provision: 0 changes$' provision
+
+# --- One agent of two (issue 15): --remove --purge takes that agent's state under
+# /var/lib/ocsb (its fake identity, its mirror, its state file; agentd's OpenCode passwords
+# and stored secrets only with the agent agentd serves, the one of /etc/ocsb/ocsb.conf)
+# and leaves the other's.
+TWO=ai-two
+TWO_CONF=/etc/ocsb/two.conf
+PW=/var/lib/ocsb/agentd/$(basename "$PROJECT").password
+REC=/var/lib/ocsb/agentd/secrets.rec
+prov_two() { prov --config "$TWO_CONF" "$@"; }
+agentd_state() { # what ocsb-agentd keeps for the agent it serves (it does not run here)
+	mkdir -p /var/lib/ocsb/agentd && (umask 077 && echo pw0123456789abcdef >"$PW" && echo rec >"$REC")
+}
+make_two() {
+	{ grep -v '^agent ' /etc/ocsb/ocsb.conf; echo "agent $TWO"; } >"$TWO_CONF"
+	check_output "a second agent $TWO, from its own configuration" '^ocsb-provision: [1-9]' prov_two
+}
+make_two
+agentd_state
+for a in "$AGENT" "$TWO"; do
+	check "positive control: $a's identity exists" test -d "/var/lib/ocsb/identity/$a"
+	check "positive control: $a's mirror exists" test -d "/var/lib/ocsb/mirror/$a"
+	check "positive control: $a's state file exists" test -f "/var/lib/ocsb/agents/$a"
+done
+check_output "--remove --purge of $TWO while $AGENT remains keeps the machine's network state" \
+	"^kept the nftables table inet ocsb, the egress proxy and its rules: 1 other agent remains\$" \
+	prov_two --remove --purge
+check_fails "$TWO's account is gone" getent passwd "$TWO"
+check_fails "$TWO's identity is gone" test -e "/var/lib/ocsb/identity/$TWO"
+check_fails "$TWO's mirror is gone" test -e "/var/lib/ocsb/mirror/$TWO"
+check_fails "$TWO's state file is gone" test -e "/var/lib/ocsb/agents/$TWO"
+check "control: $AGENT's identity stays" test -d "/var/lib/ocsb/identity/$AGENT"
+check "control: $AGENT's mirror stays" test -d "/var/lib/ocsb/mirror/$AGENT"
+check "control: $AGENT's state file stays" test -f "/var/lib/ocsb/agents/$AGENT"
+check "control: agentd's OpenCode password stays ($AGENT's: agentd serves it)" test -f "$PW"
+check "control: agentd's stored secrets stay ($AGENT's)" test -f "$REC"
+check "the egress rules stay for $AGENT" test -f /etc/ocsb/egress.conf
+check "the secrets sealing key stays for $AGENT" test -f /var/lib/ocsb/agentd/secrets.key
+check "the pam_namespace line stays for $AGENT's sessions" grep -q 'ocsb-provision' /etc/pam.d/sshd
+check "$AGENT's pam_namespace entry stays" test -f "/etc/security/namespace.d/ocsb-$AGENT.conf"
+# One table holds one agent's uid (the last provisioned): $AGENT's run points it back.
+out=$(provision 2>&1)
+if grep '^+ ' <<<"$out" | grep -qv 'nftables table inet ocsb for uid'; then
+	fail "$AGENT's next run changes only the netlock's uid" "$out"
+else
+	pass "$AGENT's next run changes only the netlock's uid"
+fi
+check_output "control: $AGENT converges" '^ocsb-provision: 0 changes$' provision
+check_output "control: ssh as $AGENT still works" "^$AGENT$" owner_ssh "$AGENT" id -un
+
+make_two
+check_output "--remove --purge of $AGENT (agentd's) while $TWO remains" \
+	"^kept the nftables table inet ocsb, the egress proxy and its rules: 1 other agent remains\$" \
+	prov --remove --purge
+check_fails "$AGENT's identity is gone" test -e "/var/lib/ocsb/identity/$AGENT"
+check_fails "$AGENT's mirror is gone" test -e "/var/lib/ocsb/mirror/$AGENT"
+check_fails "agentd's OpenCode password for $AGENT's project is gone" test -e "$PW"
+check_fails "agentd's stored secrets for $AGENT are gone" test -e "$REC"
+check "control: $TWO's identity stays" test -d "/var/lib/ocsb/identity/$TWO"
+check "control: $TWO's mirror stays" test -d "/var/lib/ocsb/mirror/$TWO"
+check "control: $TWO's state file stays" test -f "/var/lib/ocsb/agents/$TWO"
+check_output "control: $TWO still converges" '^ocsb-provision: 0 changes$' prov_two
+check_output "control: ssh as $TWO works" "^$TWO$" owner_ssh "$TWO" id -un
+check_output "--remove --purge of $TWO, the last agent" '^ocsb-provision: [1-9]' prov_two --remove --purge
+check_fails "/var/lib/ocsb removed with the last agent of two" test -e /var/lib/ocsb

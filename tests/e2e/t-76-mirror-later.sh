@@ -39,7 +39,15 @@ check_fails_output "--check reports the place that is not linked" \
 check_output "doctor (root) WARNs the place that is not the mirror's link" \
 	"^WARN mirror-link +~$AGENT/.config/opencode is a directory of the agent's, not the mirror's link" \
 	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
+check_fails_output "mirror status (root) reports the place that is not linked" \
+	"^unlinked  ~$AGENT/.config/opencode: is a directory of the agent's, not the mirror's link" \
+	"$OCSB_BUILD/ocsb" mirror status
+check_output "mirror status (the owner, who cannot look into the agent's home) says so" \
+	"^places in ~$AGENT: not checked \\(only root can look into the agent's home\\): sudo ocsb mirror status\$" \
+	as_owner "$OCSB_BUILD/ocsb" mirror status
 agent rmdir "$AHOME/.config/opencode"
 check_output "control: once it is gone, a run links it again" "link ~/.config/opencode -> $TREE/.config/opencode" provision
 check_output "control: doctor (root): the mirror's places link to the tree" "^OK +mirror-link " \
 	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
+check_output "control: mirror status (root): every place links to the mirror" \
+	"^places in ~$AGENT: the [0-9]+ places? links? to the mirror\$" "$OCSB_BUILD/ocsb" mirror status
