@@ -13,7 +13,7 @@ VERSION   := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
 
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1
+PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1 openssl
 
 WARN      := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wimplicit-fallthrough -Wvla -Wno-unused-parameter
@@ -73,8 +73,12 @@ AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
+INJECT_SRC    := $(filter-out inject/main.c,$(wildcard inject/*.c))
+INJECT_OBJ    := $(INJECT_SRC:%.c=$(BUILDDIR)/%.o)
+LIBINJECT     := $(BUILDDIR)/libinject.a
+
 PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd \
-                 $(BUILDDIR)/ocsb-shell
+                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -130,6 +134,13 @@ $(LIBAGENTD): $(AGENTD_OBJ)
 $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(LIBINJECT): $(INJECT_OBJ)
+	$(AR) rcs $@ $^
+
+# The credential injector: libc, OpenSSL and the common library (logging, buffers).
+$(BUILDDIR)/ocsb-inject: $(BUILDDIR)/inject/main.o $(LIBINJECT) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null)
+
 # The agent's login shell: libc and the config parser only.
 $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
@@ -146,7 +157,7 @@ $(LIBSECRETS): $(SECRETS_OBJ)
 $(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -224,6 +235,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-shell $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
@@ -235,9 +247,10 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
