@@ -143,7 +143,7 @@ static int put_key_header(const struct inj_route *r, const char *key, struct buf
 	return 0;
 }
 
-int inj_rewrite(const struct inj_route *r, const char *key, const char *head, size_t n,
+static int rewrite(const struct inj_route *r, const char *key, const char *head, size_t n,
 	struct buf *out, struct inj_req *req)
 {
 	const char *end = head + n, *p = head, *eol, *sp1, *sp2;
@@ -247,6 +247,18 @@ oom:
 	return refuse(req, 500, "out of memory");
 }
 
+int inj_rewrite(const struct inj_route *r, const char *key, const char *head, size_t n,
+	struct buf *out, struct inj_req *req)
+{
+	if (rewrite(r, key, head, n, out, req) == 0)
+		return 0;
+	/* A refusal leaves nothing behind: no partial head goes anywhere. */
+	if (out->data)
+		explicit_bzero(out->data, out->cap);
+	out->len = 0;
+	return -1;
+}
+
 int inj_error_answer(int status, const char *why, struct buf *out)
 {
 	const char *text = status == 400   ? "Bad Request"
@@ -264,7 +276,7 @@ int inj_error_answer(int status, const char *why, struct buf *out)
 	return buf_printf(out,
 		"HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
 		"Connection: close\r\n\r\nocsb-inject: %s\n",
-		status, text, strlen(why) + 13, why);
+		status, text, strlen("ocsb-inject: \n") + strlen(why), why);
 }
 
 enum { CH_SIZE, CH_EXT, CH_SIZE_LF, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_TRAILER_LF };
@@ -353,7 +365,7 @@ ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct
 			/* Trailer fields are dropped (they could carry a credential too). */
 			if (ch == '\r') {
 				c->state = CH_TRAILER_LF;
-			} else if (++c->linelen > 8192) {
+			} else if ((ch != '\t' && (unsigned char)ch < 0x20) || ++c->linelen > 8192) {
 				return -1;
 			}
 			i++;
