@@ -131,6 +131,24 @@ int inj_route_from(
 	return inj_route_check(r, err, errlen);
 }
 
+int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errlen)
+{
+	const struct inj_provider *p = inj_provider_find(spec);
+	const char *sp = strchr(spec, ' ');
+	char base[512];
+
+	if (p)
+		return inj_route_from(r, p->base, p->header, err, errlen);
+	if (!sp || (size_t)(sp - spec) >= sizeof(base))
+		return seterr(err, errlen,
+			"'%.64s' is not a provider (anthropic, openai, google, openrouter, mistral, "
+			"groq, deepseek, xai) nor 'https://host[/prefix]' with --header",
+			spec);
+	memcpy(base, spec, (size_t)(sp - spec));
+	base[sp - spec] = 0;
+	return inj_route_from(r, base, sp + 1, err, errlen);
+}
+
 void inj_conf_free(struct inj_conf *c)
 {
 	for (size_t i = 0; i < c->n; i++)

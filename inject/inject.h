@@ -169,4 +169,10 @@ const struct inj_provider *inj_providers(size_t *ret_n);
 int inj_route_from(struct inj_route *r, const char *base, const char *header, char *err,
 	size_t errlen);
 
+/*
+ * A route as `ocsb secrets set --inject` stores it: a provider name, or "BASE HEADER"
+ * (base URL, one space, header line). 0 or -1 with a message.
+ */
+int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errlen);
+
 #endif
