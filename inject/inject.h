@@ -18,6 +18,11 @@
 
 #include "util.h"
 
+/* The account ocsb-provision makes for the injector; the comment marks it as ocsb's. */
+#define INJ_USER "ocsb-inject"
+#define INJ_GECOS "ocsb credential injector"
+/* Route i listens on 127.0.0.1:INJ_PORT_BASE + i. */
+#define INJ_PORT_BASE 18400
 #define INJ_MAX_ROUTES 16
 #define INJ_HEAD_MAX 16384 /* the agent's request head, bytes */
 #define INJ_MAX_HEADERS 100
