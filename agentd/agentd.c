@@ -219,6 +219,8 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (secretd_init(d) < 0)
 		return -1;
+	if (injectd_init(d) < 0)
+		return -1;
 	/* Not fatal: the agent works without the owner's configs; the log says why. */
 	if (mirrorwatch_open(d) < 0)
 		mirrorwatch_close(d);
@@ -310,6 +312,7 @@ static void shutdown_children(struct agentd *d)
 	/* OpenCode first: it may still be talking through the proxy. */
 	for (size_t i = 0; i < d->n_oc; i++)
 		child_stop(d, &d->oc[i], 3000);
+	child_stop(d, &d->inject_child, 3000);
 	child_stop(d, &d->proxy_child, 3000);
 	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
 	if (d->cg.mode != CG_NONE) {
@@ -402,6 +405,9 @@ int agentd_run(struct agentd *d)
 			case SRC_CTL_TIMER:
 				ctlsrv_timer(d);
 				break;
+			case SRC_INJECT:
+				injectd_event(d, evs[i].events);
+				break;
 			}
 			took = mono_ms() - t0;
 			if (took >= LOOP_SLOW_MS)
@@ -424,4 +430,5 @@ void agentd_free(struct agentd *d)
 	config_free(&d->cfg);
 	egress_free(&d->egress);
 	secretd_free(d);
+	injectd_free(d);
 }

@@ -90,6 +90,11 @@ static int write_env_file(struct agentd *d, const struct secret_set *s)
 	return r < 0 ? -1 : 0;
 }
 
+int secretd_load(struct agentd *d, struct secret_set **ret)
+{
+	return d->sec_sk ? load_set(d, ret) : -1;
+}
+
 int secretd_init(struct agentd *d)
 {
 	char path[4096], err[512];
@@ -227,6 +232,8 @@ void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *b
 			"the ocsb-agentd log)");
 		goto out;
 	}
+	/* Before any restart: OpenCode starts with the routes in its config. */
+	injectd_update(d, s);
 	ctl_response_ok(b);
 	ctl_response_add(b, "secrets", "%zu", s->n);
 	/* Only instances whose own effective set changed; one that is not running picks up
