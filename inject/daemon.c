@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -107,6 +108,8 @@ static void child_serve(struct daemon *d, size_t i, int fd)
 	char why[600], line[256];
 	int r, n;
 
+	/* Ends with the injector: nothing of it outlives the supervisor's stop. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Nothing but this connection and the report pipe. */
 	for (size_t j = 0; j < d->conf.n; j++)
 		if (d->lfd[j] >= 0)
