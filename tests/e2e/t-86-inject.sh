@@ -129,14 +129,7 @@ check_output "positive control: the provider's TLS verifies with the test CA" 'I
 : >"$P/api.rec"
 
 # --- the owner's keyring and the secrets (as in t-85)
-KR=$OWNER_HOME/.kr
-as_owner mkdir -m 0700 -p "$KR/run"
-bg_owner dbus-run-session -- bash -c "export XDG_RUNTIME_DIR=$KR/run XDG_DATA_HOME=$KR/data
-	eval \"\$(printf pw | gnome-keyring-daemon --unlock --components=secrets --daemonize)\"
-	echo \"\$DBUS_SESSION_BUS_ADDRESS\" >$KR/bus; exec sleep 600"
-KR_PID=$BG_PID
-for i in $(seq 50); do [ -s "$KR/bus" ] && break; sleep 0.1; done
-BUS=$(cat "$KR/bus" 2>/dev/null)
+start_keyring
 sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
 
 check_output "set --inject anthropic" '^stored ANTHROPIC_API_KEY \(global, injected via anthropic\)' \
@@ -191,6 +184,23 @@ check_output "from an ssh session too" 'INJECTED-ANSWER' \
 check_output "OpenCode's provider base URL is the route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18400/v1"\}\}' \
 	cat "/run/ocsb/$AGENT/opencode-inject.json"
 check_output "OpenCode is started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.json\$" env_of "$(oc_pid)"
+
+# --- a real OpenCode prompt through its HTTP API: the provider's answer streams back
+pw=$(field password)
+ocapi() { as_owner curl -sS -m 90 -u "opencode:$pw" -H 'content-type: application/json' "$@" 2>&1; }
+sid=$(ocapi -X POST -d '{}' http://127.0.0.1:4096/session | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+: >"$P/api.rec"
+out=$(ocapi -d '{"model":{"providerID":"anthropic","modelID":"claude-3-5-haiku-20241022"},"parts":[{"type":"text","text":"say hi"}]}' \
+	"http://127.0.0.1:4096/session/$sid/message")
+if grep -q 'INJECTED-ANSWER' <<<"$out"; then
+	pass "OpenCode's prompt got the provider's streamed answer"
+else
+	fail "OpenCode's prompt got the provider's streamed answer" "session '$sid'" "$out" "$(cat /home/$AGENT/.local/share/opencode/log/*.log 2>/dev/null | grep -iE 'error|fail|exception' | tail -30)"
+fi
+check_output "... OpenCode's request reached the provider with the real key" "^x-api-key: $VI\$" cat "$P/api.rec"
+check_output "... and asked for a stream" '"stream": ?true' cat "$P/api.rec"
+check_fails "... and not with the placeholder" grep -q 'x-api-key: ocsb-injected' "$P/api.rec"
+check_fails "OpenCode's answer holds no key" grep -qF "$VI" <<<"$out"
 
 # --- the key is nowhere the agent looks; the same search finds the exported secret
 # agent_finds VALUE: 0 when a file the agent can read or a /proc file it can see holds it.
