@@ -198,6 +198,7 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refr
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/sync
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/secrets
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/mirror
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/inject
 
 deps:
 	@tools/install-deps.sh

@@ -7,6 +7,7 @@
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 . "$(dirname "$0")/lib-net.sh"
+. "$(dirname "$0")/lib-inject.sh"
 
 OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
 for tool in dbus-run-session gnome-keyring-daemon python3 openssl curl; do
@@ -36,94 +37,7 @@ check_output "positive control: a second run is clean (the account is ours)" '^o
 
 # --- the fake providers: root-only files (the key lands in their records)
 P=$E2E_SCRATCH/prov
-mkdir -m 0700 "$P"
-cd "$P" || exit 1
-mkcert() { # NAME CA-PREFIX HOST: NAME.pem/NAME.key signed by CA-PREFIX.pem for HOST
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" \
-		-out "$1.csr" -subj "/CN=$3" 2>/dev/null &&
-		openssl x509 -req -in "$1.csr" -CA "$2.pem" -CAkey "$2.key" -CAcreateserial \
-			-out "$1.pem" -days 2 -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$3") 2>/dev/null
-}
-mkca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$1.key" \
-		-out "$1.pem" -days 2 -subj "/CN=ocsb e2e $1" \
-		-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign 2>/dev/null
-}
-mkca ca && mkca otherca && mkcert api ca api.anthropic.com && mkcert bad otherca badca.test ||
-	fail "test certificates"
-cat >"$P/provider.py" <<'PY'
-import socket, ssl, sys, threading, time
-addr, port, cert, key, rec = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-lock = threading.Lock()
-def record(b):
-    with lock, open(rec, "ab") as f:
-        f.write(b + b"\n=====\n")
-EVENTS = [
-    ("message_start", '{"type":"message_start","message":{"id":"msg_e2e","type":"message","role":"assistant","model":"claude-3-5-haiku-20241022","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":12,"output_tokens":1}}}'),
-    ("content_block_start", '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}'),
-    ("content_block_delta", '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"INJECTED-ANSWER"}}'),
-    ("content_block_stop", '{"type":"content_block_stop","index":0}'),
-    ("message_delta", '{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":7}}'),
-    ("message_stop", '{"type":"message_stop"}'),
-]
-def serve(raw):
-    try:
-        raw.settimeout(20)
-        try:
-            c = ctx.wrap_socket(raw, server_side=True)
-        except Exception as e:
-            record(b"handshake failed")
-            return
-        data = b""
-        while b"\r\n\r\n" not in data:
-            d = c.recv(65536)
-            if not d:
-                break
-            data += d
-        head, _, body = data.partition(b"\r\n\r\n")
-        n = 0
-        for line in head.split(b"\r\n"):
-            if line.lower().startswith(b"content-length:"):
-                n = int(line.split(b":")[1])
-        while len(body) < n:
-            d = c.recv(65536)
-            if not d:
-                break
-            body += d
-        record((head + b"\r\n\r\n" + body).replace(b"\r\n", b"\n"))
-        path = head.split(b" ")[1]
-        if path.startswith(b"/v1/redirect"):
-            c.sendall(b"HTTP/1.1 302 Found\r\nLocation: https://evil.test/steal\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        elif path.startswith(b"/v1/messages"):
-            slow = b"slow" in path
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n")
-            for i, (ev, js) in enumerate(EVENTS):
-                c.sendall(("event: %s\ndata: %s\n\n" % (ev, js)).encode())
-                time.sleep(1.5 if slow and i == 2 else 0.02)
-        else:
-            c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
-        c.close()
-    except Exception:
-        pass
-    finally:
-        raw.close()
-s = socket.socket()
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind((addr, port))
-s.listen(64)
-while True:
-    c, _ = s.accept()
-    threading.Thread(target=serve, args=(c,), daemon=True).start()
-PY
-for h in api.anthropic.com:198.18.1.20 badca.test:198.18.1.21; do
-	ip netns exec "$INET_NS" ip addr add "${h#*:}/32" dev lo
-	printf '%s\t%s\n' "${h#*:}" "${h%%:*}" >>/etc/hosts
-done
-ip netns exec "$INET_NS" python3 "$P/provider.py" 198.18.1.20 443 "$P/api.pem" "$P/api.key" "$P/api.rec" >/dev/null 2>&1 &
-ip netns exec "$INET_NS" python3 "$P/provider.py" 198.18.1.21 443 "$P/bad.pem" "$P/bad.key" "$P/bad.rec" >/dev/null 2>&1 &
-wait_port 198.18.1.20 443 5 && wait_port 198.18.1.21 443 5 || fail "fake providers up"
+inject_providers_up "$P" || fail "fake providers up"
 check_output "positive control: the provider's TLS verifies with the test CA" 'INJECTED-ANSWER' \
 	curl -sS -m 10 --cacert "$P/ca.pem" -d '{}' https://api.anthropic.com/v1/messages
 : >"$P/api.rec"
