@@ -44,6 +44,9 @@ struct injectd {
 	char rbuf[4096];
 	size_t rlen;
 	pid_t supervisor; /* agentd's pid: the injector checks its parent is still it */
+	struct inj_usage_row usage[INJ_USAGE_MAX_ROWS];
+	size_t n_usage;
+	int usage_loaded;
 };
 
 /* The project whose overrides count (as for ssh sessions: the first one). */
@@ -252,11 +255,34 @@ int inject_exec(struct agentd *d, struct child *c, const struct child_plan *p)
 /* One request's usage: "ROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT" (inject/daemon.c). */
 static void injectd_usage(struct agentd *d, const char *line)
 {
-	char vis[512];
+	struct injectd *x = d->inject;
+	char path[4096], dir[4096], *old = NULL;
+	struct buf b = {0};
+	size_t len;
+	int dfd;
 
-	(void)d;
-	log_vis(line, strlen(line), vis, sizeof(vis));
-	log_info("inject: usage %s", vis);
+	if (path_join(path, sizeof(path), d->paths.varlib, INJ_USAGE_REL) < 0)
+		return;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = 0;
+	/* What earlier runs summed, once. */
+	if (!x->usage_loaded && fo_read(path, 1 << 20, &old, &len) == 0 &&
+		inj_usage_parse(old, x->usage, &x->n_usage, INJ_USAGE_MAX_ROWS) < 0)
+		x->n_usage = 0;
+	free(old);
+	x->usage_loaded = 1;
+	if (inj_usage_add(x->usage, &x->n_usage, INJ_USAGE_MAX_ROWS, line) < 0) {
+		log_warn("inject: malformed usage line dropped");
+		return;
+	}
+	/* Counts only, no key nor request content: root's, readable for `ocsb usage`. */
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd >= 0 && inj_usage_render(x->usage, x->n_usage, &b) == 0 &&
+		fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0644, 0, 0) < 0)
+		log_warn("inject: %s not written", path);
+	if (dfd >= 0)
+		close(dfd);
+	buf_free(&b);
 }
 
 /* Lines from the injector: its state and one usage line per request. */

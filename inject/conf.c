@@ -368,3 +368,68 @@ void inj_usage_feed(struct inj_usage *u, const char *p, size_t n)
 		n -= take;
 	}
 }
+
+int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line)
+{
+	char route[65], day[11];
+	int status;
+	unsigned long long req, resp;
+	long long in, out;
+	size_t i;
+
+	if (sscanf(line, "%64[^\t]\t%10[0-9-]\t%d\t%llu\t%llu\t%lld\t%lld", route, day, &status,
+		    &req, &resp, &in, &out) != 7 || strlen(day) != 10)
+		return -1;
+	for (i = 0; i < *n; i++)
+		if (!strcmp(rows[i].route, route) && !strcmp(rows[i].day, day))
+			break;
+	if (i == *n) {
+		/* Full: the oldest row (the first) makes room. */
+		if (*n == max) {
+			memmove(rows, rows + 1, (max - 1) * sizeof(*rows));
+			i = --*n;
+		}
+		memset(&rows[i], 0, sizeof(rows[i]));
+		snprintf(rows[i].route, sizeof(rows[i].route), "%s", route);
+		snprintf(rows[i].day, sizeof(rows[i].day), "%s", day);
+		(*n)++;
+	}
+	rows[i].n++;
+	rows[i].req += req;
+	rows[i].resp += resp;
+	rows[i].in += in > 0 ? (unsigned long long)in : 0;
+	rows[i].out += out > 0 ? (unsigned long long)out : 0;
+	rows[i].st[status >= 200 && status < 600 ? status / 100 - 2 : 4]++;
+	return 0;
+}
+
+int inj_usage_render(const struct inj_usage_row *rows, size_t n, struct buf *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct inj_usage_row *r = &rows[i];
+		if (buf_printf(out, "%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
+			    r->route, r->day, r->n, r->req, r->resp, r->in, r->out, r->st[0], r->st[1],
+			    r->st[2], r->st[3], r->st[4]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int inj_usage_parse(const char *text, struct inj_usage_row *rows, size_t *n, size_t max)
+{
+	*n = 0;
+	for (const char *p = text; *p && *n < max;) {
+		struct inj_usage_row *r = &rows[*n];
+		const char *nl = strchr(p, '\n');
+		memset(r, 0, sizeof(*r));
+		if (sscanf(p, "%64[^\t]\t%10[0-9-]\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
+			    r->route, r->day, &r->n, &r->req, &r->resp, &r->in, &r->out, &r->st[0],
+			    &r->st[1], &r->st[2], &r->st[3], &r->st[4]) != 12)
+			return -1;
+		(*n)++;
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}

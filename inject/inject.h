@@ -158,6 +158,24 @@ int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, ch
 /* Serves until SIGTERM or until ctl (the socket to ocsb-agentd) closes. */
 int inj_daemon(int ctl);
 
+/*
+ * Usage per route and day, summed by ocsb-agentd into INJ_USAGE_REL under varlib (root's,
+ * 0644: counts only) and read by `ocsb usage`. One line per route and day:
+ * ROUTE DAY REQUESTS REQ-BYTES RESP-BYTES IN-TOKENS OUT-TOKENS 2XX 3XX 4XX 5XX FAILED
+ * (tab-separated; FAILED: no HTTP answer from the upstream).
+ */
+#define INJ_USAGE_REL "ocsb/inject/usage"
+#define INJ_USAGE_MAX_ROWS 512
+struct inj_usage_row {
+	char route[65], day[11];
+	unsigned long long n, req, resp, in, out, st[5]; /* st: 2xx 3xx 4xx 5xx failed */
+};
+/* Adds one usage line (daemon.c's, without "usage\t") to rows: 0, or -1 if malformed. */
+int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line);
+int inj_usage_render(const struct inj_usage_row *rows, size_t n, struct buf *out);
+/* Parses a usage file: the rows (at most max), -1 on a malformed line. */
+int inj_usage_parse(const char *text, struct inj_usage_row *rows, size_t *n, size_t max);
+
 /* ---- the built-in providers: routes.c ---- */
 
 struct inj_provider {

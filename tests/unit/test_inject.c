@@ -401,6 +401,48 @@ static void usage_counted_across_reads(void **state)
 	assert_int_equal(u.out_tokens, 9);
 }
 
+static void usage_summed_per_route_and_day(void **state)
+{
+	struct inj_usage_row rows[3], back[3];
+	struct inj_usage u;
+	struct buf text = {0};
+	char line[256];
+	size_t n = 0, m = 0;
+
+	(void)state;
+	inj_usage_init(&u);
+	static const char resp[] = "HTTP/1.1 200 OK\r\n\r\n{\"input_tokens\":3,\"output_tokens\":4}";
+	inj_usage_feed(&u, resp, strlen(resp));
+	u.req_bytes = 10;
+	/* 2026-12-02 00:00 UTC */
+	inj_usage_line("A_KEY", 1796169600, &u, line, sizeof(line));
+	assert_string_equal(line, "usage\tA_KEY\t2026-12-02\t200\t10\t55\t3\t4\n");
+	assert_int_equal(inj_usage_add(rows, &n, 3, line + 6), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, line + 6), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "A_KEY\t2026-12-02\t0\t5\t0\t-1\t-1"), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "B_KEY\t2026-12-02\t404\t1\t2\t-1\t-1"), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(rows[0].n, 3);
+	assert_int_equal(rows[0].in, 6);
+	assert_int_equal(rows[0].out, 8);
+	assert_int_equal(rows[0].req, 25);
+	assert_int_equal(rows[0].st[0], 2);
+	assert_int_equal(rows[0].st[4], 1);
+	assert_int_equal(rows[1].st[2], 1);
+	/* Full: the oldest row makes room. */
+	assert_int_equal(inj_usage_add(rows, &n, 3, "C\t2026-12-03\t200\t1\t1\t1\t1"), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "D\t2026-12-03\t200\t1\t1\t1\t1"), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(rows[0].route, "B_KEY");
+	assert_int_equal(inj_usage_add(rows, &n, 3, "bad line"), -1);
+	assert_int_equal(inj_usage_render(rows, n, &text), 0);
+	assert_int_equal(inj_usage_parse(text.data, back, &m, 3), 0);
+	assert_int_equal(m, 3);
+	assert_memory_equal(back, rows, sizeof(rows));
+	assert_int_equal(inj_usage_parse("x\ty\n", back, &m, 3), -1);
+	buf_free(&text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -415,6 +457,7 @@ int main(void)
 		cmocka_unit_test(hand_over_round_trip),
 		cmocka_unit_test(providers_and_generic_routes),
 		cmocka_unit_test(usage_counted_across_reads),
+		cmocka_unit_test(usage_summed_per_route_and_day),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
