@@ -104,7 +104,7 @@ pw=$(field password)
 ocapi() { as_owner curl -sS -m 90 -u "opencode:$pw" -H 'content-type: application/json' "$@" 2>&1; }
 sid=$(ocapi -X POST -d '{}' http://127.0.0.1:4096/session | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
 : >"$P/api.rec"
-out=$(ocapi -d '{"model":{"providerID":"anthropic","modelID":"claude-3-5-haiku-20241022"},"parts":[{"type":"text","text":"say hi"}]}' \
+out=$(ocapi -d '{"model":{"providerID":"anthropic","modelID":"claude-haiku-4-5"},"parts":[{"type":"text","text":"say hi"}]}' \
 	"http://127.0.0.1:4096/session/$sid/message")
 if grep -q 'INJECTED-ANSWER' <<<"$out"; then
 	pass "OpenCode's prompt got the provider's streamed answer"
