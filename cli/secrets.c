@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "doctor_int.h"
 #include "config.h"
 #include "ctl.h"
 #include "fileops.h"
@@ -696,4 +697,31 @@ out:
 	secrets_free(x.pass);
 	config_free(&x.cfg);
 	return rc;
+}
+
+void secrets_doctor_llm(struct doctor *dr)
+{
+	struct secret_set *s;
+	char names[512], err[512];
+	size_t n;
+
+	/* The owner's keyring, names only; without a session bus there is nothing to ask. */
+	if (geteuid() == 0 || !getenv("DBUS_SESSION_BUS_ADDRESS"))
+		return;
+	s = secrets_set_new();
+	if (!s || keyring_load(s, 0, err, sizeof(err)) < 0) {
+		secrets_set_free(s);
+		return;
+	}
+	n = secrets_exported_llm(s, names, sizeof(names));
+	if (n)
+		doctor_add(dr, DR_WARN, "secrets-exported",
+			"ocsb secrets set NAME --inject PROVIDER; ocsb secrets push",
+			"LLM key%s exported to the agent (it can read and send %s anywhere its "
+			"egress allows): %s",
+			n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+	else
+		doctor_add(dr, DR_OK, "secrets-exported", NULL,
+			"no LLM key in the keyring is exported to the agent");
+	secrets_set_free(s);
 }

@@ -232,6 +232,30 @@ int secrets_set_route(
 	return 0;
 }
 
+size_t secrets_exported_llm(const struct secret_set *s, char *out, size_t n)
+{
+	static const char *const llm[] = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+		"GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY",
+		"MISTRAL_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY"};
+	size_t count = 0, k = 0;
+
+	if (n)
+		out[0] = '\0';
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->e[i].route[0])
+			continue;
+		for (size_t j = 0; j < sizeof(llm) / sizeof(llm[0]); j++) {
+			if (strcmp(s->e[i].name, llm[j]) != 0)
+				continue;
+			if (k < n)
+				k += (size_t)snprintf(out + k, n - k, "%s%s", count ? "," : "",
+					s->e[i].name);
+			count++;
+		}
+	}
+	return count;
+}
+
 int secrets_set_del(struct secret_set *s, const char *scope, const char *name)
 {
 	int i = secrets_set_find(s, scope, name);

@@ -83,6 +83,12 @@ int secrets_set_route(
 	struct secret_set *s, const char *scope, const char *name, const char *route);
 /* A route text as stored: printable ASCII, 1..SECRETS_MAX_ROUTE bytes. */
 int secrets_route_ok(const char *route);
+/*
+ * The names of exported (not injected) secrets that are LLM provider keys by their name
+ * (ANTHROPIC_API_KEY, OPENAI_API_KEY...), comma-separated into out: their count.
+ * `ocsb doctor` WARNs for them: the agent can read and send them anywhere.
+ */
+size_t secrets_exported_llm(const struct secret_set *s, char *out, size_t n);
 /* Index of (scope, name) or -1. */
 int secrets_set_find(const struct secret_set *s, const char *scope, const char *name);
 /* 0 removed, -ENOENT. */

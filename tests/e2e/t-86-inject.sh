@@ -60,6 +60,13 @@ check_output "list: injected (route)" '^ANTHROPIC_API_KEY +global +injected \(an
 check_output "list: a generic route shows its base URL" '^BADCA_KEY +global +injected \(https://badca.test\)' sec list
 check_output "list: exported" '^EXPORTED_KEY +global +exported +never$' sec list
 
+# --- ocsb doctor: an LLM key that is exported is a WARN, an injected one is not
+doc() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" doctor 2>&1; true; }
+check_output "doctor: the injected LLM key is fine" '^OK +secrets-exported +no LLM key' doc
+printf 'x' | sec --global set OPENAI_API_KEY >/dev/null 2>&1
+check_output "doctor: an exported LLM key is a WARN naming it" '^WARN +secrets-exported +LLM key exported .*: OPENAI_API_KEY$' doc
+check_output "(removed again)" '^removed OPENAI_API_KEY' sec --global rm OPENAI_API_KEY
+
 # --- agentd, with the test CA handed to the injector
 start_agentd() {
 	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \

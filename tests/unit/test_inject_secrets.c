@@ -117,6 +117,25 @@ static void digest_sees_the_route(void **state)
 	secrets_set_free(s);
 }
 
+static void exported_llm_keys(void **state)
+{
+	struct secret_set *s = two();
+	char names[128];
+
+	(void)state;
+	/* PLAIN_TOKEN is no LLM key; ANTHROPIC_API_KEY is, while exported. */
+	assert_int_equal(secrets_exported_llm(s, names, sizeof(names)), 1);
+	assert_string_equal(names, "ANTHROPIC_API_KEY");
+	assert_int_equal(secrets_set_put(s, "shop", "OPENAI_API_KEY", "o", 1), 0);
+	assert_int_equal(secrets_exported_llm(s, names, sizeof(names)), 2);
+	assert_string_equal(names, "ANTHROPIC_API_KEY,OPENAI_API_KEY");
+	assert_int_equal(secrets_set_route(s, "", "ANTHROPIC_API_KEY", "anthropic"), 0);
+	assert_int_equal(secrets_set_route(s, "shop", "OPENAI_API_KEY", "openai"), 0);
+	assert_int_equal(secrets_exported_llm(s, names, sizeof(names)), 0);
+	assert_string_equal(names, "");
+	secrets_set_free(s);
+}
+
 static void route_specs(void **state)
 {
 	struct inj_route r;
@@ -141,6 +160,7 @@ int main(void)
 		cmocka_unit_test(route_round_trip),
 		cmocka_unit_test(env_file_has_placeholder),
 		cmocka_unit_test(digest_sees_the_route),
+		cmocka_unit_test(exported_llm_keys),
 		cmocka_unit_test(route_specs),
 	};
 
