@@ -126,6 +126,8 @@ int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_
 	struct inj_usage *u, char *why, size_t whylen)
 {
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+	struct timeval head_tv = {.tv_sec = timeout_ms < 30000 ? timeout_ms / 1000 : 30,
+		.tv_usec = timeout_ms < 30000 ? (timeout_ms % 1000) * 1000 : 0};
 	struct inj_conn *up = NULL;
 	struct inj_req req;
 	struct buf head = {0};
@@ -137,9 +139,11 @@ int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_
 	why[0] = 0;
 	if (!in)
 		return answer(fd, 503, "out of memory", why, whylen);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* The head within 30 s (a stalled client holds one process, not the route). */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &head_tv, sizeof(head_tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	end = read_head(fd, in, INJ_HEAD_MAX, &got, &status);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (!end) {
 		answer(fd, status,
 			status == 431	? "request head too large"

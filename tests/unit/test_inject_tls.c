@@ -382,6 +382,45 @@ static void refused_request_never_connects(void **state)
 	assert_string_equal(received(), "");
 }
 
+/* A head that never ends: a fixed 408 after the timeout, no upstream connection. */
+static void stalled_head_times_out(void **state)
+{
+	struct inj_route r;
+	struct inj_tls *t;
+	struct inj_usage u;
+	char err[256], why[600], answer[1024];
+	int sp[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.host, sizeof(r.host), "localhost");
+	r.uport = 9;
+	snprintf(r.hname, sizeof(r.hname), "x-api-key");
+	snprintf(r.htmpl, sizeof(r.htmpl), "{}");
+	r.key = KEY;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(sp[0]);
+		if (inj_tls_new(pki.ca_pem, strlen(pki.ca_pem), &t, err, sizeof(err)) < 0)
+			_exit(3);
+		_exit(inj_serve(sp[1], &r, t, 500, &u, why, sizeof(why)) == -1 ? 0 : 1);
+	}
+	close(sp[1]);
+	assert_int_equal(write(sp[0], "GET /v1/x HTTP/1.1\r\nX-A: 1\r\n", 29), 29);
+	n = read(sp[0], answer, sizeof(answer) - 1);
+	assert_true(n > 0);
+	answer[n] = 0;
+	assert_non_null(strstr(answer, "HTTP/1.1 408 Request Timeout\r\n"));
+	assert_null(strstr(answer, KEY));
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(sp[0]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -395,6 +434,7 @@ int main(void)
 			unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(refused_request_never_connects, unit_setup_dir,
 			unit_teardown_dir),
+		cmocka_unit_test(stalled_head_times_out),
 	};
 
 	return cmocka_run_group_tests(tests, pki_setup, pki_teardown);
