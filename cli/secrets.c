@@ -706,8 +706,9 @@ void secrets_doctor_llm(struct doctor *dr)
 	size_t n;
 
 	/* The owner's keyring, names only; without a session bus there is nothing to ask. */
-	if (geteuid() == 0 || !getenv("DBUS_SESSION_BUS_ADDRESS"))
+	if (geteuid() == 0 || !getenv("DBUS_SESSION_BUS_ADDRESS") || sodium_init() < 0)
 		return;
+	/* Locked memory (sodium_malloc) needs sodium_init: doctor has not called it. */
 	s = secrets_set_new();
 	if (!s || keyring_load(s, 0, err, sizeof(err)) < 0) {
 		secrets_set_free(s);
