@@ -13,7 +13,7 @@ VERSION   := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
 
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1
+PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1 openssl
 
 WARN      := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wimplicit-fallthrough -Wvla -Wno-unused-parameter
@@ -73,8 +73,12 @@ AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
+INJECT_SRC    := $(filter-out inject/main.c,$(wildcard inject/*.c))
+INJECT_OBJ    := $(INJECT_SRC:%.c=$(BUILDDIR)/%.o)
+LIBINJECT     := $(BUILDDIR)/libinject.a
+
 PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd \
-                 $(BUILDDIR)/ocsb-shell
+                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -127,8 +131,15 @@ $(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSECRETS
 $(LIBAGENTD): $(AGENTD_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(LIBINJECT): $(INJECT_OBJ)
+	$(AR) rcs $@ $^
+
+# The credential injector: libc, OpenSSL and the common library (logging, buffers).
+$(BUILDDIR)/ocsb-inject: $(BUILDDIR)/inject/main.o $(LIBINJECT) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null)
 
 # The agent's login shell: libc and the config parser only.
 $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)
@@ -143,10 +154,10 @@ $(LIBSYNC): $(SYNC_OBJ)
 $(LIBSECRETS): $(SECRETS_OBJ)
 	$(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -187,6 +198,7 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refr
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/sync
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/secrets
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/mirror
+	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/inject
 
 deps:
 	@tools/install-deps.sh
@@ -224,6 +236,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-shell $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
@@ -235,9 +248,10 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

@@ -221,6 +221,8 @@ int agentd_setup(struct agentd *d)
 		return -1;
 	if (secretd_init(d) < 0)
 		return -1;
+	if (injectd_init(d) < 0)
+		return -1;
 	/* Not fatal: the agent works without the owner's configs; the log says why. */
 	if (mirrorwatch_open(d) < 0)
 		mirrorwatch_close(d);
@@ -315,8 +317,12 @@ static void shutdown_children(struct agentd *d)
 		child_stop_begin(d, &d->oc[i]);
 	for (size_t i = 0; i < d->n_oc; i++)
 		child_stop_wait(d, &d->oc[i], deadline);
+	/* Then the injector and the proxy, together. */
+	deadline = mono_ms() + CHILD_STOP_MS;
+	child_stop_begin(d, &d->inject_child);
 	child_stop_begin(d, &d->proxy_child);
-	child_stop_wait(d, &d->proxy_child, mono_ms() + CHILD_STOP_MS);
+	child_stop_wait(d, &d->inject_child, deadline);
+	child_stop_wait(d, &d->proxy_child, deadline);
 	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
 	if (d->cg.mode != CG_NONE) {
 		int n;
@@ -347,7 +353,10 @@ static void shutdown_children(struct agentd *d)
 }
 
 static const char *const src_names[] = {"signal", "nftables", "control-accept", "control-client",
-	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer", "proxy-check"};
+	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer", "proxy-check", "inject"};
+/* One name per kind: SRC_INJECT is the last of enum src_kind (agentd.h). */
+_Static_assert(sizeof(src_names) / sizeof(src_names[0]) == SRC_INJECT + 1,
+	"src_names must name every enum src_kind");
 
 /* The loop's promise is "no handler waits": one that takes long is logged (-v) with its kind. */
 #define LOOP_SLOW_MS 10
@@ -438,6 +447,9 @@ int agentd_run(struct agentd *d)
 			case SRC_PROXYCHECK:
 				proxycheck_event(d);
 				break;
+			case SRC_INJECT:
+				injectd_event(d, evs[i].events);
+				break;
 			}
 			took = mono_ms() - t0;
 			if (took >= LOOP_SLOW_MS)
@@ -464,4 +476,5 @@ void agentd_free(struct agentd *d)
 	config_free(&d->cfg);
 	egress_free(&d->egress);
 	secretd_free(d);
+	injectd_free(d);
 }

@@ -40,7 +40,8 @@ enum src_kind {
 	SRC_MIRROR,
 	SRC_EXEC,
 	SRC_CTL_TIMER,
-	SRC_PROXYCHECK
+	SRC_PROXYCHECK,
+	SRC_INJECT /* the last: src_names in agentd.c names each */
 };
 
 struct src {
@@ -64,7 +65,7 @@ struct agentd;
  * child only makes system calls (async-signal-safe). Holds the OpenCode password and
  * points at the secrets: wiped right after the fork (child_plan_free).
  */
-#define CHILD_PLAN_ENV (16 + SECRETS_ENV_MAX + 1)
+#define CHILD_PLAN_ENV (17 + SECRETS_ENV_MAX + 1)
 struct child_plan {
 	char *argv[8]; /* borrowed strings: this plan's or the agentd's */
 	char *env[CHILD_PLAN_ENV];
@@ -72,6 +73,7 @@ struct child_plan {
 		HSP[64];
 	struct spawn_cred cred; /* owned: OpenCode becomes the agent; squid drops by itself */
 	int cg_fds[CG_NCTRL]; /* owned: the agent cgroup's cgroup.procs files, -1 = none */
+	int pass_fd; /* owned: handed to the child as fd 4 (the injector's socket), -1 = none */
 };
 
 /* One supervised program: the proxy, or OpenCode for one project. */
@@ -164,6 +166,10 @@ struct agentd {
 	struct child proxy_child;
 	struct child oc[AGENTD_MAX_PROJECTS];
 	size_t n_oc;
+	struct child inject_child; /* ocsb-inject (injectd.c) */
+	void *inject; /* owned: struct injectd */
+	uid_t inject_uid;
+	gid_t inject_gid;
 
 	struct cgroup cg; /* the agent's: limits, freezing, killing as a whole */
 	struct cg_limits limits;
@@ -210,6 +216,7 @@ int child_start(struct agentd *d, struct child *c);
 void child_exited(struct agentd *d, struct child *c);
 void child_timer(struct agentd *d, struct child *c);
 void child_probe_event(struct agentd *d, struct child *c, uint32_t events);
+void child_stop_soon(struct agentd *d, struct child *c);
 void child_stop_begin(struct agentd *d, struct child *c);
 void child_stop_wait(struct agentd *d, struct child *c, long deadline);
 void child_exec_event(struct agentd *d, struct child *c);
@@ -254,6 +261,21 @@ void secretd_free(struct agentd *d);
 int secretd_child_env(struct agentd *d, struct child *c);
 void secretd_child_env_free(struct child *c);
 void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *reply);
+/* The decrypted record into locked memory (free with secrets_set_free): 0 or -1, logged. */
+struct secret_set;
+int secretd_load(struct agentd *d, struct secret_set **ret);
+
+/* the credential injector: injectd.c */
+int injectd_init(struct agentd *d);
+void injectd_free(struct agentd *d);
+void injectd_event(struct agentd *d, uint32_t events);
+/* After a push: routes, netlock ports, OpenCode's config, and the keys to the injector. */
+void injectd_update(struct agentd *d, const struct secret_set *s);
+/* "OPENCODE_CONFIG=..." for OpenCode while built-in routes exist, else NULL. */
+const char *injectd_opencode_env(struct agentd *d);
+int inject_plan(struct agentd *d, struct child *c, struct child_plan *p);
+int inject_exec(struct agentd *d, struct child *c, const struct child_plan *p);
+
 /* the mirror of the owner's configs: mirrorwatch.c */
 int mirrorwatch_open(struct agentd *d);
 void mirrorwatch_event(struct agentd *d, struct src *s);

@@ -81,16 +81,20 @@ static void plan_init(struct child_plan *p)
 	memset(p, 0, sizeof(*p));
 	for (int i = 0; i < CG_NCTRL; i++)
 		p->cg_fds[i] = -1;
+	p->pass_fd = -1;
 }
 
 void child_plan_free(struct child_plan *p)
 {
 	spawn_cred_free(&p->cred);
 	cg_close_procs(p->cg_fds);
+	if (p->pass_fd >= 0)
+		close(p->pass_fd);
 	/* The OpenCode password and the pointers to the secrets. */
 	sodium_memzero(p, sizeof(*p));
 	for (int i = 0; i < CG_NCTRL; i++)
 		p->cg_fds[i] = -1;
+	p->pass_fd = -1;
 }
 
 int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p)
@@ -129,6 +133,9 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	snprintf(p->HSP, sizeof(p->HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
 		p->env[ne++] = base[i];
+	/* The injector's routes as OpenCode's provider base URLs (injectd.c). */
+	if (injectd_opencode_env(d))
+		p->env[ne++] = (char *)injectd_opencode_env(d);
 	/* The owner's secrets last (their names never collide with the ones above). */
 	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
 		p->env[ne++] = c->sec_env[i];
@@ -155,7 +162,7 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 /* ---- between fork and exec: async-signal-safe calls only ---- */
 
 /* Session, signals and descriptors of a new child; errfd ends up as fd 3 (CLOEXEC). */
-static void child_common(int logfd, int errfd)
+static void child_common(int logfd, int errfd, int passfd)
 {
 	sigset_t none;
 	int nullfd;
@@ -174,8 +181,14 @@ static void child_common(int logfd, int errfd)
 	if (errfd != 3)
 		dup2(errfd, 3);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
-	if (syscall(SYS_close_range, 4U, ~0U, 0) < 0)
-		for (int fd = 4; fd < 65536; fd++)
+	/* A descriptor the program is handed (the injector's socket) is fd 4, kept open. */
+	if (passfd >= 0) {
+		if (passfd != 4)
+			dup2(passfd, 4);
+		fcntl(4, F_SETFD, 0);
+	}
+	if (syscall(SYS_close_range, passfd >= 0 ? 5U : 4U, ~0U, 0) < 0)
+		for (int fd = passfd >= 0 ? 5 : 4; fd < 65536; fd++)
 			close(fd);
 }
 
@@ -385,7 +398,7 @@ int child_start(struct agentd *d, struct child *c)
 		 * out. Before child_common, which closes the descriptors the plan opened.
 		 */
 		r = cg_join_fds(plan.cg_fds);
-		child_common(logfd, errpipe[1]);
+		child_common(logfd, errpipe[1], plan.pass_fd);
 		if (r == 0)
 			r = c->exec_child(d, c, &plan);
 		err = -r;
@@ -717,6 +730,17 @@ static void restart_now(struct agentd *d, struct child *c)
  * SIGTERM now, SIGKILL when the timer fires first, the start when the pidfd says it is
  * gone: the loop goes on meanwhile (a netlock event is not held up by a slow exit).
  */
+static void stop_begin(struct agentd *d, struct child *c, int restart)
+{
+	c->restart_after = restart;
+	if (c->state == CH_STOPPING)
+		return;
+	probe_close(d, c);
+	c->state = CH_STOPPING;
+	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+	arm(c, STOP_TIMEOUT_MS);
+}
+
 void child_restart(struct agentd *d, struct child *c)
 {
 	if (c->pid <= 0) {
@@ -725,13 +749,19 @@ void child_restart(struct agentd *d, struct child *c)
 		restart_now(d, c);
 		return;
 	}
-	c->restart_after = 1;
-	if (c->state == CH_STOPPING)
+	stop_begin(d, c, 1);
+}
+
+/* The same without the start: the child stays stopped once the pidfd says it is gone. */
+void child_stop_soon(struct agentd *d, struct child *c)
+{
+	if (c->pid <= 0) {
+		disarm(c);
+		probe_close(d, c);
+		c->state = CH_STOPPED;
 		return;
-	probe_close(d, c);
-	c->state = CH_STOPPING;
-	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
-	arm(c, STOP_TIMEOUT_MS);
+	}
+	stop_begin(d, c, 0);
 }
 
 /* The OpenCode password: generated once, kept root-only, survives restarts of agentd. */

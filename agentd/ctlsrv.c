@@ -290,6 +290,8 @@ static void do_status(struct agentd *d, struct buf *b, int web_only)
 	}
 	for (size_t i = 0; i < d->n_oc; i++)
 		add_child(b, &d->oc[i], 1);
+	if (d->inject_child.pid > 0 || d->inject_child.state != CH_STOPPED)
+		add_child(b, &d->inject_child, 0);
 }
 
 static void do_restart(struct agentd *d, const char *project, struct buf *b)

@@ -90,6 +90,11 @@ static int write_env_file(struct agentd *d, const struct secret_set *s)
 	return r < 0 ? -1 : 0;
 }
 
+int secretd_load(struct agentd *d, struct secret_set **ret)
+{
+	return d->sec_sk ? load_set(d, ret) : -1;
+}
+
 int secretd_init(struct agentd *d)
 {
 	char path[4096], err[512];
@@ -148,7 +153,7 @@ int secretd_child_env(struct agentd *d, struct child *c)
 	n = secrets_effective(s, project, idx);
 	secrets_digest(s, project, d->sec_digest_key, c->sec_digest);
 	for (size_t i = 0; i < n; i++)
-		size += strlen(s->e[idx[i]].name) + 1 + s->e[idx[i]].len + 1;
+		size += strlen(s->e[idx[i]].name) + 1 + s->e[idx[i]].len + sizeof(SECRETS_PLACEHOLDER);
 	/* One locked block: the pointer array, then "NAME=value" strings. */
 	env = secrets_alloc((n + 1) * sizeof(char *) + size + 1);
 	if (!env) {
@@ -162,8 +167,12 @@ int secretd_child_env(struct agentd *d, struct child *c)
 
 		env[i] = arena + k;
 		k += (size_t)sprintf(arena + k, "%s=", e->name);
-		memcpy(arena + k, e->value, e->len);
-		k += e->len;
+		/* Injected (issue 17): the key stays with ocsb-inject, OpenCode gets a stand-in. */
+		if (e->route[0])
+			k += (size_t)sprintf(arena + k, "%s", SECRETS_PLACEHOLDER);
+		else
+			memcpy(arena + k, e->value, e->len);
+		k += e->route[0] ? 0 : e->len;
 		arena[k++] = '\0';
 	}
 	env[n] = NULL;
@@ -223,6 +232,8 @@ void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *b
 			"the ocsb-agentd log)");
 		goto out;
 	}
+	/* Before any restart: OpenCode starts with the routes in its config. */
+	injectd_update(d, s);
 	ctl_response_ok(b);
 	ctl_response_add(b, "secrets", "%zu", s->n);
 	/* Only instances whose own effective set changed; one that is not running picks up

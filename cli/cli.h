@@ -39,6 +39,7 @@ int mirror_places_check(const struct ocsb_config *cfg, const struct paths *p,
 
 /* secrets.c: `ocsb secrets ...`, the owner's side of the secrets (secrets/ holds the format) */
 int cmd_secrets(int argc, char **argv);
+int cmd_usage(int argc, char **argv);
 
 /* sync.c: `ocsb sync ...`: argv[0] is "sync". Exit status 0 ok, 1 failure, 2 usage. */
 int cmd_sync(int argc, char **argv);

@@ -409,6 +409,7 @@ void doctor_check_features(struct doctor *dr)
 	else
 		doctor_add(dr, DR_WARN, "secrets", "ocsb secrets set NAME",
 			"none handed over to the agent (%s absent)", path);
+	secrets_doctor_llm(dr);
 	if (path_join(path, sizeof(path), dr->c->paths.varlib, "ocsb/mirror") < 0)
 		return;
 	if (stat(path, &st) == 0 && time(NULL) - st.st_mtime < 24 * 3600)

@@ -67,6 +67,8 @@ void doctor_check_sshd(struct doctor *dr);
 void doctor_check_agentd(struct doctor *dr);
 void doctor_check_proxy(struct doctor *dr);
 void doctor_check_features(struct doctor *dr);
+/* cli/secrets.c: WARN for an LLM key in the owner's keyring that is exported, not injected. */
+void secrets_doctor_llm(struct doctor *dr);
 void doctor_check_sysctls(struct doctor *dr);
 void doctor_check_groups(struct doctor *dr);
 void doctor_check_persistence(struct doctor *dr);

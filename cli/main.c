@@ -33,7 +33,9 @@ static void usage(FILE *f)
 		"                       pull and status take --host HOST\n"
 		"  secrets set NAME     store an API key in your keyring (value from a no-echo\n"
 		"                       prompt or stdin); also list, rm NAME, push (to the\n"
-		"                       agent); --global, --project NAME, --file\n"
+		"                       agent); --global, --project NAME, --file; --inject\n"
+		"                       keeps a key out of the sandbox (ocsb-inject adds it)\n"
+		"  usage [--json]       requests, bytes, statuses, tokens per injected route/day\n"
 		"  mirror status [--json]\n"
 		"                       your configs the agent reads: mirrored, skipped,\n"
 		"                       withheld (credentials) and why\n"
@@ -71,6 +73,8 @@ int main(int argc, char **argv)
 		return cmd_sync(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "secrets"))
 		return cmd_secrets(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "usage"))
+		return cmd_usage(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mirror"))
 		return cmd_mirror(argc - 1, argv + 1);
 	if (strcmp(argv[1], "egress") != 0 && strcmp(argv[1], "doctor") != 0) {

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "doctor_int.h"
 #include "config.h"
 #include "ctl.h"
 #include "fileops.h"
 #include "log.h"
 #include "paths.h"
+#include "../inject/inject.h"
 #include "../secrets/keyring.h"
 #include "../secrets/secrets.h"
 
@@ -52,7 +54,11 @@ static void usage(FILE *f)
 		"COMMAND\n"
 		"  set NAME     store NAME (an environment variable name); the value is read\n"
 		"               from a no-echo prompt, or from stdin when it is not a terminal\n"
-		"  list         names, scope and when each was last pushed (never values)\n"
+		"    --inject PROVIDER   keep the key out of the sandbox: ocsb-inject adds it to\n"
+		"               requests on the way out; PROVIDER is anthropic, openai, google,\n"
+		"               openrouter, mistral, groq, deepseek or xai\n"
+		"    --inject https://HOST[/PREFIX] --header 'NAME: VALUE with {}'  any other API\n"
+		"  list         names, scope, injected (route) or exported, when last pushed\n"
 		"  rm NAME      remove NAME from the store\n"
 		"  push         hand every secret, sealed, to ocsb-agentd; it restarts the\n"
 		"               OpenCode instances whose secrets changed and says which\n"
@@ -373,7 +379,7 @@ static int resolve_scope(struct sctx *x, int global, const char *project, char *
 
 /* ---- commands ---- */
 
-static int do_set(struct sctx *x, const char *scope, const char *name)
+static int do_set(struct sctx *x, const char *scope, const char *name, const char *route)
 {
 	struct secret_set *s = NULL;
 	char err[512], prompt[160], *value = NULL;
@@ -418,7 +424,7 @@ static int do_set(struct sctx *x, const char *scope, const char *name)
 		goto out;
 	}
 	if (!x->use_file) {
-		r = keyring_put(scope, name, value, err, sizeof(err));
+		r = keyring_put(scope, name, value, route, err, sizeof(err));
 		if (r < 0)
 			log_err("%s", err);
 		else
@@ -430,14 +436,17 @@ static int do_set(struct sctx *x, const char *scope, const char *name)
 		log_err("at most %d secrets", SECRETS_MAX_COUNT);
 		goto out;
 	}
+	if (r == 0)
+		r = secrets_set_route(s, scope, name, route);
 	if (r < 0 || box_save(x, s) < 0)
 		goto out;
 	rc = 0;
 out:
 	if (rc == 0)
-		printf("stored %s (%s) in the %s; 'ocsb secrets push' hands it to the agent\n",
-			name, scope[0] ? scope : "global",
-			x->use_file ? "passphrase file store" : "keyring");
+		printf("stored %s (%s, %s%s) in the %s; 'ocsb secrets push' hands it to the "
+		       "agent\n",
+			name, scope[0] ? scope : "global", route[0] ? "injected via " : "exported",
+			route[0] ? route : "", x->use_file ? "passphrase file store" : "keyring");
 	secrets_free(value);
 	secrets_set_free(s);
 	return rc;
@@ -490,7 +499,7 @@ static int do_list(struct sctx *x)
 	if (!s->n)
 		printf("no secrets (ocsb secrets set NAME)\n");
 	else
-		printf("%-32s %-20s %s\n", "NAME", "SCOPE", "PUSHED");
+		printf("%-32s %-20s %-28s %s\n", "NAME", "SCOPE", "KIND", "PUSHED");
 	for (size_t i = 0; i < s->n; i++) {
 		char when[64] = "never";
 		time_t t = (time_t)s->e[i].pushed;
@@ -498,8 +507,18 @@ static int do_list(struct sctx *x)
 
 		if (t && localtime_r(&t, &tm))
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-		printf("%-32s %-20s %s\n", s->e[i].name,
-			s->e[i].scope[0] ? s->e[i].scope : "global", when);
+		char kind[SECRETS_MAX_ROUTE + 16];
+		const char *sp = strchr(s->e[i].route, ' ');
+
+		/* A generic route shows its base URL; the header template is not a secret either. */
+		if (s->e[i].route[0])
+			snprintf(kind, sizeof(kind), "injected (%.*s)",
+				sp ? (int)(sp - s->e[i].route) : (int)strlen(s->e[i].route),
+				s->e[i].route);
+		else
+			snprintf(kind, sizeof(kind), "exported");
+		printf("%-32s %-20s %-28s %s\n", s->e[i].name,
+			s->e[i].scope[0] ? s->e[i].scope : "global", kind, when);
 	}
 	secrets_set_free(s);
 	return 0;
@@ -562,7 +581,8 @@ out:
 int cmd_secrets(int argc, char **argv)
 {
 	struct sctx x = {.pass_fd = -1};
-	const char *project = NULL, *cmd = NULL, *name = NULL;
+	const char *project = NULL, *cmd = NULL, *name = NULL, *inject = NULL, *header = NULL;
+	char route[SECRETS_MAX_ROUTE + 1] = "";
 	char conf[PATH_MAX], err[1024], scope[SECRETS_MAX_NAME + 1];
 	int global = 0, rc = 2, nargs = 0;
 
@@ -573,6 +593,10 @@ int cmd_secrets(int argc, char **argv)
 			global = 1;
 		} else if (!strcmp(a, "--project") && i + 1 < argc) {
 			project = argv[++i];
+		} else if (!strcmp(a, "--inject") && i + 1 < argc) {
+			inject = argv[++i];
+		} else if (!strcmp(a, "--header") && i + 1 < argc) {
+			header = argv[++i];
 		} else if (!strcmp(a, "--file")) {
 			x.use_file = 1;
 		} else if (!strcmp(a, "--passphrase-fd") && i + 1 < argc) {
@@ -617,6 +641,30 @@ int cmd_secrets(int argc, char **argv)
 		log_err("secrets %s: bad arguments (see ocsb secrets --help)", cmd);
 		return 2;
 	}
+	if ((inject || header) && strcmp(cmd, "set") != 0) {
+		log_err("--inject and --header go with 'secrets set'");
+		return 2;
+	}
+	if (header && !inject) {
+		log_err("--header needs --inject https://HOST[/PREFIX]");
+		return 2;
+	}
+	if (inject) {
+		struct inj_route r;
+		int n = header ? snprintf(route, sizeof(route), "%s %s", inject, header)
+			       : snprintf(route, sizeof(route), "%s", inject);
+
+		if (header && inj_provider_find(inject)) {
+			log_err("--header goes with --inject https://...: provider %s has its own",
+				inject);
+			return 2;
+		}
+		if (n < 0 || (size_t)n >= sizeof(route) || secrets_route_ok(route) < 0 ||
+			inj_route_spec(&r, route, err, sizeof(err)) < 0) {
+			log_err("--inject: %s", n < 0 || (size_t)n >= sizeof(route) ? "too long" : err);
+			return 2;
+		}
+	}
 	if (sodium_init() < 0) {
 		log_err("libsodium failed to initialize");
 		return 1;
@@ -637,7 +685,7 @@ int cmd_secrets(int argc, char **argv)
 	if (!strcmp(cmd, "set") || !strcmp(cmd, "rm")) {
 		if (resolve_scope(&x, global, project, scope, sizeof(scope)) < 0)
 			goto out;
-		rc = !strcmp(cmd, "set") ? do_set(&x, scope, name) : do_rm(&x, scope, name);
+		rc = !strcmp(cmd, "set") ? do_set(&x, scope, name, route) : do_rm(&x, scope, name);
 	} else if (!strcmp(cmd, "list")) {
 		rc = do_list(&x);
 	} else if (!strcmp(cmd, "push")) {
@@ -649,4 +697,32 @@ out:
 	secrets_free(x.pass);
 	config_free(&x.cfg);
 	return rc;
+}
+
+void secrets_doctor_llm(struct doctor *dr)
+{
+	struct secret_set *s;
+	char names[512], err[512];
+	size_t n;
+
+	/* The owner's keyring, names only; without a session bus there is nothing to ask. */
+	if (geteuid() == 0 || !getenv("DBUS_SESSION_BUS_ADDRESS") || sodium_init() < 0)
+		return;
+	/* Locked memory (sodium_malloc) needs sodium_init: doctor has not called it. */
+	s = secrets_set_new();
+	if (!s || keyring_load(s, 0, err, sizeof(err)) < 0) {
+		secrets_set_free(s);
+		return;
+	}
+	n = secrets_exported_llm(s, names, sizeof(names));
+	if (n)
+		doctor_add(dr, DR_WARN, "secrets-exported",
+			"ocsb secrets set NAME --inject PROVIDER; ocsb secrets push",
+			"LLM key%s exported to the agent (it can read and send %s anywhere its "
+			"egress allows): %s",
+			n == 1 ? "" : "s", n == 1 ? "it" : "them", names);
+	else
+		doctor_add(dr, DR_OK, "secrets-exported", NULL,
+			"no LLM key in the keyring is exported to the agent");
+	secrets_set_free(s);
 }

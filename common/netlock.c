@@ -48,6 +48,11 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	if ((s->ports_lo == 0) != (s->ports_hi == 0) || s->ports_lo > s->ports_hi ||
 		s->ports_hi > 65535)
 		return -EINVAL;
+	if (s->n_inject > NETLOCK_MAX_INJECT)
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_inject; i++)
+		if (s->inject_ports[i] == 0 || s->inject_ports[i] > 65535)
+			return -EINVAL;
 
 	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID, .a = s->uid));
 	/*
@@ -72,6 +77,14 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	if (s->proxy_port)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_IP4_LOOPBACK),
 			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->proxy_port));
+	/*
+	 * ocsb-inject's routes: the agent's only way to an API whose key it must not hold.
+	 * Each port alone, on 127.0.0.1 only, like the proxy: not a range another local
+	 * service could sit in.
+	 */
+	for (size_t i = 0; i < s->n_inject; i++)
+		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_IP4_LOOPBACK),
+			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
 	if (s->ports_lo)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_FIB_LOCAL),
 			M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = s->ports_lo, .c = s->ports_hi));

@@ -21,6 +21,7 @@
  *     chain agent {
  *       ct direction reply ct state established,related accept
  *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
+ *       ip daddr 127.0.0.1 tcp dport <inject_port> accept       (each route of ocsb-inject)
  *       fib daddr type local tcp dport <lo>-<hi> accept          (a range is set)
  *       fib daddr type local meta l4proto tcp reject with tcp reset
  *       fib daddr type local reject with icmpx admin-prohibited
@@ -36,6 +37,7 @@
  * the plain table. It vanishes with agentd's socket; the plain table then remains.
  */
 #define NETLOCK_GUARD_TABLE "ocsb_guard"
+#define NETLOCK_MAX_INJECT 16 /* INJ_MAX_ROUTES of inject/inject.h */
 
 struct netlock_spec {
 	uid_t uid; /* the agent; never 0 */
@@ -43,6 +45,9 @@ struct netlock_spec {
 	unsigned ports_lo, ports_hi; /* agent's TCP port range on local addresses; 0/0 = none */
 	int dns_allow; /* 1: udp/tcp 53 to non-local addresses allowed */
 	uid_t proxy_uid; /* the proxy's own user: no new TCP to local addresses; 0 = no rule */
+	/* ocsb-inject's route listeners on 127.0.0.1, each one port exactly (issue 17). */
+	unsigned inject_ports[NETLOCK_MAX_INJECT];
+	size_t n_inject;
 };
 
 /* The uid of the proxy's user ("proxy", see proxy.h), or 0 when there is none. */

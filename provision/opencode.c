@@ -463,39 +463,7 @@ out:
 /* The uid and gid npm runs as, creating the account the first time. */
 static int npm_account(uid_t *ret_uid, gid_t *ret_gid)
 {
-	const char *argv[] = {"/usr/sbin/useradd", "--system", "--user-group", "--no-create-home",
-		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "--comment",
-		NPM_GECOS, NPM_USER, NULL};
-	struct spawn_opts o = {.capture = 1, .timeout_ms = 60000};
-	struct spawn_result res = {0};
-	struct passwd *pw = getpwnam(NPM_USER);
-	char how[64];
-	int r;
-
-	if (!pw) {
-		r = spawn_run(argv, &o, &res);
-		if (r < 0 || res.status != 0) {
-			log_err("useradd %s: %s: %s", NPM_USER,
-				r < 0 ? strerror(-r) : spawn_describe(&res, how, sizeof(how)),
-				res.output ? res.output : "");
-			spawn_result_free(&res);
-			return -EIO;
-		}
-		spawn_result_free(&res);
-		pw = getpwnam(NPM_USER);
-	}
-	/* Someone else's account of that name would make npm's output theirs to change. */
-	if (!pw || pw->pw_uid == 0 || pw->pw_gid == 0 || pw->pw_uid == NOBODY_ID ||
-		pw->pw_uid >= 1000 || strcmp(pw->pw_gecos, NPM_GECOS) != 0) {
-		log_err("account %s: %s; remove it (userdel %s) and run again", NPM_USER,
-			pw ? "not the system account ocsb-provision made"
-			   : "not found after useradd",
-			NPM_USER);
-		return -EPERM;
-	}
-	*ret_uid = pw->pw_uid;
-	*ret_gid = pw->pw_gid;
-	return 0;
+	return prov_system_account(NPM_USER, NPM_GECOS, 1, ret_uid, ret_gid);
 }
 
 /* Runs as the npm account: whatever npm left running (it has a session of its own). */

@@ -74,6 +74,13 @@ struct prov {
 
 /* prov.c */
 int prov_main(struct prov_opts *o);
+/*
+ * A system account of ocsb's own (sysaccount.c): found, or created when create is set.
+ * 0, -ENOENT (missing, create unset), -EIO (useradd failed), -EPERM (not ours); logged.
+ */
+int prov_system_account(const char *name, const char *gecos, int create, uid_t *ret_uid,
+	gid_t *ret_gid);
+int inject_account_ensure(struct prov *p);
 /* Record one change; returns 1 when the caller must make it (apply/remove modes). */
 int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called after each change is made: the fault-injection point of the tests. */

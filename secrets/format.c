@@ -10,6 +10,8 @@
 #include "util.h"
 
 #define SET_MAGIC "OCSBSET1"
+/* The same with a route after each value: written only when some secret is injected. */
+#define SET_MAGIC2 "OCSBSET2"
 
 static char alloc_error[256];
 
@@ -205,6 +207,55 @@ int secrets_set_put(
 	return 0;
 }
 
+int secrets_route_ok(const char *route)
+{
+	size_t n = strnlen(route, SECRETS_MAX_ROUTE + 1);
+
+	if (n == 0 || n > SECRETS_MAX_ROUTE)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)route[i] < 0x20 || (unsigned char)route[i] > 0x7e)
+			return -1;
+	return 0;
+}
+
+int secrets_set_route(
+	struct secret_set *s, const char *scope, const char *name, const char *route)
+{
+	int i = secrets_set_find(s, scope, name);
+
+	if (i < 0)
+		return -ENOENT;
+	if (route[0] && secrets_route_ok(route) < 0)
+		return -EINVAL;
+	snprintf(s->e[i].route, sizeof(s->e[i].route), "%s", route);
+	return 0;
+}
+
+size_t secrets_exported_llm(const struct secret_set *s, char *out, size_t n)
+{
+	static const char *const llm[] = {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+		"GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY",
+		"MISTRAL_API_KEY", "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY"};
+	size_t count = 0, k = 0;
+
+	if (n)
+		out[0] = '\0';
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->e[i].route[0])
+			continue;
+		for (size_t j = 0; j < sizeof(llm) / sizeof(llm[0]); j++) {
+			if (strcmp(s->e[i].name, llm[j]) != 0)
+				continue;
+			if (k < n)
+				k += (size_t)snprintf(out + k, n - k, "%s%s", count ? "," : "",
+					s->e[i].name);
+			count++;
+		}
+	}
+	return count;
+}
+
 int secrets_set_del(struct secret_set *s, const char *scope, const char *name)
 {
 	int i = secrets_set_find(s, scope, name);
@@ -221,21 +272,28 @@ int secrets_set_del(struct secret_set *s, const char *scope, const char *name)
 /*
  * "OCSBSET1", count (u16 BE), then per entry: scope length (u8), scope, name length (u8),
  * name, value length (u16 BE), value. Sorted by (scope, name), no duplicates.
+ * "OCSBSET2" when some entry is injected: each entry then ends with route length (u16 BE)
+ * and route (0 = exported).
  */
 int secrets_set_encode(const struct secret_set *s, unsigned char **ret, size_t *ret_len)
 {
 	size_t n = 10, k = 0;
 	unsigned char *p;
+	int v2 = 0;
 
 	for (size_t i = 0; i < s->n; i++) {
 		if (!s->e[i].value)
 			return -EINVAL;
 		n += 1 + strlen(s->e[i].scope) + 1 + strlen(s->e[i].name) + 2 + s->e[i].len;
+		n += 2 + strlen(s->e[i].route);
+		v2 |= s->e[i].route[0] != 0;
 	}
+	if (!v2)
+		n -= 2 * s->n;
 	p = secrets_alloc(n);
 	if (!p)
 		return -ENOMEM;
-	memcpy(p, SET_MAGIC, 8);
+	memcpy(p, v2 ? SET_MAGIC2 : SET_MAGIC, 8);
 	p[8] = (unsigned char)(s->n >> 8);
 	p[9] = (unsigned char)s->n;
 	k = 10;
@@ -253,6 +311,13 @@ int secrets_set_encode(const struct secret_set *s, unsigned char **ret, size_t *
 		p[k++] = (unsigned char)e->len;
 		memcpy(p + k, e->value, e->len);
 		k += e->len;
+		if (v2) {
+			size_t rl = strlen(e->route);
+			p[k++] = (unsigned char)(rl >> 8);
+			p[k++] = (unsigned char)rl;
+			memcpy(p + k, e->route, rl);
+			k += rl;
+		}
 	}
 	*ret = p;
 	*ret_len = n;
@@ -264,11 +329,13 @@ int secrets_set_decode(
 {
 	struct secret_set *s;
 	char scope[SECRETS_MAX_NAME + 1], name[SECRETS_MAX_NAME + 1], why[200];
+	char route[SECRETS_MAX_ROUTE + 1];
 	size_t k = 10, count;
-	int r = -1;
+	int r = -1, v2, any_route = 0;
 
-	if (n < 10 || memcmp(p, SET_MAGIC, 8) != 0)
+	if (n < 10 || (memcmp(p, SET_MAGIC, 8) != 0 && memcmp(p, SET_MAGIC2, 8) != 0))
 		return seterr(err, errlen, "not an ocsb secret set (bad magic)");
+	v2 = memcmp(p, SET_MAGIC2, 8) == 0;
 	count = (size_t)p[8] << 8 | p[9];
 	if (count > SECRETS_MAX_COUNT)
 		return seterr(err, errlen, "secret set of %zu entries (at most %d)", count,
@@ -321,6 +388,26 @@ int secrets_set_decode(
 			goto out;
 		}
 		k += vl;
+		if (v2) {
+			size_t rl;
+			if (k + 2 > n || (rl = (size_t)p[k] << 8 | p[k + 1]) > SECRETS_MAX_ROUTE ||
+				rl > n - k - 2)
+				goto trunc;
+			memcpy(route, p + k + 2, rl);
+			route[rl] = '\0';
+			k += 2 + rl;
+			if (rl && (memchr(route, '\0', rl) ||
+					  secrets_set_route(s, scope, name, route) < 0)) {
+				seterr(err, errlen, "entry %zu (%s): invalid route", i + 1, name);
+				goto out;
+			}
+			any_route |= rl != 0;
+		}
+	}
+	/* One encoding per set: SET2 only when some entry is injected. */
+	if (v2 && !any_route) {
+		seterr(err, errlen, "OCSBSET2 without an injected entry");
+		goto out;
 	}
 	if (k != n) {
 		seterr(err, errlen, "%zu bytes after the last entry", n - k);
@@ -384,6 +471,8 @@ void secrets_digest(const struct secret_set *s, const char *project,
 		crypto_generichash_update(&st, (const unsigned char *)e->name, strlen(e->name) + 1);
 		crypto_generichash_update(&st, len, 2);
 		crypto_generichash_update(&st, (const unsigned char *)e->value, e->len);
+		/* Injected or exported changes what OpenCode is given: a change restarts it. */
+		crypto_generichash_update(&st, (const unsigned char *)e->route, strlen(e->route) + 1);
 	}
 	crypto_generichash_final(&st, out, crypto_generichash_BYTES);
 	sodium_memzero(&st, sizeof(st));
@@ -397,7 +486,8 @@ int secrets_env_file(const struct secret_set *s, const char *project, char **ret
 	char *p;
 
 	for (size_t i = 0; i < n; i++)
-		cap += 16 + strlen(s->e[idx[i]].name) + 4 * s->e[idx[i]].len;
+		cap += 16 + strlen(s->e[idx[i]].name) + 4 * s->e[idx[i]].len +
+		       sizeof(SECRETS_PLACEHOLDER);
 	p = secrets_alloc(cap);
 	if (!p)
 		return -ENOMEM;
@@ -407,6 +497,13 @@ int secrets_env_file(const struct secret_set *s, const char *project, char **ret
 		const struct secret *e = &s->e[idx[i]];
 
 		k += (size_t)sprintf(p + k, "export %s='", e->name);
+		/* An injected key never reaches the agent: the placeholder stands in for it. */
+		if (e->route[0]) {
+			k += (size_t)sprintf(p + k, "%s", SECRETS_PLACEHOLDER);
+			memcpy(p + k, "'\n", 2);
+			k += 2;
+			continue;
+		}
 		/* Single quotes: nothing inside is interpreted; a quote is closed, escaped, reopened. */
 		for (size_t j = 0; j < e->len; j++) {
 			if (e->value[j] == '\'') {

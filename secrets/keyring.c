@@ -19,6 +19,8 @@ static const SecretSchema schema = {
 	{
 		{"scope", SECRET_SCHEMA_ATTRIBUTE_STRING},
 		{"name", SECRET_SCHEMA_ATTRIBUTE_STRING},
+		/* Injected secrets only: the route (issue 17); exported ones have none. */
+		{"inject", SECRET_SCHEMA_ATTRIBUTE_STRING},
 		{NULL, 0},
 	},
 	0,
@@ -62,14 +64,29 @@ static int keyring_error(GError *e, const char *what, char *err, size_t errlen)
 	return none ? -EHOSTDOWN : -EIO;
 }
 
-int keyring_put(const char *scope, const char *name, const char *value, char *err, size_t errlen)
+int keyring_put(const char *scope, const char *name, const char *value, const char *route,
+	char *err, size_t errlen)
 {
 	GError *e = NULL;
 	char label[200];
+	gboolean ok;
 
+	/*
+	 * An item with other attributes (exported before, injected now) would not be
+	 * replaced by the store but sit beside it: remove whatever is there first.
+	 */
+	secret_password_clear_sync(&schema, NULL, &e, "scope", scope_attr(scope), "name", name,
+		NULL);
+	if (e)
+		return keyring_error(e, "replacing", err, errlen);
 	snprintf(label, sizeof(label), "ocsb secret %s (%s)", name, scope[0] ? scope : "global");
-	if (!secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value, NULL, &e,
-		    "scope", scope_attr(scope), "name", name, NULL))
+	if (route && route[0])
+		ok = secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value,
+			NULL, &e, "scope", scope_attr(scope), "name", name, "inject", route, NULL);
+	else
+		ok = secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value,
+			NULL, &e, "scope", scope_attr(scope), "name", name, NULL);
+	if (!ok)
 		return keyring_error(e, "storing", err, errlen);
 	return 0;
 }
@@ -122,6 +139,7 @@ int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen
 		GHashTable *attrs = secret_item_get_attributes(it);
 		const char *scope = attrs ? g_hash_table_lookup(attrs, "scope") : NULL;
 		const char *name = attrs ? g_hash_table_lookup(attrs, "name") : NULL;
+		const char *route = attrs ? g_hash_table_lookup(attrs, "inject") : NULL;
 		SecretValue *v = NULL;
 		const gchar *data = NULL;
 		gsize len = 0;
@@ -150,6 +168,8 @@ int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen
 			snprintf(err, errlen, "%s", secrets_alloc_error());
 			r = -ENOMEM;
 		}
+		if (r == 0 && route)
+			secrets_set_route(s, scope, name, route);
 		if (v)
 			secret_value_unref(v);
 		g_hash_table_unref(attrs);

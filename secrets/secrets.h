@@ -25,7 +25,11 @@
 #define SECRETS_MAX_COUNT 64
 #define SECRETS_MAX_NAME 64
 #define SECRETS_MAX_VALUE 4096
-#define SECRETS_MAX_SET (SECRETS_MAX_COUNT * (SECRETS_MAX_VALUE + 2 * SECRETS_MAX_NAME + 4) + 10)
+#define SECRETS_MAX_ROUTE 512
+#define SECRETS_MAX_SET \
+	(SECRETS_MAX_COUNT * (SECRETS_MAX_VALUE + 2 * SECRETS_MAX_NAME + SECRETS_MAX_ROUTE + 6) + 10)
+/* What the agent's environment holds in place of an injected secret's value. */
+#define SECRETS_PLACEHOLDER "ocsb-injected"
 /* What one push may carry: bounded by the control frame (ctl.h CTL_MAX_SEALED). */
 #define SECRETS_MAX_PUSH 32768
 
@@ -40,6 +44,12 @@ struct secret {
 	char *value; /* owned: locked memory, NUL-terminated; NULL when only names are known */
 	size_t len;
 	long long pushed; /* `ocsb secrets list`: unix time of the last push, 0 = never */
+	/*
+	 * "" exported (the value goes into the agent's environment); else injected, never
+	 * shown to the agent: a provider name ("anthropic") or "https://host[/prefix]
+	 * Header: template with {}" (issue 17, inject/).
+	 */
+	char route[SECRETS_MAX_ROUTE + 1];
 };
 
 struct secret_set {
@@ -68,6 +78,17 @@ void secrets_set_free(struct secret_set *s);
 /* Add or replace; the value is copied into locked memory. 0, -EINVAL, -ENOSPC, -ENOMEM. */
 int secrets_set_put(
 	struct secret_set *s, const char *scope, const char *name, const char *value, size_t len);
+/* Marks (scope, name) injected through route ("" = exported). 0, -ENOENT, -EINVAL. */
+int secrets_set_route(
+	struct secret_set *s, const char *scope, const char *name, const char *route);
+/* A route text as stored: printable ASCII, 1..SECRETS_MAX_ROUTE bytes. */
+int secrets_route_ok(const char *route);
+/*
+ * The names of exported (not injected) secrets that are LLM provider keys by their name
+ * (ANTHROPIC_API_KEY, OPENAI_API_KEY...), comma-separated into out: their count.
+ * `ocsb doctor` WARNs for them: the agent can read and send them anywhere.
+ */
+size_t secrets_exported_llm(const struct secret_set *s, char *out, size_t n);
 /* Index of (scope, name) or -1. */
 int secrets_set_find(const struct secret_set *s, const char *scope, const char *name);
 /* 0 removed, -ENOENT. */

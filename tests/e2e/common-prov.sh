@@ -42,6 +42,20 @@ bg_owner() {
 
 provision() { prov --owner "$OWNER" --project "$PROJECT" "$@"; }
 
+# start_keyring: a real gnome-keyring on a private session bus of the owner's, unlocked.
+# KR its directory, BUS the bus address, KR_PID the session (kill_tree it at the end).
+start_keyring() {
+	local i
+	KR=$OWNER_HOME/.kr
+	as_owner mkdir -m 0700 -p "$KR/run"
+	bg_owner dbus-run-session -- bash -c "export XDG_RUNTIME_DIR=$KR/run XDG_DATA_HOME=$KR/data
+		eval \"\$(printf pw | gnome-keyring-daemon --unlock --components=secrets --daemonize)\"
+		echo \"\$DBUS_SESSION_BUS_ADDRESS\" >$KR/bus; exec sleep 600"
+	KR_PID=$BG_PID
+	for i in $(seq 50); do [ -s "$KR/bus" ] && break; sleep 0.1; done
+	BUS=$(cat "$KR/bus" 2>/dev/null)
+}
+
 # fake_opencode [MiB]: a root-owned stand-in for OpenCode (opencode-bin must be root's) at
 # /etc/fakeoc/opencode, named in ocsb.conf. `serve --port N` answers 200 on 127.0.0.1:N;
 # with MiB, it also writes that much to stdout, then FLOOD-DONE.

@@ -43,30 +43,23 @@ check_output "the agent's .bashrc sources it (for ssh commands)" "^\[ -r $HOOK \
 check_output "provisioning is idempotent (0 changes)" '^ocsb-provision: 0 changes' provision
 
 # --- the owner's keyring: a real gnome-keyring on a private session bus
-KR=$OWNER_HOME/.kr
-as_owner mkdir -m 0700 -p "$KR/run"
-bg_owner dbus-run-session -- bash -c "export XDG_RUNTIME_DIR=$KR/run XDG_DATA_HOME=$KR/data
-	eval \"\$(printf pw | gnome-keyring-daemon --unlock --components=secrets --daemonize)\"
-	echo \"\$DBUS_SESSION_BUS_ADDRESS\" >$KR/bus; exec sleep 600"
-KR_PID=$BG_PID
-for i in $(seq 50); do [ -s "$KR/bus" ] && break; sleep 0.1; done
-BUS=$(cat "$KR/bus" 2>/dev/null)
+start_keyring
 # sec [DIR] ARGS: ocsb secrets as the owner with the keyring's bus, from DIR (default ~)
 sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
 sec_in() { local dir=$1; shift; as_owner env -C "$dir" DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
 st() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" secret-tool "$@"; }
 
-check_output "set (global) from stdin" '^stored ANTHROPIC_API_KEY \(global\) in the keyring' \
+check_output "set (global) from stdin" '^stored ANTHROPIC_API_KEY \(global, exported\) in the keyring' \
 	sec --global set ANTHROPIC_API_KEY <<<"$V1"
 check_output "the value is in the real keyring (secret-tool)" "^$V1\$" st lookup scope '*' name ANTHROPIC_API_KEY
-check_output "set in the project directory takes the project scope" '^stored OPENAI_API_KEY \(shop\)' \
+check_output "set in the project directory takes the project scope" '^stored OPENAI_API_KEY \(shop, exported\)' \
 	sec_in "$PROJECT" set OPENAI_API_KEY <<<"$V2"
 printf '%s' "$VG" | sec --global set OVERRIDE_ME >/dev/null 2>&1
 printf '%s' "$VP" | sec --project shop set OVERRIDE_ME >/dev/null 2>&1
 printf '%s' "$VQ" | sec --global set QUOTED_KEY >/dev/null 2>&1
 printf '%s' "tmp" | sec --global set TEMP_KEY >/dev/null 2>&1
-check_output "list: names and scopes" '^OPENAI_API_KEY +shop +never$' sec list
-check_output "list: the global one" '^ANTHROPIC_API_KEY +global +never$' sec list
+check_output "list: names and scopes" '^OPENAI_API_KEY +shop +exported +never$' sec list
+check_output "list: the global one" '^ANTHROPIC_API_KEY +global +exported +never$' sec list
 sec list >"$E2E_SCRATCH/list" 2>&1
 check_output "positive control: list printed the names" 'ANTHROPIC_API_KEY' cat "$E2E_SCRATCH/list"
 check_fails "list never shows a value" grep -F -e "$V1" -e "$V2" "$E2E_SCRATCH/list"
@@ -108,7 +101,7 @@ check_output "the project secret is in OpenCode's environment" "^OPENAI_API_KEY=
 check_output "the project overrides the global secret" "^OVERRIDE_ME=$VP\$" env_of "$pid"
 check_output "an unchanged push restarts nothing" '^no running OpenCode instance needed a restart$' sec push
 check_output "... and OpenCode keeps its pid" "^$pid\$" oc_pid
-check_output "list shows when it was pushed" '^ANTHROPIC_API_KEY +global +[0-9]{4}-' sec list
+check_output "list shows when it was pushed" '^ANTHROPIC_API_KEY +global +exported +[0-9]{4}-' sec list
 
 # --- the ssh session of the agent
 ENVF=/run/ocsb/$AGENT/env
@@ -162,7 +155,7 @@ wait_for 30 running
 FS() { as_owner env DBUS_SESSION_BUS_ADDRESS="unix:path=$KR/nobus" "$OCSB" secrets "$@"; }
 BOX=$OWNER_HOME/.config/ocsb/secrets.box
 VF="file-$RANDOM$RANDOM-val"
-check_output "file store: set" 'stored FILE_KEY \(global\) in the passphrase file store' \
+check_output "file store: set" 'stored FILE_KEY \(global, exported\) in the passphrase file store' \
 	FS --file --passphrase-fd 3 --global set FILE_KEY <<<"$VF" 3<<<'correct horse'
 check_output "file store: the box is the owner's, 0600" "^600 $OWNER\$" stat -c '%a %U' "$BOX"
 check_fails "file store: no value in clear in the box" grep -qF "$VF" "$BOX"

@@ -21,6 +21,8 @@ static const struct netlock_spec spec_off = {.uid = 1000};
 static const struct netlock_spec spec_all = {
 	.uid = 65534, .proxy_port = 65535, .ports_lo = 1, .ports_hi = 65535, .dns_allow = 1};
 static const struct netlock_spec spec_squid = {.uid = 1000, .proxy_port = 3128, .proxy_uid = 13};
+static const struct netlock_spec spec_inject = {
+	.uid = 1000, .proxy_port = 3128, .inject_ports = {18400, 18401}, .n_inject = 2};
 static const struct netlock_spec spec_one_port = {
 	.uid = 1000, .proxy_port = 3128, .ports_lo = 8000, .ports_hi = 8000};
 
@@ -115,6 +117,28 @@ static void render_proxy_uid(void **state)
 	}
 }
 
+/* ocsb-inject's routes: each port exactly, on 127.0.0.1 only, before the local rejects. */
+static void render_inject_ports(void **state)
+{
+	char *r = rules_of(&spec_inject);
+
+	assert_string_equal(r,
+		"meta skuid 1000 jump agent\n"
+		"ct direction reply ct state established,related accept\n"
+		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
+		"ip daddr 127.0.0.1 tcp dport 18400 accept\n"
+		"ip daddr 127.0.0.1 tcp dport 18401 accept\n"
+		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
+		"fib daddr type local reject with icmpx admin-prohibited\n"
+		"meta l4proto tcp reject with tcp reset\n"
+		"reject with icmpx admin-prohibited\n");
+	free(r);
+	/* Control: without routes, no port of theirs is open. */
+	r = rules_of(&spec_proxy);
+	assert_null(strstr(r, "18400"));
+	free(r);
+}
+
 static void render_egress_off(void **state)
 {
 	char *r = rules_of(&spec_off);
@@ -135,6 +159,9 @@ static void render_invalid(void **state)
 		{.uid = 1000, .proxy_port = 3128, .ports_lo = 0, .ports_hi = 8000},
 		{.uid = 1000, .proxy_port = 3128, .ports_lo = 8000, .ports_hi = 0},
 		{.uid = 1000, .proxy_port = 3128, .ports_lo = 8000, .ports_hi = 65536},
+		{.uid = 1000, .proxy_port = 3128, .inject_ports = {0}, .n_inject = 1},
+		{.uid = 1000, .proxy_port = 3128, .inject_ports = {65536}, .n_inject = 1},
+		{.uid = 1000, .proxy_port = 3128, .n_inject = NETLOCK_MAX_INJECT + 1},
 	};
 	char err[256];
 
@@ -398,6 +425,7 @@ static void oracle_nft_encoding(void **state)
 	oracle_one(&spec_all, 10);
 	oracle_one(&spec_one_port, 8);
 	oracle_one(&spec_squid, 9);
+	oracle_one(&spec_inject, 9);
 }
 
 /* ---- live, in a private user+net namespace ---- */
@@ -711,6 +739,7 @@ int main(void)
 		cmocka_unit_test(render_proxy_only),
 		cmocka_unit_test(render_full),
 		cmocka_unit_test(render_proxy_uid),
+		cmocka_unit_test(render_inject_ports),
 		cmocka_unit_test(render_egress_off),
 		cmocka_unit_test(render_invalid),
 		cmocka_unit_test(exprs_canon_ranges),

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "agentd.h"
+#include "fileops.h"
+#include "log.h"
+#include "../inject/inject.h"
+#include "../secrets/secrets.h"
+
+/*
+ * ocsb-inject under the supervisor (issue 17): started as its own account when some
+ * secret is injected, stopped when none is, restarted with backoff like every child. The
+ * routes and keys go over a socketpair made for each incarnation (fd 4 in the injector):
+ * never argv, the environment or a file. A push sends the new set to the running
+ * injector; connections in flight keep the keys they started with (inject/daemon.c).
+ * Everything here is non-blocking: the hand-over is a few KiB into an empty socket.
+ */
+
+#define OC_CONFIG_NAME "opencode-inject.json"
+
+struct injectd {
+	int sock; /* owned: agentd's end of the hand-over socket, -1 */
+	struct src src;
+	struct inj_route r[INJ_MAX_ROUTES]; /* without keys */
+	char provider[INJ_MAX_ROUTES][16]; /* the built-in provider of route i, "" generic */
+	size_t n;
+	char bin[4096];
+	char oc_env[4300]; /* "OPENCODE_CONFIG=..." while routes exist, else "" */
+	char ca_file[4096]; /* test hook: a CA file trusted instead of the system's */
+	char rbuf[4096];
+	size_t rlen;
+	pid_t supervisor; /* agentd's pid: the injector checks its parent is still it */
+	struct inj_usage_row usage[INJ_USAGE_MAX_ROWS];
+	size_t n_usage;
+	int usage_loaded;
+};
+
+/* The project whose overrides count (as for ssh sessions: the first one). */
+static const char *route_project(struct agentd *d)
+{
+	return d->n_oc ? strchr(d->oc[0].name, '/') + 1 : "";
+}
+
+/* The routes of the injected secrets in s, keys copied only when with_keys. */
+static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys,
+	struct inj_conf *c, char provider[][16])
+{
+	size_t idx[SECRETS_MAX_COUNT], n = secrets_effective(s, route_project(d), idx);
+	char err[256];
+
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < n && c->n < INJ_MAX_ROUTES; i++) {
+		const struct secret *e = &s->e[idx[i]];
+		struct inj_route *r = &c->r[c->n];
+
+		if (!e->route[0])
+			continue;
+		if (inj_route_spec(r, e->route, err, sizeof(err)) < 0) {
+			log_err("inject: %s: %s (not routed)", e->name, err);
+			continue;
+		}
+		snprintf(r->name, sizeof(r->name), "%s", e->name);
+		r->port = INJ_PORT_BASE + (unsigned)c->n;
+		snprintf(provider[c->n], 16, "%s",
+			inj_provider_find(e->route) ? e->route : "");
+		if (with_keys && e->value) {
+			r->key = strdup(e->value);
+			if (!r->key) {
+				inj_conf_free(c);
+				return -1;
+			}
+		}
+		c->n++;
+	}
+	return 0;
+}
+
+/*
+ * OpenCode's provider settings for the built-in routes: the base URL is the route on
+ * loopback. Root writes it in the agent's root-owned run directory; it holds no key.
+ */
+static int write_oc_config(struct agentd *d, struct injectd *x)
+{
+	struct buf b = {0};
+	char dir[4096];
+	int dfd, r = -1, any = 0;
+
+	x->oc_env[0] = 0;
+	buf_puts(&b, "{\"provider\":{");
+	for (size_t i = 0; i < x->n; i++) {
+		if (!x->provider[i][0])
+			continue;
+		buf_printf(&b, "%s\"%s\":{\"options\":{\"baseURL\":\"http://127.0.0.1:%u%s\"}}",
+			any ? "," : "", x->provider[i], x->r[i].port, x->r[i].prefix);
+		any = 1;
+	}
+	buf_puts(&b, "}}\n");
+	if (!any) {
+		buf_free(&b);
+		return 0;
+	}
+	dfd = agent_run_dir(d, dir, sizeof(dir), "inject");
+	if (dfd >= 0) {
+		r = fo_write_at_nosync(dfd, OC_CONFIG_NAME, b.data, b.len, 0644, 0, 0);
+		close(dfd);
+		if (r == 0)
+			snprintf(x->oc_env, sizeof(x->oc_env), "OPENCODE_CONFIG=%s/%s", dir,
+				OC_CONFIG_NAME);
+		else
+			log_err("inject: %s/%s: %s", dir, OC_CONFIG_NAME, strerror(-r));
+	}
+	buf_free(&b);
+	return r < 0 ? -1 : 0;
+}
+
+/* The netlock with exactly the routes' ports; fail closed if it cannot be applied. */
+static void routes_netlock(struct agentd *d, struct injectd *x)
+{
+	char err[512];
+
+	d->nl.n_inject = x->n;
+	for (size_t i = 0; i < x->n; i++)
+		d->nl.inject_ports[i] = x->r[i].port;
+	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
+		return;
+	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
+		log_err("netlock guard: %s", err);
+	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
+		netlock_verify(&d->nl, err, sizeof(err)) < 0)
+		netwatch_enforce(d, "inject: routes changed");
+	else
+		log_info("inject: netlock has %zu route port%s", x->n, x->n == 1 ? "" : "s");
+}
+
+static void sock_close(struct agentd *d, struct injectd *x)
+{
+	if (x->sock < 0)
+		return;
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, x->sock, NULL);
+	close(x->sock);
+	x->sock = -1;
+	x->rlen = 0;
+}
+
+/* Routes and keys of s to the injector: "ocsb-inject LEN\n" and the hand-over text. */
+static int handover(struct agentd *d, struct injectd *x, const struct secret_set *s)
+{
+	struct inj_conf c;
+	struct buf text = {0};
+	char head[64], provider[INJ_MAX_ROUTES][16];
+	int r = -1;
+
+	if (routes_of(d, s, 1, &c, provider) < 0)
+		return -1;
+	if (x->ca_file[0]) {
+		size_t len = 0;
+		if (fo_read(x->ca_file, INJ_CA_MAX, &c.ca_pem, &len) < 0)
+			log_err("inject: test CA %s unreadable", x->ca_file);
+		c.ca_len = len;
+	}
+	if (inj_conf_render(&c, &text) == 0) {
+		int hl = snprintf(head, sizeof(head), "ocsb-inject %zu\n", text.len);
+		struct iovec iov[2] = {{head, (size_t)hl}, {text.data, text.len}};
+		ssize_t w = writev(x->sock, iov, 2);
+		r = w == (ssize_t)(hl + (int)text.len) ? 0 : -1;
+		if (r < 0)
+			log_err("inject: hand-over not written whole (%s)",
+				w < 0 ? strerror(errno) : "short write");
+	}
+	if (text.data)
+		explicit_bzero(text.data, text.cap);
+	buf_free(&text);
+	inj_conf_free(&c);
+	return r;
+}
+
+int inject_plan(struct agentd *d, struct child *c, struct child_plan *p)
+{
+	struct injectd *x = d->inject;
+	struct secret_set *s = NULL;
+	int sv[2], r;
+
+	(void)c;
+	memset(p, 0, sizeof(*p));
+	p->pass_fd = -1;
+	for (int i = 0; i < CG_NCTRL; i++)
+		p->cg_fds[i] = -1;
+	if (secretd_load(d, &s) < 0)
+		return -EIO;
+	sock_close(d, x);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		secrets_set_free(s);
+		return -errno;
+	}
+	x->sock = sv[0];
+	p->pass_fd = sv[1];
+	fcntl(x->sock, F_SETFL, O_NONBLOCK);
+	r = agentd_watch(d, x->sock, &x->src, SRC_INJECT, x, EPOLLIN);
+	/* Buffered in the socket until the injector reads it. */
+	if (r == 0)
+		r = handover(d, x, s);
+	secrets_set_free(s);
+	p->argv[0] = x->bin;
+	p->argv[1] = "--fd";
+	p->argv[2] = "4";
+	p->argv[3] = NULL;
+	p->env[0] = NULL; /* nothing of agentd's environment */
+	if (r == 0)
+		r = spawn_cred_init(&p->cred, d->inject_uid, d->inject_gid, INJ_USER);
+	if (r < 0) {
+		sock_close(d, x);
+		child_plan_free(p);
+		return r == -1 ? -EIO : r;
+	}
+	x->supervisor = getpid();
+	return 0;
+}
+
+int inject_exec(struct agentd *d, struct child *c, const struct child_plan *p)
+{
+	struct rlimit core = {0, 0};
+	int r;
+
+	(void)c;
+	/* No core file of a process that holds keys, from before the drop on. */
+	setrlimit(RLIMIT_CORE, &core);
+	r = spawn_child_drop(&p->cred);
+	if (r < 0)
+		return r;
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != ((struct injectd *)d->inject)->supervisor)
+		return -ESRCH;
+	umask(077);
+	if (chdir("/") < 0)
+		return -errno;
+	execve(p->argv[0], p->argv, p->env);
+	return -errno;
+}
+
+/* One request's usage: "ROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT" (inject/daemon.c). */
+static void injectd_usage(struct agentd *d, const char *line)
+{
+	struct injectd *x = d->inject;
+	char path[4096], dir[4096], *old = NULL;
+	struct buf b = {0};
+	size_t len;
+	int dfd;
+
+	if (path_join(path, sizeof(path), d->paths.varlib, INJ_USAGE_REL) < 0)
+		return;
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = 0;
+	/* What earlier runs summed, once. */
+	if (!x->usage_loaded && fo_read(path, 1 << 20, &old, &len) == 0 &&
+		inj_usage_parse(old, x->usage, &x->n_usage, INJ_USAGE_MAX_ROWS) < 0)
+		x->n_usage = 0;
+	free(old);
+	x->usage_loaded = 1;
+	if (inj_usage_add(x->usage, &x->n_usage, INJ_USAGE_MAX_ROWS, line) < 0) {
+		log_warn("inject: malformed usage line dropped");
+		return;
+	}
+	/* Counts only, no key nor request content: root's, readable for `ocsb usage`. */
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd >= 0 && inj_usage_render(x->usage, x->n_usage, &b) == 0 &&
+		fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0644, 0, 0) < 0)
+		log_warn("inject: %s not written", path);
+	if (dfd >= 0)
+		close(dfd);
+	buf_free(&b);
+}
+
+/* Lines from the injector: its state and one usage line per request. */
+void injectd_event(struct agentd *d, uint32_t events)
+{
+	struct injectd *x = d->inject;
+	ssize_t n;
+	char *nl;
+
+	if (!x || x->sock < 0)
+		return;
+	n = read(x->sock, x->rbuf + x->rlen, sizeof(x->rbuf) - 1 - x->rlen);
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			sock_close(d, x); /* its exit (pidfd) schedules the restart */
+		return;
+	}
+	x->rlen += (size_t)n;
+	x->rbuf[x->rlen] = 0;
+	while ((nl = memchr(x->rbuf, '\n', x->rlen))) {
+		*nl = 0;
+		if (!strncmp(x->rbuf, "usage\t", 6))
+			injectd_usage(d, x->rbuf + 6);
+		else if (!strncmp(x->rbuf, "error\t", 6))
+			log_err("inject: %s", x->rbuf + 6);
+		else
+			log_info("inject: %s", x->rbuf);
+		x->rlen -= (size_t)(nl + 1 - x->rbuf);
+		memmove(x->rbuf, nl + 1, x->rlen);
+	}
+	/* A line longer than the buffer is not the injector's: dropped. */
+	if (x->rlen == sizeof(x->rbuf) - 1)
+		x->rlen = 0;
+	(void)events;
+}
+
+/* The routes of s become the running ones: netlock, OpenCode's config, the injector. */
+void injectd_update(struct agentd *d, const struct secret_set *s)
+{
+	struct injectd *x = d->inject;
+	struct inj_conf c;
+
+	if (!x || routes_of(d, s, 0, &c, x->provider) < 0)
+		return;
+	/* Never as root: without its account or binary nothing is routed (logged at start). */
+	if (!d->inject_uid || !x->bin[0])
+		c.n = 0;
+	memcpy(x->r, c.r, sizeof(x->r));
+	x->n = c.n;
+	routes_netlock(d, x);
+	write_oc_config(d, x);
+	if (!x->n) {
+		/* SIGTERM now, SIGKILL by the child's timer: the loop does not wait. */
+		child_stop_soon(d, &d->inject_child);
+		return;
+	}
+	if (d->inject_child.state == CH_STOPPING) {
+		/* Stopping (the routes had gone): it starts again, with these, once it is gone. */
+		child_restart(d, &d->inject_child);
+		return;
+	}
+	if (d->inject_child.pid > 0 && x->sock >= 0) {
+		/* In place: new connections get the new keys. */
+		if (handover(d, x, s) < 0)
+			child_restart(d, &d->inject_child);
+		return;
+	}
+	child_start(d, &d->inject_child);
+}
+
+const char *injectd_opencode_env(struct agentd *d)
+{
+	struct injectd *x = d->inject;
+
+	return x && x->oc_env[0] ? x->oc_env : NULL;
+}
+
+/* The injector beside agentd's own binary, root's and not writable by others. */
+static int find_bin(struct injectd *x)
+{
+	char self[4000];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct stat st;
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = 0;
+	snprintf(x->bin, sizeof(x->bin), "%s/ocsb-inject", self);
+	if (stat(x->bin, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		(st.st_mode & 022)) {
+		log_err("inject: %s missing, not root's or writable by others: injected secrets "
+			"are not routed",
+			x->bin);
+		return -1;
+	}
+	return 0;
+}
+
+int injectd_init(struct agentd *d)
+{
+	struct child *c = &d->inject_child;
+	struct injectd *x = calloc(1, sizeof(*x));
+	struct secret_set *s = NULL;
+	struct user_info u;
+	const char *ca = getenv("OCSB_TEST_INJECT_CA");
+
+	if (!x)
+		return -1;
+	x->sock = -1;
+	d->inject = x;
+	snprintf(c->name, sizeof(c->name), "inject");
+	c->plan_child = inject_plan;
+	c->exec_child = inject_exec;
+	c->pidfd = c->probe_fd = c->exec_fd = -1;
+	c->state = CH_STOPPED;
+	if (child_log_open(d, c) < 0)
+		return -1;
+	c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (c->timerfd < 0 || agentd_watch(d, c->timerfd, &c->timer_src, SRC_TIMER, c, EPOLLIN) < 0)
+		return -1;
+	/* Tests only: the fake provider's CA, trusted instead of the system's. */
+	if (ca && getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1"))
+		snprintf(x->ca_file, sizeof(x->ca_file), "%s", ca);
+	if (!d->sec_sk || secretd_load(d, &s) < 0)
+		return 0;
+	if (user_lookup(INJ_USER, &u) < 0 || u.uid == 0) {
+		log_err("inject: no account %s (run ocsb-provision): injected secrets are not "
+			"routed",
+			INJ_USER);
+		secrets_set_free(s);
+		return 0;
+	}
+	if (find_bin(x) < 0) {
+		secrets_set_free(s);
+		return 0;
+	}
+	d->inject_uid = u.uid;
+	d->inject_gid = u.gid;
+	injectd_update(d, s);
+	secrets_set_free(s);
+	return 0;
+}
+
+void injectd_free(struct agentd *d)
+{
+	struct injectd *x = d->inject;
+
+	if (!x)
+		return;
+	sock_close(d, x);
+	free(x);
+	d->inject = NULL;
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef OCSB_INJECT_H
+#define OCSB_INJECT_H
+
+/*
+ * ocsb-inject: the agent's way to an API whose key it must never see (issue 17). One
+ * loopback listener per route takes plain HTTP/1.1 from the agent, the request head is
+ * rewritten (the agent's credentials dropped, the route's header with the real key added,
+ * Host pinned to the upstream), and the request goes to the route's upstream host only,
+ * over TLS verified against the system's CAs and the host name. One request per
+ * connection; the response is streamed back as it arrives.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "util.h"
+
+/* The account ocsb-provision makes for the injector; the comment marks it as ocsb's. */
+#define INJ_USER "ocsb-inject"
+#define INJ_GECOS "ocsb credential injector"
+/* Route i listens on 127.0.0.1:INJ_PORT_BASE + i. */
+#define INJ_PORT_BASE 18400
+#define INJ_MAX_ROUTES 16
+#define INJ_HEAD_MAX 16384 /* the agent's request head, bytes */
+#define INJ_MAX_HEADERS 100
+#define INJ_KEY_MAX 4096
+#define INJ_CA_MAX (256 * 1024) /* a CA bundle handed over for tests */
+#define INJ_CONF_MAX (INJ_MAX_ROUTES * (INJ_KEY_MAX + 2048) + INJ_CA_MAX + 64)
+
+struct inj_route {
+	char name[65]; /* the secret's name: ANTHROPIC_API_KEY */
+	unsigned port; /* listens on 127.0.0.1:port */
+	char host[254]; /* the upstream host name (TLS name checked against it) */
+	unsigned uport; /* the upstream port, 443 */
+	char prefix[256]; /* the only paths the route reaches: "" (all) or "/v1" */
+	char hname[64]; /* the header carrying the key: "x-api-key" */
+	char htmpl[256]; /* its value, "{}" standing for the key: "Bearer {}" */
+	char *key; /* owned: wiped on free */
+};
+
+struct inj_conf {
+	struct inj_route r[INJ_MAX_ROUTES];
+	size_t n;
+	char *ca_pem; /* owned: PEM CA certificates trusted instead of the system's, or NULL */
+	size_t ca_len;
+};
+
+void inj_conf_free(struct inj_conf *c);
+/*
+ * The hand-over from ocsb-agentd (over a socketpair, never argv, env or a file):
+ *   route\tNAME\tPORT\tHOST\tUPORT\tPREFIX\tHEADER\tTEMPLATE\tKEY\n   (one per route)
+ *   ca\tLEN\n followed by LEN bytes of PEM                             (optional, tests)
+ *   end\n
+ * Keys and templates are printable ASCII (templates may hold spaces), one "{}" each.
+ * 0, or -1 with a message that never holds a key.
+ */
+int inj_conf_parse(const char *p, size_t n, struct inj_conf *ret, char *err, size_t errlen);
+/* The text inj_conf_parse reads (agentd's side and tests). */
+int inj_conf_render(const struct inj_conf *c, struct buf *out);
+/* A route's fields (not its key) as the owner wrote them, checked: 0 or -1 + message. */
+int inj_route_check(const struct inj_route *r, char *err, size_t errlen);
+/* Found at the end of a complete head: offset just past "\r\n\r\n", or 0. */
+size_t inj_head_end(const char *p, size_t n);
+
+/* How the body after the head is framed. */
+enum inj_body { INJ_BODY_NONE, INJ_BODY_LENGTH, INJ_BODY_CHUNKED };
+
+struct inj_req {
+	char method[16];
+	enum inj_body body;
+	unsigned long long clen; /* INJ_BODY_LENGTH */
+	int status; /* a refusal: the status to answer with (0 = accepted) */
+	const char *why; /* a refusal: a short fixed text for the agent and the log */
+};
+
+/*
+ * Rewrites the agent's request head (n bytes, ending in "\r\n\r\n") for route r with
+ * key into out. 0 accepted (req filled), -1 refused (req->status and req->why set: the
+ * text is a constant that never holds the key nor anything the agent sent).
+ */
+int inj_rewrite(const struct inj_route *r, const char *key, const char *head, size_t n,
+	struct buf *out, struct inj_req *req);
+
+/* The fixed error answer for a status and reason (no key, no request header in it). */
+int inj_error_answer(int status, const char *why, struct buf *out);
+
+/*
+ * Chunked body decoder that re-encodes what it passes: strips chunk extensions and
+ * trailers, stops at the last chunk, refuses anything malformed. Feed bytes as they
+ * come; out gets what to send upstream.
+ */
+struct inj_chunked {
+	int state;
+	unsigned long long left; /* bytes of chunk data still to pass */
+	size_t linelen; /* of the size or trailer line being read */
+	int done;
+};
+/* Bytes of in consumed (what follows the body is never consumed), or -1 malformed. */
+ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct buf *out);
+
+/*
+ * Usage of one request, counted while the response streams: status from the first
+ * line, bytes both ways, tokens from "input_tokens"/"output_tokens" (Anthropic),
+ * "prompt_tokens"/"completion_tokens" (OpenAI and the like), "promptTokenCount"/
+ * "candidatesTokenCount" (Google), the last value seen of each.
+ */
+struct inj_usage {
+	int status;
+	unsigned long long req_bytes, resp_bytes;
+	long long in_tokens, out_tokens; /* -1: not reported */
+	char tail[64]; /* the end of the previous chunk: a field split across reads */
+	size_t tail_len;
+	char line[32];
+	size_t line_len;
+};
+void inj_usage_init(struct inj_usage *u);
+void inj_usage_feed(struct inj_usage *u, const char *p, size_t n);
+
+/* ---- the upstream: tls.c ---- */
+
+struct inj_tls; /* an SSL_CTX trusting the system's CAs or the handed-over PEM */
+int inj_tls_new(const char *ca_pem, size_t ca_len, struct inj_tls **ret, char *err, size_t errlen);
+void inj_tls_free(struct inj_tls *t);
+struct inj_conn;
+/*
+ * TCP to host:port (timeout_ms for connect and handshake), TLS with the certificate chain
+ * verified and the host name checked. 0 or -1 with a message for the owner's log.
+ */
+int inj_conn_open(struct inj_tls *t, const char *host, unsigned port, int timeout_ms,
+	struct inj_conn **ret, char *err, size_t errlen);
+int inj_conn_write(struct inj_conn *c, const void *p, size_t n);
+/* Bytes read, 0 at the end, -1 on error. */
+ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n);
+int inj_conn_pending(struct inj_conn *c);
+int inj_conn_fd(struct inj_conn *c);
+void inj_conn_close(struct inj_conn *c);
+
+/* ---- one connection from the agent: serve.c ---- */
+
+/*
+ * Serves one request on fd (the agent's connection) for route r: reads the head
+ * (bounded, timed), rewrites it, forwards it and the body to the upstream, streams the
+ * response back. Fills u; returns 0 when a response was relayed, -1 otherwise (the agent
+ * got a fixed error answer; why names it for the owner's log, never with the key).
+ */
+int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_ms,
+	struct inj_usage *u, char *why, size_t whylen);
+
+/* ---- the process: daemon.c ---- */
+
+/* A listening socket on 127.0.0.1:port (CLOEXEC, non-blocking), or -1 with errno. */
+int inj_listen(unsigned port);
+/* The usage line agentd gets for one request (see daemon.c); snprintf's result. */
+int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n);
+/* Serves until SIGTERM or until ctl (the socket to ocsb-agentd) closes. */
+int inj_daemon(int ctl);
+
+/*
+ * Usage per route and day, summed by ocsb-agentd into INJ_USAGE_REL under varlib (root's,
+ * 0644: counts only) and read by `ocsb usage`. One line per route and day:
+ * ROUTE DAY REQUESTS REQ-BYTES RESP-BYTES IN-TOKENS OUT-TOKENS 2XX 3XX 4XX 5XX FAILED
+ * (tab-separated; FAILED: no HTTP answer from the upstream).
+ */
+#define INJ_USAGE_REL "ocsb/inject/usage"
+#define INJ_USAGE_MAX_ROWS 512
+struct inj_usage_row {
+	char route[65], day[11];
+	unsigned long long n, req, resp, in, out, st[5]; /* st: 2xx 3xx 4xx 5xx failed */
+};
+/* Adds one usage line (daemon.c's, without "usage\t") to rows: 0, or -1 if malformed. */
+int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line);
+int inj_usage_render(const struct inj_usage_row *rows, size_t n, struct buf *out);
+/* Parses a usage file: the rows (at most max), -1 on a malformed line. */
+int inj_usage_parse(const char *text, struct inj_usage_row *rows, size_t *n, size_t max);
+
+/* ---- the built-in providers: routes.c ---- */
+
+struct inj_provider {
+	const char *name; /* "anthropic" */
+	const char *base; /* "https://api.anthropic.com/v1" */
+	const char *header; /* "x-api-key: {}" */
+};
+const struct inj_provider *inj_provider_find(const char *name);
+const struct inj_provider *inj_providers(size_t *ret_n);
+/*
+ * A route's upstream from a base URL ("https://host[:port][/prefix]") and a header
+ * line ("Name: template with {}"): 0 or -1 with a message.
+ */
+int inj_route_from(struct inj_route *r, const char *base, const char *header, char *err,
+	size_t errlen);
+
+/*
+ * A route as `ocsb secrets set --inject` stores it: a provider name, or "BASE HEADER"
+ * (base URL, one space, header line). 0 or -1 with a message.
+ */
+int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: MIT
+# Injected secrets (issue 17): the key stays with ocsb-inject, the agent reaches the API
+# through a loopback route and finds the key nowhere. A fake provider in the fake internet
+# serves TLS with a certificate from a test CA that only the injector trusts (handed over
+# by agentd's test hook), streams an Anthropic-style answer and records what it received.
+# Every "not found" has a control: the same search finds an exported secret.
+. "$E2E_LIB"
+. "$(dirname "$0")/common-prov.sh"
+. "$(dirname "$0")/lib-net.sh"
+. "$(dirname "$0")/lib-inject.sh"
+
+OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
+for tool in dbus-run-session gnome-keyring-daemon python3 openssl curl; do
+	if ! command -v "$tool" >/dev/null; then
+		skip "ocsb secrets --inject" "$tool missing (sudo make deps installs it)"
+		exit 0
+	fi
+done
+if [ ! -x "$OC_BIN" ]; then
+	skip "ocsb secrets --inject" "OpenCode not installed at $OC_BIN (sudo make deps)"
+	exit 0
+fi
+OCSB=$OCSB_BUILD/ocsb
+VI="sk-ant-inj-$RANDOM$RANDOM-real"
+VI2="sk-ant-inj-$RANDOM$RANDOM-second"
+VE="exp-$RANDOM$RANDOM-exported"
+VB="bad-$RANDOM$RANDOM-badca"
+R=http://127.0.0.1:18400 # ANTHROPIC_API_KEY, the first route (names sort)
+RB=http://127.0.0.1:18401 # BADCA_KEY
+
+make_project
+fake_internet_up >/dev/null 2>&1 || fail "fake internet up"
+check_output "provisioned" '^ocsb-provision: [1-9]' provision
+check_output "the injector's system account exists" '^ocsb credential injector$' \
+	bash -c 'getent passwd ocsb-inject | cut -d: -f5'
+check_output "positive control: a second run is clean (the account is ours)" '^ocsb-provision: 0 changes' provision
+
+# --- the fake providers: root-only files (the key lands in their records)
+P=$E2E_SCRATCH/prov
+inject_providers_up "$P" || fail "fake providers up"
+check_output "positive control: the provider's TLS verifies with the test CA" 'INJECTED-ANSWER' \
+	curl -sS -m 10 --cacert "$P/ca.pem" -d '{}' https://api.anthropic.com/v1/messages
+: >"$P/api.rec"
+
+# --- the owner's keyring and the secrets (as in t-85)
+start_keyring
+sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
+
+check_output "set --inject anthropic" '^stored ANTHROPIC_API_KEY \(global, injected via anthropic\)' \
+	sec --global set ANTHROPIC_API_KEY --inject anthropic <<<"$VI"
+check_output "set --inject URL --header" '^stored BADCA_KEY \(global, injected via https://badca.test Authorization: Bearer \{\}\)' \
+	sec --global set BADCA_KEY --inject https://badca.test --header 'Authorization: Bearer {}' <<<"$VB"
+check_output "an exported secret beside them" '^stored EXPORTED_KEY \(global, exported\)' \
+	sec --global set EXPORTED_KEY <<<"$VE"
+check_fails_output "--inject of an unknown provider is refused" 'not a provider' \
+	sec --global set OTHER_KEY --inject nosuch <<<x
+check_fails_output "--inject over plain http is refused" 'TLS only' \
+	sec --global set OTHER_KEY --inject http://badca.test --header 'A: {}' <<<x
+check_output "list: injected (route)" '^ANTHROPIC_API_KEY +global +injected \(anthropic\) +never$' sec list
+check_output "list: a generic route shows its base URL" '^BADCA_KEY +global +injected \(https://badca.test\)' sec list
+check_output "list: exported" '^EXPORTED_KEY +global +exported +never$' sec list
+
+# --- ocsb doctor: an LLM key that is exported is a WARN, an injected one is not
+doc() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" doctor 2>&1; true; }
+check_output "doctor: the injected LLM key is fine" '^OK +secrets-exported +no LLM key' doc
+printf 'x' | sec --global set OPENAI_API_KEY >/dev/null 2>&1
+check_output "doctor: an exported LLM key is a WARN naming it" '^WARN +secrets-exported +LLM key exported .*: OPENAI_API_KEY$' doc
+check_output "(removed again)" '^removed OPENAI_API_KEY' sec --global rm OPENAI_API_KEY
+
+# --- agentd, with the test CA handed to the injector
+start_agentd() {
+	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+	AGENTD=$!
+}
+field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }
+oc_pid() { field pid 2; }
+running() { [ "$(field state 2)" = running ]; }
+env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
+inj_pid() { pgrep -u ocsb-inject -x ocsb-inject | head -1; }
+start_agentd
+wait_for 60 running || fail "OpenCode answers" "$(tail -20 "$E2E_SCRATCH/agentd.log")"
+check_output "push" '^pushed 3 secrets to ocsb-agentd$' sec push
+wait_for 15 inj_pid
+wait_for 30 running
+check_output "the injector runs as ocsb-inject" '^ocsb-inject$' ps -o user= -p "$(inj_pid)"
+check_output "the injector's environment is empty" '^0$' bash -c "wc -c </proc/$(inj_pid)/environ"
+check_output "the injector has no core file" '^Max core file size +0 +0 ' grep '^Max core' "/proc/$(inj_pid)/limits"
+check_output "the injector has no capability" '^CapEff:\s+0+$' grep '^CapEff' "/proc/$(inj_pid)/status"
+check_fails "the agent cannot read the injector's environment" as_user "$AGENT" cat "/proc/$(inj_pid)/environ"
+check_fails "the agent cannot read the injector's memory" as_user "$AGENT" head -c1 "/proc/$(inj_pid)/mem"
+check_output "positive control: the agent reads its own OpenCode's environment" '^EXPORTED_KEY=' \
+	as_user "$AGENT" bash -c "tr '\\0' '\\n' </proc/$(oc_pid)/environ"
+
+# --- through the route, as the agent (its uid and netlock) and from its ssh session
+MSG='{"model":"claude-3-5-haiku-20241022","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
+probe() { as_user "$AGENT" curl -sS -i -m 15 "$@" 2>&1; }
+check_output "the agent's request through the route streams the answer" 'INJECTED-ANSWER' \
+	probe -H 'x-api-key: agent-placeholder' -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
+check_output "the provider got the owner's real key" "^x-api-key: $VI\$" cat "$P/api.rec"
+check_fails "the provider never got the agent's placeholder" grep -q agent-placeholder "$P/api.rec"
+check_output "the provider got its own Host" '^Host: api.anthropic.com$' cat "$P/api.rec"
+check_output "from an ssh session too" 'INJECTED-ANSWER' \
+	owner_ssh "$AGENT" "curl -sS -m 15 -H 'content-type: application/json' -d '$MSG' $R/v1/messages"
+check_output "OpenCode's provider base URL is the route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18400/v1"\}\}' \
+	cat "/run/ocsb/$AGENT/opencode-inject.json"
+check_output "OpenCode is started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.json\$" env_of "$(oc_pid)"
+
+# --- a real OpenCode prompt through its HTTP API: the provider's answer streams back
+pw=$(field password)
+ocapi() { as_owner curl -sS -m 90 -u "opencode:$pw" -H 'content-type: application/json' "$@" 2>&1; }
+sid=$(ocapi -X POST -d '{}' http://127.0.0.1:4096/session | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' 2>/dev/null)
+: >"$P/api.rec"
+out=$(ocapi -d '{"model":{"providerID":"anthropic","modelID":"claude-haiku-4-5"},"parts":[{"type":"text","text":"say hi"}]}' \
+	"http://127.0.0.1:4096/session/$sid/message")
+if grep -q 'INJECTED-ANSWER' <<<"$out"; then
+	pass "OpenCode's prompt got the provider's streamed answer"
+else
+	fail "OpenCode's prompt got the provider's streamed answer" "session '$sid'" "$out" "$(cat /home/$AGENT/.local/share/opencode/log/*.log 2>/dev/null | grep -iE 'error|fail|exception' | tail -30)"
+fi
+check_output "... OpenCode's request reached the provider with the real key" "^x-api-key: $VI\$" cat "$P/api.rec"
+check_output "... and asked for a stream" '"stream": ?true' cat "$P/api.rec"
+check_fails "... and not with the placeholder" grep -q 'x-api-key: ocsb-injected' "$P/api.rec"
+check_fails "OpenCode's answer holds no key" grep -qF "$VI" <<<"$out"
+
+# --- the key is nowhere the agent looks; the same search finds the exported secret
+# agent_finds VALUE: 0 when a file the agent can read or a /proc file it can see holds it.
+# The value comes on stdin and is matched from a pipe (-f): never on a command line.
+agent_finds() {
+	printf '%s\n' "$1" | as_user "$AGENT" bash -c 'read -r v
+		grep -rlsF -f <(printf "%s\n" "$v") /home /run /tmp /var /etc /dev/shm /opt 2>/dev/null | grep -q . && exit 0
+		for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline /proc/[0-9]*/task/*/environ; do cat "$f" 2>/dev/null; echo; done |
+			grep -qF -f <(printf "%s\n" "$v")'
+}
+check "positive control: the agent finds the exported secret" agent_finds "$VE"
+check_fails "the agent finds the injected key in no file nor /proc" agent_finds "$VI"
+check_fails "nor the generic route's key" agent_finds "$VB"
+check_output "OpenCode holds a placeholder" '^ANTHROPIC_API_KEY=ocsb-injected$' env_of "$(oc_pid)"
+check_output "positive control: OpenCode holds the exported value" "^EXPORTED_KEY=$VE\$" env_of "$(oc_pid)"
+check_output "the ssh session holds a placeholder" '^ocsb-injected$' owner_ssh "$AGENT" 'echo "$ANTHROPIC_API_KEY"'
+check_output "positive control: the ssh session holds the exported value" "^$VE\$" owner_ssh "$AGENT" 'echo "$EXPORTED_KEY"'
+
+# --- requests that try to send the injector elsewhere: each refused or pinned, no key back
+inj_probe() { # NAME EXPECT CURL-ARGS...
+	local name=$1 want=$2 out
+	shift 2
+	out=$(probe "$@")
+	if grep -qE -- "$want" <<<"$out" && ! grep -qF -e "$VI" -e "$VB" <<<"$out"; then
+		pass "$name"
+	else
+		fail "$name" "want /$want/ and no key" "$out"
+	fi
+}
+: >"$P/api.rec"
+inj_probe "Host header: pinned to the upstream (answered, no key)" 'INJECTED-ANSWER' \
+	-H 'Host: badca.test' -d "$MSG" "$R/v1/messages"
+check_fails "... the upstream saw no other Host" grep -q 'badca' "$P/api.rec"
+inj_probe "absolute URI: refused" '^HTTP/1.1 400 .*|only origin-form' --request-target 'https://badca.test/v1/messages' "$R/v1/messages"
+inj_probe "CONNECT: refused" '405|CONNECT' -p -x "$R" https://badca.test/
+inj_probe "../ path: refused" '^HTTP/1.1 400' --path-as-is "$R/v1/../admin"
+inj_probe "encoded ../ path: refused" '^HTTP/1.1 400' --path-as-is "$R/v1/%2e%2e/admin"
+inj_probe "a path outside the route's prefix: refused" '^HTTP/1.1 403' "$R/v2/models"
+inj_probe "TRACE (would echo the key): refused" '^HTTP/1.1 405' -X TRACE "$R/v1/messages"
+inj_probe "a redirect is passed back, not followed" '^HTTP/1.1 302' "$R/v1/redirect"
+check_fails "... the injector never went to the redirect's host" grep -q 'evil' "$P/api.rec" "$P/bad.rec"
+
+# --- an upstream whose certificate does not verify never gets the key
+: >"$P/bad.rec"
+inj_probe "untrusted CA: a clear error for the agent" '^HTTP/1.1 502 .*|certificate was refused' "$RB/anything"
+check_output "... the upstream only saw a failed handshake" '^handshake failed$' cat "$P/bad.rec"
+check_fails "... and never the key" grep -qF "$VB" "$P/bad.rec"
+check_output "... the owner's log says why" 'certificate' cat /var/log/ocsb/inject.log
+check_fails "the injector's log holds no key" grep -qF -e "$VI" -e "$VB" /var/log/ocsb/inject.log "$E2E_SCRATCH/agentd.log"
+check_fails "the agent cannot read the injector's log" as_user "$AGENT" cat /var/log/ocsb/inject.log
+
+# --- the netlock opens exactly the route ports
+python3 -m http.server 18410 --bind 127.0.0.1 >/dev/null 2>&1 &
+SRV=$!
+wait_port 127.0.0.1 18410 5
+check "positive control: root reaches a loopback port beside the routes" curl -sS -m 5 -o /dev/null http://127.0.0.1:18410/
+check_fails "the agent does not" as_user "$AGENT" curl -sS -m 5 -o /dev/null http://127.0.0.1:18410/
+kill "$SRV"
+
+# rec_block PATH: the last request the provider recorded for exactly PATH
+rec_block() {
+	awk -v p="$1" 'BEGIN { RS = "=====\n" } $2 == p { last = $0 } END { printf "%s", last }' "$P/api.rec"
+}
+
+# --- a new key in place: a request in flight finishes with the old one
+: >"$P/api.rec"
+(probe -d "$MSG" "$R/v1/messages/slow" >"$E2E_SCRATCH/slow.out") &
+SLOW=$!
+sleep 0.5
+check_output "set a new key" 'stored ANTHROPIC_API_KEY' sec --global set ANTHROPIC_API_KEY --inject anthropic <<<"$VI2"
+check_output "push" '^pushed 3 secrets' sec push
+wait "$SLOW"
+check_output "the request in flight finished" 'message_stop' cat "$E2E_SCRATCH/slow.out"
+check_output "... with the key it started with" "^x-api-key: $VI\$" rec_block /v1/messages/slow
+check_output "the next request carries the new key" 'INJECTED-ANSWER' probe -d "$MSG" "$R/v1/messages"
+check_output "... the new key" "^x-api-key: $VI2\$" rec_block /v1/messages
+check_output "the injector was not restarted for it" "^$(inj_pid)\$" inj_pid
+
+# --- usage per route and day, counted by agentd from the injector's reports
+day=$(date -u +%F)
+# 2xx answers, the 302 passed back, and the injector's own refusals counted as failed
+check_output "ocsb usage: the route's requests, tokens and statuses" \
+	"^ANTHROPIC_API_KEY +$day +[1-9][0-9]* +[0-9]+ +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]*/[1-9][0-9]*/[0-9]+/[0-9]+/[1-9][0-9]*\$" as_owner "$OCSB" usage
+check_output "ocsb usage: the failed TLS route counted as failed" "^BADCA_KEY +$day +[1-9][0-9]* .*/[1-9][0-9]*\$" as_owner "$OCSB" usage
+check_output "ocsb usage --json" '"route":"ANTHROPIC_API_KEY","day":"[0-9-]+","requests":[1-9]' as_owner "$OCSB" usage --json
+check_output "the usage file is root's and holds no key" '^644 root$' stat -c '%a %U' /var/lib/ocsb/inject/usage
+check_fails "... no key" grep -qF -e "$VI" -e "$VB" /var/lib/ocsb/inject/usage
+
+# --- the injector is supervised
+old=$(inj_pid)
+kill -KILL "$old"
+new_inj() { local p; p=$(inj_pid); [ -n "$p" ] && [ "$p" != "$old" ]; }
+check "killed, it is started again" wait_for 15 new_inj
+wait_for 10 bash -c "as_user $AGENT curl -sS -m 5 -d '{}' $R/v1/messages | grep -q INJECTED"
+check_output "... and serves the current key" 'INJECTED-ANSWER' probe -d "$MSG" "$R/v1/messages"
+check_output "... the current key" "^x-api-key: $VI2\$" rec_block /v1/messages
+
+kill -TERM "$AGENTD"
+wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
+check "agentd's stop ends the injector" wait_for 10 bash -c '! pgrep -u ocsb-inject' 
+kill_tree "$KR_PID"
+cd / || true
