@@ -834,7 +834,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	struct stat_cache cache;
 	const struct sync_rmemo *m = in->memo;
 	struct sync_history h = {0};
-	int r, ret = -1, stepped = 0;
+	int r, ret = -1, stepped = 0, counted_commits = 0;
 
 	memset(rv, 0, sizeof(*rv));
 	cache_init(&cache, m ? m->stats : NULL, m ? m->nstats : 0);
@@ -851,15 +851,39 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->ahead = h.ahead;
 		rv->behind = h.behind;
 		rv->history_from_memo = 1 + h.filtered;
-	} else if (in->against) {
+	} else if (in->against && in->unrelated_hint) {
+		rv->unrelated = 1;
 		if (in->have_local)
 			git_graph_ahead_behind(&rv->ahead, &rv->behind, repo, in->tip, in->against);
-		if (!in->unrelated_hint) {
+	} else if (in->against) {
+		size_t ahead = 0, behind = 0;
+		int counted = git_graph_ahead_behind(&ahead, &behind, repo, in->tip, in->against) == 0;
+
+		if (in->have_local) {
+			rv->ahead = ahead;
+			rv->behind = behind;
+		}
+		/*
+		 * One walk instead of two when one side contains the other (a branch on the
+		 * owner's tip, or one that merged it): the walk flags a commit "reached from
+		 * the tip" only along parent links, so nothing behind means against is an
+		 * ancestor of tip (base = against), nothing ahead that tip is one of against's.
+		 * Either way that base is the only one. Otherwise the full merge base.
+		 */
+		if (counted && (!behind || !ahead)) {
+			git_oid_cpy(&rv->base, !behind ? in->against : in->tip);
+			rv->have_base = rv->unique = 1;
+			rv->commits = ahead;
+			counted_commits = 1;
+		} else {
 			r = full_base(repo, in->tip, in->against, &rv->base, &rv->unique);
 			rv->have_base = r == 0;
 			rv->unrelated = r == GIT_ENOTFOUND;
-		} else {
-			rv->unrelated = 1;
+			/* One merge base B: tip ^B is tip ^against (see below), counted already. */
+			if (counted && rv->have_base && rv->unique) {
+				rv->commits = ahead;
+				counted_commits = 1;
+			}
 		}
 	}
 	/*
@@ -870,17 +894,14 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->have_base = git_merge_base(&rv->base, repo, in->tip, in->old) == 0;
 		rv->base_is_old = rv->have_base;
 	}
-	if (rv->have_base && !stepped) {
+	/*
+	 * With one merge base B, the common ancestors of tip and against are exactly B's:
+	 * tip ^B is tip ^against, counted above (a 20,000-commit walk saved).
+	 */
+	if (rv->have_base && !stepped && !counted_commits) {
 		size_t behind;
 
-		/*
-		 * With one merge base B, the common ancestors of tip and against are exactly
-		 * B's: tip ^B is tip ^against, counted already (a 20,000-commit walk saved).
-		 */
-		if (in->have_local && rv->unique && !rv->base_is_old)
-			rv->commits = rv->ahead;
-		else
-			git_graph_ahead_behind(&rv->commits, &behind, repo, in->tip, &rv->base);
+		git_graph_ahead_behind(&rv->commits, &behind, repo, in->tip, &rv->base);
 	}
 	git_error_clear();
 

@@ -209,7 +209,7 @@ static void same_part(const struct sync_rpart *x, const struct sync_rpart *y)
 }
 
 struct tally {
-	unsigned pulls, from_memo, filtered, flagged, ops[11];
+	unsigned pulls, from_memo, filtered, flagged, several, ops[11];
 };
 
 static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
@@ -311,9 +311,15 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		}
 		if (full.have_base && !full.base_is_old) {
 			git_oid mb;
+			git_oidarray all = {0};
 
 			assert_int_equal(git_merge_base(&mb, repo, &T, &L), 0);
 			assert_true(git_oid_equal(&mb, &full.base));
+			/* The base from one ahead/behind walk is the only one only when it is. */
+			assert_int_equal(git_merge_bases(&all, repo, &T, &L), 0);
+			assert_int_equal(full.unique, all.count == 1);
+			t->several += all.count > 1;
+			git_oidarray_dispose(&all);
 		}
 		/*
 		 * Line counts as libgit2's own diff counts them, submodules aside (libgit2 may
@@ -400,16 +406,19 @@ static void review_differential(void **state)
 	for (unsigned r = 0; r < nruns; r++)
 		one_run(seed + r, 40, &t);
 	print_message("# review differential: seeds %llu..%llu, %u pulls (%u with the history from "
-		      "the memo, %u of them through the filter), %u flagged paths; ops: %u agent, "
+		      "the memo, %u of them through the filter), %u flagged paths, %u with several "
+		      "merge bases; ops: %u agent, "
 		      "%u owner, %u force, %u agent merges, %u owner merges, %u ff, %u resets, "
 		      "%u roots, %u both, %u none, %u owner takes new agent commits\n",
-		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.flagged, t.ops[0],
+		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.flagged, t.several,
+		t.ops[0],
 		t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8],
 		t.ops[9], t.ops[10]);
 	/* The memo path and the gate were exercised, not only the fallbacks. */
 	assert_true(t.from_memo > t.pulls / 4);
 	assert_true(t.filtered > 10);
 	assert_true(t.flagged > 100);
+	assert_true(t.several > 0);
 	for (unsigned i = 0; i < 11; i++)
 		assert_true(t.ops[i] > 0);
 	if (env && *env) {
