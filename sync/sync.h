@@ -342,19 +342,26 @@ int sync_fast_connected(
 #define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
 #define SYNC_HISTORY_WALK 20000 /* new commits per side looked at before a full review */
 
-/* Line counts of one blob pair (zero id: absent on that side). */
+/*
+ * One changed path of the last whole-branch diff: its modes and blob pair (zero id: absent
+ * on that side) and its line counts (none for a submodule or an unreadable entry).
+ */
 struct sync_linestat {
+	char *path; /* owned */
+	unsigned old_mode, new_mode;
 	git_oid old_id, new_id;
 	size_t add, del;
-	int binary;
+	int binary, unreadable;
 };
-/* What a pull remembers of one branch's review (<gitdir>/ocsb-sync.review). */
+#define SYNC_BLOOM_BITS_PER 16 /* ~0.2% false positives when full */
+#define SYNC_BLOOM_MAX_BYTES (16u << 20)
+/* What a pull remembers of one branch's review (<gitdir>/ocsb-sync.review, rmemo.c). */
 struct sync_rmemo {
 	char ref[SYNC_REF_MAX + 160]; /* refs/remotes/<ns>/<branch> */
 	git_oid tip, against, base; /* against: the owner's branch or HEAD */
 	int have_base, unique, have_local;
 	size_t commits, ahead, behind;
-	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
+	struct sync_linestat *stats; /* owned: the whole-branch diff base -> tip, in order */
 	size_t nstats;
 	unsigned char
 		*bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
@@ -423,6 +430,7 @@ struct sync_review_in {
 struct sync_review {
 	int have_base, unique, base_is_old, unrelated;
 	int history_from_memo; /* 0 computed, 1 carried, 2 carried through the filter */
+	int diff_from_memo; /* the whole-branch diff was the memo's (same tip and base) */
 	git_oid base;
 	size_t commits, ahead, behind; /* ahead/behind: against the owner's branch */
 	struct sync_rpart whole; /* base -> tip */
