@@ -566,6 +566,132 @@ static int review_again(git_repository *repo, const struct sync_rmemo *m,
 	return 0;
 }
 
+/* Strictly increasing paths (strcmp): the order a merge by path needs. */
+static int by_path(const struct sync_linestat *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1].path, v[i].path) >= 0)
+			return 0;
+	return 1;
+}
+
+/* The kind of entry a change may not cross without a delete and an add (as diff.c). */
+static int kind_of(unsigned mode)
+{
+	return (mode & 0170000) == 0120000 ? 1 : is_gitlink(mode) ? 2 : 0;
+}
+
+/*
+ * Append e (its path borrowed) to out and *learnt: classified, its line counts counted
+ * (from the cache, else the blobs) when count, else e's. 0 or -1.
+ */
+static int put(git_repository *repo, const struct stat_cache *cache, const struct sync_linestat *e,
+	int count, struct sync_rpart *out, struct sync_linestat *learnt, size_t *nlearnt)
+{
+	struct sync_linestat *l = &learnt[*nlearnt];
+	struct sync_rfile *f = &out->v[out->n];
+
+	*l = *e;
+	if (count) {
+		l->add = l->del = 0;
+		l->binary = l->unreadable = 0;
+		if (!is_gitlink(l->old_mode) && !is_gitlink(l->new_mode)) {
+			const struct sync_linestat *hit = cache_get(cache, &l->old_id, &l->new_id);
+			struct sync_delta d = {.old_mode = l->old_mode, .new_mode = l->new_mode};
+
+			git_oid_cpy(&d.old_id, &l->old_id);
+			git_oid_cpy(&d.new_id, &l->new_id);
+			if (hit) {
+				l->add = hit->add;
+				l->del = hit->del;
+				l->binary = hit->binary;
+			} else {
+				l->unreadable = line_stats(repo, &d, &l->add, &l->del, &l->binary) < 0;
+				git_error_clear();
+			}
+		}
+	}
+	l->path = strdup(e->path);
+	f->path = l->path ? strdup(e->path) : NULL;
+	if (!f->path) {
+		free(l->path);
+		l->path = NULL;
+		git_error_set_oom();
+		return -1;
+	}
+	(*nlearnt)++;
+	out->n++;
+	f->old_mode = l->old_mode;
+	f->new_mode = l->new_mode;
+	f->add = l->add;
+	f->del = l->del;
+	f->binary = l->binary;
+	f->unreadable = l->unreadable;
+	f->flags = classify(repo, l->path, l->old_mode, &l->old_id, l->new_mode, &l->new_id);
+	out->ins += f->add;
+	out->del += f->del;
+	return 0;
+}
+
+/*
+ * The whole-branch diff B -> T' from the memo's B -> T (w) and this pull's T -> T' (s),
+ * both by path: a path in neither is the same at B and T'; in one only, that diff says
+ * it; in both, B's side of w against T''s side of s (nothing when they are equal, a
+ * delete and an add when the kind changes, as diff.c splits it). Every path classified
+ * again; line counts carried, else from the cache, else counted.
+ * 0, -1 (failed), or 1: a list not strictly in path order (a path twice), compute it.
+ */
+static int review_composed(git_repository *repo, const struct sync_rmemo *m,
+	const struct sync_linestat *s, size_t ns, const struct stat_cache *cache,
+	struct sync_rpart *out, struct sync_linestat **learnt, size_t *nlearnt)
+{
+	size_t i = 0, k = 0, cap = m->nstats + 2 * ns;
+
+	if (!by_path(m->stats, m->nstats) || !by_path(s, ns))
+		return 1;
+	out->v = calloc(cap ? cap : 1, sizeof(*out->v));
+	*learnt = calloc(cap ? cap : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
+		git_error_set_oom();
+		return -1;
+	}
+	while (i < m->nstats || k < ns) {
+		const struct sync_linestat *w = i < m->nstats ? &m->stats[i] : NULL;
+		const struct sync_linestat *d = k < ns ? &s[k] : NULL;
+		int c = !w ? 1 : !d ? -1 : strcmp(w->path, d->path), r;
+		struct sync_linestat e;
+
+		i += c <= 0;
+		k += c >= 0;
+		if (c) {
+			r = put(repo, cache, c < 0 ? w : d, 0, out, *learnt, nlearnt);
+		} else {
+			e = *w;
+			e.new_mode = d->new_mode;
+			git_oid_cpy(&e.new_id, &d->new_id);
+			if (e.old_mode == e.new_mode && git_oid_equal(&e.old_id, &e.new_id))
+				continue; /* back to what it was at the base */
+			if (e.old_mode && e.new_mode && kind_of(e.old_mode) != kind_of(e.new_mode)) {
+				struct sync_linestat gone = e, added = e;
+
+				gone.new_mode = 0;
+				memset(&gone.new_id, 0, sizeof(gone.new_id));
+				added.old_mode = 0;
+				memset(&added.old_id, 0, sizeof(added.old_id));
+				r = put(repo, cache, &gone, 1, out, *learnt, nlearnt);
+				if (r == 0)
+					r = put(repo, cache, &added, 1, out, *learnt, nlearnt);
+			} else {
+				r = put(repo, cache, &e, 1, out, *learnt, nlearnt);
+			}
+		}
+		if (r < 0)
+			return -1;
+	}
+	return 0;
+}
+
 void sync_rpart_free(struct sync_rpart *p)
 {
 	for (size_t i = 0; p->v && i < p->n; i++)
@@ -621,6 +747,8 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	struct stat_cache cache;
 	const struct sync_rmemo *m = in->memo;
 	struct sync_history h = {0};
+	struct sync_linestat *since_l = NULL;
+	size_t nsince_l = 0;
 	int r, ret = -1, stepped = 0, counted_commits = 0;
 
 	memset(rv, 0, sizeof(*rv));
@@ -703,27 +831,9 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		(void)bloom_build(repo, in->tip, &rv->base, rv->commits, &rv->memo);
 	}
 
-	/*
-	 * --- whole-branch diff: the same two trees as last time (the tip has not moved and
-	 * the base is the same), the same diff, classified again; else computed.
-	 */
-	if (m && m->have_base && rv->have_base && !rv->base_is_old &&
-		git_oid_equal(&m->tip, in->tip) && git_oid_equal(&m->base, &rv->base)) {
-		if (review_again(repo, m, &rv->whole, &rv->memo.stats, &rv->memo.nstats) < 0)
-			goto out;
-		rv->diff_from_memo = 1;
-	}
 	if (commit_tree(repo, in->tip, &tipt) < 0 ||
 		(rv->have_base && commit_tree(repo, &rv->base, &baset) < 0))
 		goto out;
-	if (!rv->diff_from_memo) {
-		r = review_trees(repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats,
-			&rv->memo.nstats);
-		if (r < 0) {
-			ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
-			goto out;
-		}
-	}
 
 	/* --- what is new since the last pull */
 	if (in->old && !git_oid_equal(in->old, in->tip)) {
@@ -736,13 +846,41 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			git_graph_ahead_behind(&rv->since_commits, &behind, repo, in->tip, in->old);
 		git_error_clear();
 		if (commit_tree(repo, in->old, &oldt) == 0) {
-			r = review_trees(repo, oldt, tipt, &cache, &rv->since, NULL, NULL);
+			r = review_trees(repo, oldt, tipt, &cache, &rv->since, &since_l, &nsince_l);
 			if (r < 0) {
 				ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
 				goto out;
 			}
 		} else {
 			rv->have_since = 0; /* the old tip is gone from the store: nothing to say */
+		}
+	}
+
+	/*
+	 * --- whole-branch diff. The base has not moved: the same tip is the same two trees
+	 * as last time, the same diff; a tip that moved on from the memo's is the memo's diff
+	 * and the one since the last pull, composed. Else computed. Classified every time.
+	 */
+	r = 1;
+	if (m && m->have_base && rv->have_base && !rv->base_is_old &&
+		git_oid_equal(&m->base, &rv->base)) {
+		if (git_oid_equal(&m->tip, in->tip)) {
+			r = review_again(repo, m, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
+			rv->diff_from_memo = r == 0;
+		} else if (rv->have_since && git_oid_equal(&m->tip, in->old)) {
+			r = review_composed(repo, m, since_l, nsince_l, &cache, &rv->whole,
+				&rv->memo.stats, &rv->memo.nstats);
+			rv->diff_from_memo = 2 * (r == 0);
+		}
+		if (r < 0)
+			goto out;
+	}
+	if (r > 0) {
+		r = review_trees(repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats,
+			&rv->memo.nstats);
+		if (r < 0) {
+			ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
+			goto out;
 		}
 	}
 
@@ -768,6 +906,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 out:
 	if (stepped)
 		history_free(&h);
+	sync_linestats_free(since_l, nsince_l);
 	free(cache.slot);
 	git_tree_free(tipt);
 	git_tree_free(baset);

@@ -164,7 +164,7 @@ static int parse_stat(char *line, struct sync_linestat *s)
 	return 0;
 }
 
-static void stats_free(struct sync_linestat *v, size_t n)
+void sync_linestats_free(struct sync_linestat *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++)
 		free(v[i].path);
@@ -173,7 +173,7 @@ static void stats_free(struct sync_linestat *v, size_t n)
 
 void sync_rmemo_free(struct sync_rmemo *m)
 {
-	stats_free(m->stats, m->nstats);
+	sync_linestats_free(m->stats, m->nstats);
 	m->stats = NULL;
 	m->nstats = 0;
 	free(m->bloom);

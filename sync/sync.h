@@ -379,6 +379,7 @@ int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms);
 void sync_rmemo_free(struct sync_rmemo *m);
+void sync_linestats_free(struct sync_linestat *v, size_t n);
 void sync_rmemos_free(struct sync_rmemos *ms);
 
 /*
@@ -430,7 +431,7 @@ struct sync_review_in {
 struct sync_review {
 	int have_base, unique, base_is_old, unrelated;
 	int history_from_memo; /* 0 computed, 1 carried, 2 carried through the filter */
-	int diff_from_memo; /* the whole-branch diff was the memo's (same tip and base) */
+	int diff_from_memo; /* whole-branch diff: 1 the memo's (same tip, base), 2 composed */
 	git_oid base;
 	size_t commits, ahead, behind; /* ahead/behind: against the owner's branch */
 	struct sync_rpart whole; /* base -> tip */

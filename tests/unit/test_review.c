@@ -209,7 +209,7 @@ static void same_part(const struct sync_rpart *x, const struct sync_rpart *y)
 }
 
 struct tally {
-	unsigned pulls, from_memo, filtered, flagged, several, again, ops[11];
+	unsigned pulls, from_memo, filtered, flagged, several, again, composed, ops[11];
 };
 
 static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
@@ -294,7 +294,8 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		t->pulls++;
 		t->from_memo += inc.history_from_memo != 0;
 		t->filtered += inc.history_from_memo == 2;
-		t->again += inc.diff_from_memo;
+		t->again += inc.diff_from_memo == 1;
+		t->composed += inc.diff_from_memo == 2;
 		assert_int_equal(full.diff_from_memo, 0);
 		/* The reference itself, against libgit2's plain answers. */
 		if (full.have_base) {
@@ -408,11 +409,12 @@ static void review_differential(void **state)
 	for (unsigned r = 0; r < nruns; r++)
 		one_run(seed + r, 40, &t);
 	print_message("# review differential: seeds %llu..%llu, %u pulls (%u with the history from "
-		      "the memo, %u of them through the filter, %u with its diff), %u flagged "
+		      "the memo, %u of them through the filter; the diff: %u the memo's, %u "
+		      "composed), %u flagged "
 		      "paths, %u with several merge bases; ops: %u agent, "
 		      "%u owner, %u force, %u agent merges, %u owner merges, %u ff, %u resets, "
 		      "%u roots, %u both, %u none, %u owner takes new agent commits\n",
-		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.again, t.flagged, t.several,
+		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.again, t.composed, t.flagged, t.several,
 		t.ops[0],
 		t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8],
 		t.ops[9], t.ops[10]);
@@ -422,6 +424,7 @@ static void review_differential(void **state)
 	assert_true(t.flagged > 100);
 	assert_true(t.several > 0);
 	assert_true(t.again > 50);
+	assert_true(t.composed > 50);
 	for (unsigned i = 0; i < 11; i++)
 		assert_true(t.ops[i] > 0);
 	if (env && *env) {
