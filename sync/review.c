@@ -519,53 +519,6 @@ static int review_trees(git_repository *repo, const git_tree *a, const git_tree 
 	return 0;
 }
 
-/*
- * The whole-branch diff of the last pull again (same tip, same base: the same two trees),
- * classified afresh: the gate's flags are never taken from the memo. Its entries are
- * also the memo this review leaves.
- */
-static int review_again(git_repository *repo, const struct sync_rmemo *m,
-	struct sync_rpart *out, struct sync_linestat **learnt, size_t *nlearnt)
-{
-	size_t n = m->nstats;
-
-	out->v = calloc(n ? n : 1, sizeof(*out->v));
-	*learnt = calloc(n ? n : 1, sizeof(**learnt));
-	*nlearnt = 0;
-	if (!out->v || !*learnt) {
-		git_error_set_oom();
-		return -1;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const struct sync_linestat *s = &m->stats[i];
-		struct sync_rfile *f = &out->v[i];
-		struct sync_linestat *l = &(*learnt)[i];
-
-		*l = *s;
-		l->path = strdup(s->path);
-		f->path = strdup(s->path);
-		if (!l->path || !f->path) {
-			free(l->path);
-			free(f->path);
-			l->path = f->path = NULL;
-			git_error_set_oom();
-			return -1;
-		}
-		out->n++;
-		(*nlearnt)++;
-		f->old_mode = s->old_mode;
-		f->new_mode = s->new_mode;
-		f->add = s->add;
-		f->del = s->del;
-		f->binary = s->binary;
-		f->unreadable = s->unreadable;
-		f->flags = classify(repo, s->path, s->old_mode, &s->old_id, s->new_mode, &s->new_id);
-		out->ins += f->add;
-		out->del += f->del;
-	}
-	return 0;
-}
-
 /* Strictly increasing paths (strcmp): the order a merge by path needs. */
 static int by_path(const struct sync_linestat *v, size_t n)
 {
@@ -630,6 +583,29 @@ static int put(git_repository *repo, const struct stat_cache *cache, const struc
 	f->flags = classify(repo, l->path, l->old_mode, &l->old_id, l->new_mode, &l->new_id);
 	out->ins += f->add;
 	out->del += f->del;
+	return 0;
+}
+
+/*
+ * The whole-branch diff of the last pull again (same tip, same base: the same two trees),
+ * classified afresh: the gate's flags are never taken from the memo. Its entries are
+ * also the memo this review leaves.
+ */
+static int review_again(git_repository *repo, const struct sync_rmemo *m,
+	struct sync_rpart *out, struct sync_linestat **learnt, size_t *nlearnt)
+{
+	size_t n = m->nstats;
+
+	out->v = calloc(n ? n : 1, sizeof(*out->v));
+	*learnt = calloc(n ? n : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
+		git_error_set_oom();
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (put(repo, NULL, &m->stats[i], 0, out, *learnt, nlearnt) < 0)
+			return -1;
 	return 0;
 }
 
