@@ -48,8 +48,8 @@
 
 /* --- walks */
 
-int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
-	size_t limit, struct sync_oidset *set)
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	struct sync_oidset *set)
 {
 	git_oid *queue;
 	size_t nqueue = 0;
@@ -489,7 +489,8 @@ static int review_trees(git_repository *repo, const git_tree *a, const git_tree 
 				f->binary = hit->binary;
 			} else {
 				/* An entry whose object is not what its mode says: git fsck tells. */
-				f->unreadable = line_stats(repo, d, &f->add, &f->del, &f->binary) < 0;
+				f->unreadable =
+					line_stats(repo, d, &f->add, &f->del, &f->binary) < 0;
 				git_error_clear();
 			}
 		}
@@ -559,7 +560,8 @@ static int put(git_repository *repo, const struct stat_cache *cache, const struc
 				l->del = hit->del;
 				l->binary = hit->binary;
 			} else {
-				l->unreadable = line_stats(repo, &d, &l->add, &l->del, &l->binary) < 0;
+				l->unreadable =
+					line_stats(repo, &d, &l->add, &l->del, &l->binary) < 0;
 				git_error_clear();
 			}
 		}
@@ -591,8 +593,8 @@ static int put(git_repository *repo, const struct stat_cache *cache, const struc
  * classified afresh: the gate's flags are never taken from the memo. Its entries are
  * also the memo this review leaves.
  */
-static int review_again(git_repository *repo, const struct sync_rmemo *m,
-	struct sync_rpart *out, struct sync_linestat **learnt, size_t *nlearnt)
+static int review_again(git_repository *repo, const struct sync_rmemo *m, struct sync_rpart *out,
+	struct sync_linestat **learnt, size_t *nlearnt)
 {
 	size_t n = m->nstats;
 
@@ -648,7 +650,8 @@ static int review_composed(git_repository *repo, const struct sync_rmemo *m,
 			git_oid_cpy(&e.new_id, &d->new_id);
 			if (e.old_mode == e.new_mode && git_oid_equal(&e.old_id, &e.new_id))
 				continue; /* back to what it was at the base */
-			if (e.old_mode && e.new_mode && kind_of(e.old_mode) != kind_of(e.new_mode)) {
+			if (e.old_mode && e.new_mode &&
+				kind_of(e.old_mode) != kind_of(e.new_mode)) {
 				struct sync_linestat gone = e, added = e;
 
 				gone.new_mode = 0;
@@ -748,7 +751,8 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			git_graph_ahead_behind(&rv->ahead, &rv->behind, repo, in->tip, in->against);
 	} else if (in->against) {
 		size_t ahead = 0, behind = 0;
-		int counted = git_graph_ahead_behind(&ahead, &behind, repo, in->tip, in->against) == 0;
+		int counted =
+			git_graph_ahead_behind(&ahead, &behind, repo, in->tip, in->against) == 0;
 
 		if (in->have_local) {
 			rv->ahead = ahead;
@@ -852,8 +856,8 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			goto out;
 	}
 	if (r > 0) {
-		r = review_trees(repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats,
-			&rv->memo.nstats);
+		r = review_trees(
+			repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
 		if (r < 0) {
 			ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
 			goto out;

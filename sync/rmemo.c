@@ -154,8 +154,8 @@ static int parse_stat(char *line, struct sync_linestat *s)
 		hex_oid(f[1], &s->new_id) < 0 || parse_size(f[2], &add) < 0 ||
 		parse_size(f[3], &del) < 0 || parse_size(f[4], &bin) < 0 || bin > 1 ||
 		parse_mode(f[5], &s->old_mode) < 0 || parse_mode(f[6], &s->new_mode) < 0 ||
-		parse_size(f[7], &unread) < 0 || unread > 1 ||
-		(!s->old_mode && !s->new_mode) || !(s->path = parse_path(f[8])))
+		parse_size(f[7], &unread) < 0 || unread > 1 || (!s->old_mode && !s->new_mode) ||
+		!(s->path = parse_path(f[8])))
 		return -1;
 	s->add = add;
 	s->del = del;

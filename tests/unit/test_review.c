@@ -414,10 +414,9 @@ static void review_differential(void **state)
 		      "paths, %u with several merge bases; ops: %u agent, "
 		      "%u owner, %u force, %u agent merges, %u owner merges, %u ff, %u resets, "
 		      "%u roots, %u both, %u none, %u owner takes new agent commits\n",
-		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.again, t.composed, t.flagged, t.several,
-		t.ops[0],
-		t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8],
-		t.ops[9], t.ops[10]);
+		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.again, t.composed,
+		t.flagged, t.several, t.ops[0], t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5],
+		t.ops[6], t.ops[7], t.ops[8], t.ops[9], t.ops[10]);
 	/* The memo path and the gate were exercised, not only the fallbacks. */
 	assert_true(t.from_memo > t.pulls / 4);
 	assert_true(t.filtered > 10);
