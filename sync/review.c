@@ -437,105 +437,6 @@ static unsigned classify(git_repository *repo, const char *path, unsigned old_mo
 }
 
 /*
- * Review the change from tree a to tree b: every changed path classified, line counts
- * from the cache when the blob pair is there. Every changed path goes to *learnt (may be
- * NULL), in order: the diff itself, for the next pull.
- */
-static int review_trees(git_repository *repo, const git_tree *a, const git_tree *b,
-	const struct stat_cache *cache, struct sync_rpart *out, struct sync_linestat **learnt,
-	size_t *nlearnt)
-{
-	struct sync_deltas ds = {0};
-	int r;
-
-	r = sync_tree_diff(repo, a, b, SYNC_REVIEW_MAX_PATHS, &ds);
-	if (r < 0)
-		return r;
-	out->v = calloc(ds.n ? ds.n : 1, sizeof(*out->v));
-	if (!out->v) {
-		sync_deltas_free(&ds);
-		git_error_set_oom();
-		return -1;
-	}
-	if (learnt) {
-		*learnt = calloc(ds.n ? ds.n : 1, sizeof(**learnt));
-		*nlearnt = 0;
-		if (!*learnt) {
-			sync_deltas_free(&ds);
-			git_error_set_oom();
-			return -1;
-		}
-	}
-	for (size_t i = 0; i < ds.n; i++) {
-		struct sync_delta *d = &ds.v[i];
-		struct sync_rfile *f = &out->v[out->n];
-		const struct sync_linestat *hit = NULL;
-		git_oid zero = {{0}};
-		const git_oid *oa = d->old_mode ? &d->old_id : &zero;
-		const git_oid *ob = d->new_mode ? &d->new_id : &zero;
-
-		f->flags = classify(repo, d->path, d->old_mode, oa, d->new_mode, ob);
-		f->path = d->path;
-		d->path = NULL; /* now owned by f */
-		f->old_mode = d->old_mode;
-		f->new_mode = d->new_mode;
-		out->n++;
-		/* A submodule is a commit id, not content: no lines, as git diff --stat counts it. */
-		if (!is_gitlink(d->old_mode) && !is_gitlink(d->new_mode)) {
-			hit = cache_get(cache, oa, ob);
-			if (hit) {
-				f->add = hit->add;
-				f->del = hit->del;
-				f->binary = hit->binary;
-			} else {
-				/* An entry whose object is not what its mode says: git fsck tells. */
-				f->unreadable =
-					line_stats(repo, d, &f->add, &f->del, &f->binary) < 0;
-				git_error_clear();
-			}
-		}
-		out->ins += f->add;
-		out->del += f->del;
-		if (learnt) {
-			struct sync_linestat *s = &(*learnt)[*nlearnt];
-
-			s->path = strdup(f->path);
-			if (!s->path) {
-				sync_deltas_free(&ds);
-				git_error_set_oom();
-				return -1;
-			}
-			(*nlearnt)++;
-			git_oid_cpy(&s->old_id, oa);
-			git_oid_cpy(&s->new_id, ob);
-			s->old_mode = f->old_mode;
-			s->new_mode = f->new_mode;
-			s->add = f->add;
-			s->del = f->del;
-			s->binary = f->binary;
-			s->unreadable = f->unreadable;
-		}
-	}
-	sync_deltas_free(&ds);
-	return 0;
-}
-
-/* Strictly increasing paths (strcmp): the order a merge by path needs. */
-static int by_path(const struct sync_linestat *v, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(v[i - 1].path, v[i].path) >= 0)
-			return 0;
-	return 1;
-}
-
-/* The kind of entry a change may not cross without a delete and an add (as diff.c). */
-static int kind_of(unsigned mode)
-{
-	return (mode & 0170000) == 0120000 ? 1 : is_gitlink(mode) ? 2 : 0;
-}
-
-/*
  * Append e (its path borrowed) to out and *learnt: classified, its line counts counted
  * (from the cache, else the blobs) when count, else e's. 0 or -1.
  */
@@ -586,6 +487,60 @@ static int put(git_repository *repo, const struct stat_cache *cache, const struc
 	out->ins += f->add;
 	out->del += f->del;
 	return 0;
+}
+
+/*
+ * Review the change from tree a to tree b: every changed path classified, line counts
+ * from the cache when the blob pair is there. Every changed path also goes to *learnt,
+ * in order: the diff itself, for the next pull.
+ */
+static int review_trees(git_repository *repo, const git_tree *a, const git_tree *b,
+	const struct stat_cache *cache, struct sync_rpart *out, struct sync_linestat **learnt,
+	size_t *nlearnt)
+{
+	struct sync_deltas ds = {0};
+	int r;
+
+	r = sync_tree_diff(repo, a, b, SYNC_REVIEW_MAX_PATHS, &ds);
+	if (r < 0)
+		return r;
+	out->v = calloc(ds.n ? ds.n : 1, sizeof(*out->v));
+	*learnt = calloc(ds.n ? ds.n : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
+		sync_deltas_free(&ds);
+		git_error_set_oom();
+		return -1;
+	}
+	for (size_t i = 0; i < ds.n && r == 0; i++) {
+		const struct sync_delta *d = &ds.v[i];
+		struct sync_linestat e = {
+			.path = d->path, .old_mode = d->old_mode, .new_mode = d->new_mode};
+
+		/* An absent side is the zero id, as the memo keys line counts. */
+		if (d->old_mode)
+			git_oid_cpy(&e.old_id, &d->old_id);
+		if (d->new_mode)
+			git_oid_cpy(&e.new_id, &d->new_id);
+		r = put(repo, cache, &e, 1, out, *learnt, nlearnt);
+	}
+	sync_deltas_free(&ds);
+	return r;
+}
+
+/* Strictly increasing paths (strcmp): the order a merge by path needs. */
+static int by_path(const struct sync_linestat *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1].path, v[i].path) >= 0)
+			return 0;
+	return 1;
+}
+
+/* The kind of entry a change may not cross without a delete and an add (as diff.c). */
+static int kind_of(unsigned mode)
+{
+	return (mode & 0170000) == 0120000 ? 1 : is_gitlink(mode) ? 2 : 0;
 }
 
 /*
