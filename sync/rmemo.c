@@ -316,12 +316,7 @@ int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
 	FILE *f;
 	int r;
 
-	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0 ||
-		rmemo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
-		return -ENAMETOOLONG;
-	if (!ms->n)
-		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
-	f = sync_memo_create(tmp, &r);
+	f = sync_memo_begin(gitdir, RMEMO_NAME, !ms->n, path, tmp, sizeof(path), &r);
 	if (!f)
 		return r;
 	for (size_t i = 0; i < ms->n; i++) {

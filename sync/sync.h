@@ -298,11 +298,14 @@ int sync_memo_add(
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
 /*
- * A memo file written whole or not at all: sync_memo_create opens tmp (0600, O_EXCL,
- * not through a link; NULL with *err = -errno), sync_memo_commit flushes, closes and
- * renames it over path (0 or -errno; tmp removed on failure).
+ * A memo file written whole or not at all: sync_memo_begin fills path and tmp (n bytes
+ * each: gitdir/name and its ".tmp") and opens tmp (0600, O_EXCL, not through a link);
+ * NULL with *err = 0 when empty (path is then removed) or a negative errno.
+ * sync_memo_commit flushes, closes and renames it over path (0 or -errno; tmp removed on
+ * failure).
  */
-FILE *sync_memo_create(const char *tmp, int *err);
+FILE *sync_memo_begin(const char *gitdir, const char *name, int empty, char *path, char *tmp,
+	size_t n, int *err);
 /* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
 int sync_memo_commit(FILE *f, const char *tmp, const char *path);
