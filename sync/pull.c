@@ -93,9 +93,23 @@ static void sync_stat_lines(const struct sync_rpart *p, struct buf *stat)
 	}
 }
 
+/* Say why the review of branch b failed: r from sync_review_run, msg libgit2's error then. */
+static void sync_review_failed(
+	struct sync_ctx *x, const struct sync_branch *b, int r, const char *msg)
+{
+	if (r == SYNC_DIFF_TOO_BIG)
+		/* log_err escapes the name (the agent's) itself. */
+		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
+			"(%s): look at it with git before you check it out",
+			x->ns, b->name, SYNC_REVIEW_MAX_PATHS, msg);
+	else
+		log_err("reviewing the fetched branch: %s", msg[0] ? msg : "unknown libgit2 error");
+}
+
 /*
  * Review branch b (review.c): its base, counts, diffstat and flags, the whole branch and
- * what is new since the last pull. -2: too big to review (said), -1: failed (said).
+ * what is new since the last pull. Says nothing: a failure (r < 0 from sync_review_run,
+ * -1 out of memory) is reported by the caller once the history is known to be complete.
  */
 static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
 	const struct sync_review_in *in, struct sync_review *rv, struct sync_flagrec **fl,
@@ -105,18 +119,8 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
 	int r;
 
 	r = sync_review_run(x->repo, in, rv);
-	if (r == SYNC_DIFF_TOO_BIG) {
-		/* log_err escapes the name (the agent's) itself. */
-		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
-			"(%s): look at it with git before you check it out",
-			x->ns, b->name, SYNC_REVIEW_MAX_PATHS,
-			git_error_last() ? git_error_last()->message : "");
-		return -2;
-	}
-	if (r < 0) {
-		sync_git_fail(x, "reviewing the fetched branch");
-		return -1;
-	}
+	if (r < 0)
+		return r;
 	b->have_base = rv->have_base;
 	if (rv->have_base)
 		git_oid_cpy(&b->base, &rv->base);
@@ -141,7 +145,7 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
 		nf = !rv->have_since ? (b->have_old ? 0 : d->flags)
 				     : sync_since_flags(&rv->since, &pos, d->path);
 		if (sync_push_flag(fl, nfl, b->name, d->path, d->flags, nf & d->flags) < 0) {
-			log_err("out of memory");
+			git_error_set_oom();
 			return -1;
 		}
 	}
@@ -251,16 +255,34 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
  * subtrees and blobs that differ from each commit's parent), which saves the ~70 ms of
  * rev-list marking every ref's whole tree.
  */
-static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br, size_t nb)
+/* The incomplete-history error, once: what, for which branch, and what to do. */
+static void sync_incomplete(struct sync_ctx *x, const char *bad, const char *why)
+{
+	char raw[300];
+
+	log_err("%s sent an incomplete history%s%s%s: %s; no ref was written (a broken or "
+		"hostile agent repository: check it with 'git fsck' on the agent's side; "
+		"the unreferenced objects received go with 'git gc --prune=now')",
+		x->cfg.agent, bad ? " for branch \"" : "", bad ? bad : "", bad ? "\"" : "",
+		sync_unescape(why, raw, sizeof(raw)));
+}
+
+/*
+ * Start the check: 0 with *g running git rev-list (sync_check_finish gives its verdict),
+ * 0 with g->pid < 0 when it is decided already (complete), -1 when it failed (said).
+ */
+static int sync_check_start(
+	struct sync_ctx *x, const struct sync_branch *br, size_t nb, struct sync_git *g)
 {
 	static const char *const args[] = {"rev-list", "--objects", "--quiet", "--stdin", "--not",
 		"--branches", "--tags", "--remotes", NULL};
-	struct sync_git g = {.pid = -1, .in = -1, .out = -1, .err = -1};
 	struct buf tips = {0};
-	char why[300] = "", hex[GIT_OID_HEXSZ + 1], msg[1024];
+	char why[300] = "", hex[GIT_OID_HEXSZ + 1];
 	const char *bad = NULL;
-	int r, st, ret = -1;
+	int r, ret = -1;
 
+	g->pid = -1;
+	g->in = g->out = g->err = -1;
 	if (!nb)
 		return 0;
 	for (size_t i = 0; i < nb; i++) {
@@ -300,30 +322,46 @@ static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br,
 			goto out;
 		}
 	}
-	if (sync_git_start(&g, git_repository_path(x->repo), x->me.home, args,
+	if (sync_git_start(g, git_repository_path(x->repo), x->me.home, args,
 		    SYNC_GIT_STDIN | SYNC_GIT_STDERR) < 0) {
 		log_err("cannot check the fetched history: no ref was written");
 		goto out;
 	}
 	/* A few KiB of ids: rev-list reads them all before it writes anything. */
-	if (sync_git_write_all(g.in, tips.data, tips.len) < 0) {
+	if (sync_git_write_all(g->in, tips.data, tips.len) < 0) {
 		log_err("writing to git rev-list: %s", strerror(errno));
-		sync_git_finish(&g, 1);
+		sync_git_finish(g, 1);
+		g->pid = -1;
 		goto out;
 	}
-	close(g.in);
-	g.in = -1;
-	r = sync_git_read_err(&g, msg, sizeof(msg), x->conn.deadline);
-	st = sync_git_finish(&g, r < 0);
+	close(g->in);
+	g->in = -1;
+	ret = 0;
+out:
+	if (ret < 0 && why[0])
+		sync_incomplete(x, bad, why);
+	buf_free(&tips);
+	return ret;
+}
+
+/* rev-list's verdict (g from sync_check_start): 0 complete, -1 not (said). */
+static int sync_check_finish(struct sync_ctx *x, struct sync_git *g)
+{
+	char why[300], msg[1024];
+	int r, st;
+
+	if (g->pid < 0)
+		return 0;
+	r = sync_git_read_err(g, msg, sizeof(msg), x->conn.deadline);
+	st = sync_git_finish(g, r < 0);
+	g->pid = -1;
 	if (r == -ETIMEDOUT) {
 		log_err("time limit reached while checking the fetched history (raise it with "
 			"--timeout): no ref was written");
-		goto out;
+		return -1;
 	}
-	if (r == 0 && st == 0) {
-		ret = 0;
-		goto out;
-	}
+	if (r == 0 && st == 0)
+		return 0;
 	/* git's first line ("fatal: bad tree object ...", "missing blob object ..."). */
 	{
 		char *line = msg, *nl = strchr(msg, '\n');
@@ -338,18 +376,8 @@ static int sync_check_complete(struct sync_ctx *x, const struct sync_branch *br,
 		}
 		sync_escape(line, strlen(line), why, sizeof(why));
 	}
-out:
-	if (ret < 0 && why[0]) {
-		char raw[sizeof(why)];
-
-		log_err("%s sent an incomplete history%s%s%s: %s; no ref was written (a broken or "
-			"hostile agent repository: check it with 'git fsck' on the agent's side; "
-			"the unreferenced objects received go with 'git gc --prune=now')",
-			x->cfg.agent, bad ? " for branch \"" : "", bad ? bad : "", bad ? "\"" : "",
-			sync_unescape(why, raw, sizeof(raw)));
-	}
-	buf_free(&tips);
-	return ret;
+	sync_incomplete(x, NULL, why);
+	return -1;
 }
 
 int sync_do_pull(struct sync_ctx *x)
@@ -369,7 +397,10 @@ int sync_do_pull(struct sync_ctx *x)
 	struct timespec start;
 	struct sync_memos memo = {0}, memo2 = {0};
 	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
-	int rmemo_dirty = 0;
+	int rmemo_dirty = 0, review_r = 0;
+	struct sync_git check = {.pid = -1, .in = -1, .out = -1, .err = -1};
+	const struct sync_branch *review_bad = NULL;
+	char review_err[512];
 	unsigned removed = 0;
 	int ret = -1, lockfd = -1, r;
 
@@ -478,14 +509,19 @@ int sync_do_pull(struct sync_ctx *x)
 	}
 	git_remote_disconnect(x->remote);
 	x->conn.err[0] = '\0';
-	/* Before any ref is written: the fetched history must be complete. */
-	if (sync_check_complete(x, br, nb) < 0)
+	/*
+	 * Before any ref is written the fetched history must be complete (git rev-list, or
+	 * the in-process check for a few commits). The review reads the same objects and
+	 * runs meanwhile, on the other core: what it finds is used, and any ref written,
+	 * only once the history is known complete; a review that fails on an incomplete
+	 * history is reported as that.
+	 */
+	if (sync_check_start(x, br, nb, &check) < 0)
 		goto out;
-
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20], msg[128];
-		git_reference *old = NULL, *nref = NULL;
+		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20];
+		git_reference *old = NULL;
 		git_oid lid;
 
 		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
@@ -503,16 +539,6 @@ int sync_do_pull(struct sync_ctx *x)
 			b->state = "updated";
 		else
 			b->state = "forced";
-		snprintf(msg, sizeof(msg), "ocsb sync pull: %s",
-			!strcmp(b->state, "forced") ? "forced-update" : b->state);
-		if (strcmp(b->state, "up to date") != 0) {
-			if (git_reference_create(&nref, x->repo, track, &b->tip, 1, msg) < 0) {
-				sync_git_fail(x, track);
-				goto out;
-			}
-			git_reference_free(nref);
-			sync_ensure_reflog(x, track, &b->tip, msg);
-		}
 		/*
 		 * Review base: where the agent's work starts from the owner's point of view,
 		 * the owner's branch of that name; without one, the owner's HEAD, so a second
@@ -541,10 +567,19 @@ int sync_do_pull(struct sync_ctx *x)
 			}
 			git_error_clear();
 			r = sync_review_branch(x, b, &in, &rv, &fl, &nfl, &bstat[i]);
-			if (r == 0 && !in.have_local && in.against &&
-				(in.unrelated_hint || rv.unrelated))
+			if (r < 0) {
+				const git_error *e = git_error_last();
+
+				snprintf(review_err, sizeof(review_err), "%s",
+					e && e->message ? e->message : "");
+				review_r = r;
+				review_bad = b;
+				sync_review_free(&rv);
+				break;
+			}
+			if (!in.have_local && in.against && (in.unrelated_hint || rv.unrelated))
 				(void)sync_memo_add(&memo2, track, &b->tip, in.against);
-			if (r == 0 && rv.have_memo) {
+			if (rv.have_memo) {
 				const struct sync_rmemo *om = in.memo;
 
 				snprintf(rv.memo.ref, sizeof(rv.memo.ref), "%s", track);
@@ -557,9 +592,30 @@ int sync_do_pull(struct sync_ctx *x)
 					rmemo_dirty = 1; /* a missing entry costs speed only */
 			}
 			sync_review_free(&rv);
-			if (r < 0)
-				goto out;
 		}
+	}
+	if (sync_check_finish(x, &check) < 0)
+		goto out;
+	if (review_bad) {
+		sync_review_failed(x, review_bad, review_r, review_err);
+		goto out;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		struct sync_branch *b = &br[i];
+		char track[SYNC_REF_MAX + 160], msg[128];
+		git_reference *nref = NULL;
+
+		if (!strcmp(b->state, "up to date"))
+			continue;
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
+		snprintf(msg, sizeof(msg), "ocsb sync pull: %s",
+			!strcmp(b->state, "forced") ? "forced-update" : b->state);
+		if (git_reference_create(&nref, x->repo, track, &b->tip, 1, msg) < 0) {
+			sync_git_fail(x, track);
+			goto out;
+		}
+		git_reference_free(nref);
+		sync_ensure_reflog(x, track, &b->tip, msg);
 	}
 
 	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
@@ -695,6 +751,8 @@ out:
 	strv_free(&specs);
 	strv_free(&skipped);
 	strv_free(&deleted);
+	if (check.pid >= 0)
+		sync_git_finish(&check, 1);
 	if (lockfd >= 0)
 		close(lockfd);
 	return ret;

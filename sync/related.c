@@ -57,8 +57,8 @@ int sync_still_unrelated(git_repository *repo, const git_oid *t, const git_oid *
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n)
 {
 	size_t l = strlen(gitdir);
-	int w = snprintf(out, n, "%s%s%s%s", gitdir, l && gitdir[l - 1] == '/' ? "" : "/", name,
-		suffix);
+	int w = snprintf(
+		out, n, "%s%s%s%s", gitdir, l && gitdir[l - 1] == '/' ? "" : "/", name, suffix);
 
 	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
 }
@@ -159,11 +159,23 @@ int sync_memo_add(
 	return 0;
 }
 
-FILE *sync_memo_create(const char *tmp, int *err)
+FILE *sync_memo_begin(
+	const char *gitdir, const char *name, int empty, char *path, char *tmp, size_t n, int *err)
 {
 	FILE *f;
 	int fd;
 
+	*err = 0;
+	if (sync_gitdir_path(gitdir, name, "", path, n) < 0 ||
+		sync_gitdir_path(gitdir, name, ".tmp", tmp, n) < 0) {
+		*err = -ENAMETOOLONG;
+		return NULL;
+	}
+	if (empty) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			*err = -errno;
+		return NULL;
+	}
 	/* Under the pull's lock; O_NOFOLLOW: a planted link is not written through. */
 	(void)unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -203,12 +215,7 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 	FILE *f;
 	int r;
 
-	if (memo_path(gitdir, "", path, sizeof(path)) < 0 ||
-		memo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
-		return -ENAMETOOLONG;
-	if (!ms->n)
-		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
-	f = sync_memo_create(tmp, &r);
+	f = sync_memo_begin(gitdir, MEMO_NAME, !ms->n, path, tmp, sizeof(path), &r);
 	if (!f)
 		return r;
 	for (size_t i = 0; i < ms->n; i++) {

@@ -20,14 +20,17 @@
  *   the owner moves, no new owner commit in it (nor among the new agent commits) proves
  *   B' = L. Anything else (force-push, a merge either way, a new root, a long walk,
  *   another merge base) is computed from scratch.
- * - Diffstat. The tree diff itself opens only subtrees that differ (diff.c) and runs in
- *   full every time; the expensive part, the line counts, is a pure function of the two
- *   blobs' contents: the memo keeps them keyed by the blob ids, nothing else.
+ * - Diffstat. The same tip and base are the same two trees: the memo keeps their diff
+ *   (paths, modes, blob pairs, line counts) and a pull where neither moved takes it from
+ *   there. Otherwise the tree diff runs (diff.c opens only subtrees that differ) and the
+ *   line counts, a pure function of the two blobs' contents, come from the memo by blob
+ *   pair when it has them.
  * - Flags are never memoized: every changed path is classified on every pull.
  *
- * A wrong memo must never hide a flag, and the flags do not depend on it at all. The
- * counts and the base do; the unit test drives random histories (commits, force-pushes,
- * merges either way) and compares every pull's incremental review with one from scratch.
+ * A wrong memo must never hide a flag: the classifier runs on every path, and the paths,
+ * the base and the counts come from the memo only as proven above. The unit test drives
+ * random histories (commits, force-pushes, merges either way) and compares every pull's
+ * incremental review (every path, its modes, counts and flags) with one from scratch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,16 +43,13 @@
 
 #include "sync.h"
 
-#define RMEMO_NAME "ocsb-sync.review"
-#define RMEMO_MAX_BYTES (256u << 20)
-#define RMEMO_MAX_STATS 2000000u
 #define REVIEW_BLOB_MAX (1u << 20) /* .gitattributes / link targets read for the gate */
 #define REVIEW_DIFF_MAX (64u << 20) /* larger blobs count as binary, unread */
 
 /* --- walks */
 
-int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop,
-	size_t limit, struct sync_oidset *set)
+int sync_walk_onto_set(git_repository *repo, const git_oid *from, const git_oid *stop, size_t limit,
+	struct sync_oidset *set)
 {
 	git_oid *queue;
 	size_t nqueue = 0;
@@ -114,8 +114,8 @@ int sync_walk_onto(git_repository *repo, const git_oid *from, const git_oid *sto
  * from scratch. It holds tip ^B, a superset is harmless too.
  */
 #define BLOOM_K 4
-#define BLOOM_BITS_PER 16 /* ~0.2% false positives when full */
-#define BLOOM_MAX_BYTES (16u << 20)
+#define BLOOM_BITS_PER SYNC_BLOOM_BITS_PER
+#define BLOOM_MAX_BYTES SYNC_BLOOM_MAX_BYTES
 
 static size_t bloom_bit(const git_oid *id, unsigned k, size_t bytes)
 {
@@ -273,291 +273,12 @@ out:
 	return ok;
 }
 
-/* --- memo file: "branch" header lines, each followed by its line-count lines */
-
-static int rmemo_path(const char *gitdir, const char *suffix, char *out, size_t n)
-{
-	return sync_gitdir_path(gitdir, RMEMO_NAME, suffix, out, n);
-}
-
-static int hex_oid(const char *s, git_oid *out)
-{
-	if (!strcmp(s, "-")) {
-		memset(out, 0, sizeof(*out));
-		return 0;
-	}
-	if (strlen(s) != GIT_OID_HEXSZ || git_oid_fromstr(out, s) < 0) {
-		git_error_clear();
-		return -1;
-	}
-	return 0;
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!*s || *s == '-' || *s == '+')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > SIZE_MAX / 4)
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Split line into at most max space-separated fields; their number. */
-static size_t fields(char *line, char **f, size_t max)
-{
-	size_t n = 0;
-	char *save = NULL;
-
-	for (char *t = strtok_r(line, " ", &save); t && n < max; t = strtok_r(NULL, " ", &save))
-		f[n++] = t;
-	return strtok_r(NULL, " ", &save) ? max + 1 : n;
-}
-
-/* The header of one branch; 0 or -1. */
-static int parse_header(char *line, struct sync_rmemo *m, size_t *nstats)
-{
-	char *f[14];
-	size_t bits;
-
-	if (fields(line, f, 13) != 13 || strcmp(f[0], "branch") != 0 ||
-		strncmp(f[1], "refs/remotes/", 13) != 0 || strlen(f[1]) >= sizeof(m->ref) ||
-		hex_oid(f[2], &m->tip) < 0 || hex_oid(f[3], &m->against) < 0 ||
-		hex_oid(f[4], &m->base) < 0 || parse_size(f[5], &bits) < 0 || bits > 7 ||
-		parse_size(f[6], &m->commits) < 0 || parse_size(f[7], &m->ahead) < 0 ||
-		parse_size(f[8], &m->behind) < 0 || parse_size(f[9], nstats) < 0 ||
-		*nstats > RMEMO_MAX_STATS || parse_size(f[10], &m->bloom_bytes) < 0 ||
-		parse_size(f[11], &m->bloom_n) < 0 || strcmp(f[12], "end") != 0)
-		return -1;
-	/* A filter is a power of two of bytes, not overfull: else there is none. */
-	if (m->bloom_bytes &&
-		(m->bloom_bytes < 128 || m->bloom_bytes > BLOOM_MAX_BYTES ||
-			(m->bloom_bytes & (m->bloom_bytes - 1)) ||
-			m->bloom_n > m->bloom_bytes * 8 / BLOOM_BITS_PER))
-		return -1;
-	memcpy(m->ref, f[1], strlen(f[1]) + 1);
-	m->have_base = (bits & 1) != 0;
-	m->unique = (bits & 2) != 0;
-	m->have_local = (bits & 4) != 0;
-	if (git_oid_is_zero(&m->tip) || git_oid_is_zero(&m->against) ||
-		m->have_base == git_oid_is_zero(&m->base))
-		return -1;
-	return 0;
-}
-
-static int parse_stat(char *line, struct sync_linestat *s)
-{
-	char *f[6];
-	size_t add, del, bin;
-
-	if (fields(line, f, 5) != 5 || hex_oid(f[0], &s->old_id) < 0 ||
-		hex_oid(f[1], &s->new_id) < 0 || parse_size(f[2], &add) < 0 ||
-		parse_size(f[3], &del) < 0 || parse_size(f[4], &bin) < 0 || bin > 1)
-		return -1;
-	s->add = add;
-	s->del = del;
-	s->binary = (int)bin;
-	return 0;
-}
-
-void sync_rmemo_free(struct sync_rmemo *m)
-{
-	free(m->stats);
-	m->stats = NULL;
-	m->nstats = 0;
-	free(m->bloom);
-	m->bloom = NULL;
-	m->bloom_bytes = m->bloom_n = 0;
-}
-
-void sync_rmemos_free(struct sync_rmemos *ms)
-{
-	for (size_t i = 0; i < ms->n; i++)
-		sync_rmemo_free(&ms->v[i]);
-	free(ms->v);
-	ms->v = NULL;
-	ms->n = 0;
-}
-
-int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
-{
-	char path[4096], *buf = NULL, *p, *end;
-	struct stat st;
-	size_t got = 0;
-	int fd, r = 0;
-
-	ms->v = NULL;
-	ms->n = 0;
-	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0)
-		return 0;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0; /* none yet, or a link: no memo */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RMEMO_MAX_BYTES ||
-		!(buf = malloc((size_t)st.st_size + 1)))
-		goto out;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	end = buf + got;
-	p = buf;
-	/* A damaged block ends the memo there: what came before still counts. */
-	while (p < end) {
-		char *nl = memchr(p, '\n', (size_t)(end - p));
-		struct sync_rmemo m = {0}, *nv;
-		size_t nstats;
-
-		if (!nl)
-			break;
-		*nl = '\0';
-		if (parse_header(p, &m, &nstats) < 0)
-			break;
-		p = nl + 1;
-		if (m.bloom_bytes) {
-			size_t bytes = m.bloom_bytes;
-
-			m.bloom_bytes = 0; /* set once read */
-			nl = memchr(p, '\n', (size_t)(end - p));
-			if (!nl || (size_t)(nl - p) != 2 * bytes || !(m.bloom = malloc(bytes)))
-				break;
-			for (size_t k = 0; k < bytes; k++) {
-				int hi = hexval(p[2 * k]), lo = hexval(p[2 * k + 1]);
-
-				if (hi < 0 || lo < 0)
-					break;
-				m.bloom[k] = (unsigned char)(hi << 4 | lo);
-				m.bloom_bytes = k + 1;
-			}
-			if (m.bloom_bytes != bytes) {
-				sync_rmemo_free(&m);
-				break;
-			}
-			p = nl + 1;
-		}
-		if (nstats) {
-			m.stats = calloc(nstats, sizeof(*m.stats));
-			if (!m.stats) {
-				r = -ENOMEM;
-				break;
-			}
-		}
-		for (; m.nstats < nstats && p < end; m.nstats++) {
-			nl = memchr(p, '\n', (size_t)(end - p));
-			if (!nl)
-				break;
-			*nl = '\0';
-			if (parse_stat(p, &m.stats[m.nstats]) < 0)
-				break;
-			p = nl + 1;
-		}
-		if (m.nstats != nstats) {
-			sync_rmemo_free(&m);
-			break;
-		}
-		nv = realloc(ms->v, (ms->n + 1) * sizeof(*nv));
-		if (!nv) {
-			sync_rmemo_free(&m);
-			r = -ENOMEM;
-			break;
-		}
-		ms->v = nv;
-		ms->v[ms->n++] = m;
-	}
-out:
-	free(buf);
-	close(fd);
-	if (r < 0)
-		sync_rmemos_free(ms);
-	return r;
-}
-
-const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref)
-{
-	for (size_t i = 0; i < ms->n; i++)
-		if (!strcmp(ms->v[i].ref, ref))
-			return &ms->v[i];
-	return NULL;
-}
-
-int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m)
-{
-	struct sync_rmemo *nv = realloc(ms->v, (ms->n + 1) * sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	ms->v = nv;
-	ms->v[ms->n++] = *m;
-	m->stats = NULL; /* moved */
-	m->nstats = 0;
-	m->bloom = NULL;
-	m->bloom_bytes = m->bloom_n = 0;
-	return 0;
-}
-
-int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
-{
-	char path[4096], tmp[4096];
-	FILE *f;
-	int r;
-
-	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0 ||
-		rmemo_path(gitdir, ".tmp", tmp, sizeof(tmp)) < 0)
-		return -ENAMETOOLONG;
-	if (!ms->n)
-		return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
-	f = sync_memo_create(tmp, &r);
-	if (!f)
-		return r;
-	for (size_t i = 0; i < ms->n; i++) {
-		const struct sync_rmemo *m = &ms->v[i];
-		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
-
-		fprintf(f, "branch %s %s %s %s %u %zu %zu %zu %zu %zu %zu end\n", m->ref,
-			git_oid_tostr(t, sizeof(t), &m->tip),
-			git_oid_tostr(a, sizeof(a), &m->against),
-			m->have_base ? git_oid_tostr(b, sizeof(b), &m->base) : "-",
-			(m->have_base ? 1u : 0u) | (m->unique ? 2u : 0u) |
-				(m->have_local ? 4u : 0u),
-			m->commits, m->ahead, m->behind, m->nstats, m->bloom ? m->bloom_bytes : 0,
-			m->bloom ? m->bloom_n : 0);
-		for (size_t k = 0; m->bloom && k < m->bloom_bytes; k++)
-			fprintf(f, "%02x%s", m->bloom[k], k + 1 == m->bloom_bytes ? "\n" : "");
-		for (size_t k = 0; k < m->nstats; k++) {
-			const struct sync_linestat *s = &m->stats[k];
-
-			fprintf(f, "%s %s %zu %zu %d\n",
-				git_oid_is_zero(&s->old_id)
-					? "-"
-					: git_oid_tostr(t, sizeof(t), &s->old_id),
-				git_oid_is_zero(&s->new_id)
-					? "-"
-					: git_oid_tostr(a, sizeof(a), &s->new_id),
-				s->add, s->del, s->binary);
-		}
-	}
-	return sync_memo_commit(f, tmp, path);
-}
-
 /* --- line counts, looked up by blob pair */
+
+static int is_gitlink(unsigned mode)
+{
+	return (mode & 0170000) == 0160000;
+}
 
 struct stat_cache {
 	const struct sync_linestat *v; /* borrowed */
@@ -588,8 +309,11 @@ static void cache_init(struct stat_cache *c, const struct sync_linestat *v, size
 	}
 	c->v = v;
 	for (size_t i = 0; i < n; i++) {
-		size_t h = pair_hash(&v[i].old_id, &v[i].new_id) & (c->cap - 1);
+		size_t h;
 
+		if (v[i].unreadable || is_gitlink(v[i].old_mode) || is_gitlink(v[i].new_mode))
+			continue; /* no line counts */
+		h = pair_hash(&v[i].old_id, &v[i].new_id) & (c->cap - 1);
 		while (c->slot[h])
 			h = (h + 1) & (c->cap - 1);
 		c->slot[h] = i + 1;
@@ -691,14 +415,84 @@ out:
 	return r;
 }
 
-static int is_gitlink(unsigned mode)
+/* Classify one changed path: from its path and modes, and the contents the gate reads. */
+static unsigned classify(git_repository *repo, const char *path, unsigned old_mode,
+	const git_oid *old_id, unsigned new_mode, const git_oid *new_id)
 {
-	return (mode & 0170000) == 0160000;
+	struct sync_entry e = {.path = path, .old_mode = old_mode, .new_mode = new_mode};
+	char *od = NULL, *nd = NULL;
+	unsigned flags;
+
+	if (new_mode && sync_review_wants_data(path, new_mode))
+		read_blob(repo, new_id, &nd, &e.new_len);
+	if (old_mode && sync_review_wants_data(path, old_mode))
+		read_blob(repo, old_id, &od, &e.old_len);
+	e.new_data = nd;
+	e.old_data = od;
+	flags = sync_review_classify(&e);
+	free(od);
+	free(nd);
+	git_error_clear();
+	return flags;
+}
+
+/*
+ * Append e (its path borrowed) to out and *learnt: classified, its line counts counted
+ * (from the cache, else the blobs) when count, else e's. 0 or -1.
+ */
+static int put(git_repository *repo, const struct stat_cache *cache, const struct sync_linestat *e,
+	int count, struct sync_rpart *out, struct sync_linestat *learnt, size_t *nlearnt)
+{
+	struct sync_linestat *l = &learnt[*nlearnt];
+	struct sync_rfile *f = &out->v[out->n];
+
+	*l = *e;
+	if (count) {
+		l->add = l->del = 0;
+		l->binary = l->unreadable = 0;
+		if (!is_gitlink(l->old_mode) && !is_gitlink(l->new_mode)) {
+			const struct sync_linestat *hit = cache_get(cache, &l->old_id, &l->new_id);
+			struct sync_delta d = {.old_mode = l->old_mode, .new_mode = l->new_mode};
+
+			git_oid_cpy(&d.old_id, &l->old_id);
+			git_oid_cpy(&d.new_id, &l->new_id);
+			if (hit) {
+				l->add = hit->add;
+				l->del = hit->del;
+				l->binary = hit->binary;
+			} else {
+				l->unreadable =
+					line_stats(repo, &d, &l->add, &l->del, &l->binary) < 0;
+				git_error_clear();
+			}
+		}
+	}
+	l->path = strdup(e->path);
+	f->path = l->path ? strdup(e->path) : NULL;
+	if (!f->path) {
+		free(l->path);
+		l->path = NULL;
+		git_error_set_oom();
+		return -1;
+	}
+	(*nlearnt)++;
+	out->n++;
+	f->old_mode = l->old_mode;
+	f->new_mode = l->new_mode;
+	f->add = l->add;
+	f->del = l->del;
+	f->binary = l->binary;
+	f->unreadable = l->unreadable;
+	f->flags = classify(repo, l->path, l->old_mode, &l->old_id, l->new_mode, &l->new_id);
+	out->ins += f->add;
+	out->del += f->del;
+	return 0;
 }
 
 /*
  * Review the change from tree a to tree b: every changed path classified, line counts
- * from the cache when the blob pair is there. Counted pairs go to *learnt (may be NULL).
+ * from the cache when the blob pair is there. Every changed path also goes to *learnt,
+ * in order: the diff itself, for the next pull.
  */
 static int review_trees(git_repository *repo, const git_tree *a, const git_tree *b,
 	const struct stat_cache *cache, struct sync_rpart *out, struct sync_linestat **learnt,
@@ -711,71 +505,124 @@ static int review_trees(git_repository *repo, const git_tree *a, const git_tree 
 	if (r < 0)
 		return r;
 	out->v = calloc(ds.n ? ds.n : 1, sizeof(*out->v));
-	if (!out->v) {
+	*learnt = calloc(ds.n ? ds.n : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
 		sync_deltas_free(&ds);
 		git_error_set_oom();
 		return -1;
 	}
-	if (learnt) {
-		*learnt = calloc(ds.n ? ds.n : 1, sizeof(**learnt));
-		*nlearnt = 0;
-		if (!*learnt) {
-			sync_deltas_free(&ds);
-			git_error_set_oom();
-			return -1;
-		}
-	}
-	for (size_t i = 0; i < ds.n; i++) {
-		struct sync_delta *d = &ds.v[i];
-		struct sync_rfile *f = &out->v[out->n];
-		struct sync_entry e = {
+	for (size_t i = 0; i < ds.n && r == 0; i++) {
+		const struct sync_delta *d = &ds.v[i];
+		struct sync_linestat e = {
 			.path = d->path, .old_mode = d->old_mode, .new_mode = d->new_mode};
-		char *od = NULL, *nd = NULL;
-		const struct sync_linestat *hit = NULL;
-		git_oid zero = {{0}};
-		const git_oid *oa = d->old_mode ? &d->old_id : &zero;
-		const git_oid *ob = d->new_mode ? &d->new_id : &zero;
 
-		if (e.new_mode && sync_review_wants_data(d->path, e.new_mode))
-			read_blob(repo, &d->new_id, &nd, &e.new_len);
-		if (e.old_mode && sync_review_wants_data(d->path, e.old_mode))
-			read_blob(repo, &d->old_id, &od, &e.old_len);
-		e.new_data = nd;
-		e.old_data = od;
-		f->flags = sync_review_classify(&e);
-		free(od);
-		free(nd);
-		f->path = d->path;
-		d->path = NULL; /* now owned by f */
-		f->old_mode = d->old_mode;
-		f->new_mode = d->new_mode;
-		out->n++;
-		/* A submodule is a commit id, not content: no lines, as git diff --stat counts it. */
-		if (is_gitlink(d->old_mode) || is_gitlink(d->new_mode))
-			continue;
-		hit = cache_get(cache, oa, ob);
-		if (hit) {
-			f->add = hit->add;
-			f->del = hit->del;
-			f->binary = hit->binary;
-		} else {
-			/* An entry whose object is not what its mode says: git fsck tells. */
-			f->unreadable = line_stats(repo, d, &f->add, &f->del, &f->binary) < 0;
-			git_error_clear();
-		}
-		out->ins += f->add;
-		out->del += f->del;
-		if (learnt && !f->unreadable) {
-			struct sync_linestat *s = &(*learnt)[(*nlearnt)++];
-
-			git_oid_cpy(&s->old_id, oa);
-			git_oid_cpy(&s->new_id, ob);
-			s->add = f->add;
-			s->del = f->del;
-			s->binary = f->binary;
-		}
+		/* An absent side is the zero id, as the memo keys line counts. */
+		if (d->old_mode)
+			git_oid_cpy(&e.old_id, &d->old_id);
+		if (d->new_mode)
+			git_oid_cpy(&e.new_id, &d->new_id);
+		r = put(repo, cache, &e, 1, out, *learnt, nlearnt);
 	}
 	sync_deltas_free(&ds);
+	return r;
+}
+
+/* Strictly increasing paths (strcmp): the order a merge by path needs. */
+static int by_path(const struct sync_linestat *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(v[i - 1].path, v[i].path) >= 0)
+			return 0;
+	return 1;
+}
+
+/* The kind of entry a change may not cross without a delete and an add (as diff.c). */
+static int kind_of(unsigned mode)
+{
+	return (mode & 0170000) == 0120000 ? 1 : is_gitlink(mode) ? 2 : 0;
+}
+
+/*
+ * The whole-branch diff of the last pull again (same tip, same base: the same two trees),
+ * classified afresh: the gate's flags are never taken from the memo. Its entries are
+ * also the memo this review leaves.
+ */
+static int review_again(git_repository *repo, const struct sync_rmemo *m, struct sync_rpart *out,
+	struct sync_linestat **learnt, size_t *nlearnt)
+{
+	size_t n = m->nstats;
+
+	out->v = calloc(n ? n : 1, sizeof(*out->v));
+	*learnt = calloc(n ? n : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
+		git_error_set_oom();
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (put(repo, NULL, &m->stats[i], 0, out, *learnt, nlearnt) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * The whole-branch diff B -> T' from the memo's B -> T (w) and this pull's T -> T' (s),
+ * both by path: a path in neither is the same at B and T'; in one only, that diff says
+ * it; in both, B's side of w against T''s side of s (nothing when they are equal, a
+ * delete and an add when the kind changes, as diff.c splits it). Every path classified
+ * again; line counts carried, else from the cache, else counted.
+ * 0, -1 (failed), or 1: a list not strictly in path order (a path twice), compute it.
+ */
+static int review_composed(git_repository *repo, const struct sync_rmemo *m,
+	const struct sync_linestat *s, size_t ns, const struct stat_cache *cache,
+	struct sync_rpart *out, struct sync_linestat **learnt, size_t *nlearnt)
+{
+	size_t i = 0, k = 0, cap = m->nstats + 2 * ns;
+
+	if (!by_path(m->stats, m->nstats) || !by_path(s, ns))
+		return 1;
+	out->v = calloc(cap ? cap : 1, sizeof(*out->v));
+	*learnt = calloc(cap ? cap : 1, sizeof(**learnt));
+	*nlearnt = 0;
+	if (!out->v || !*learnt) {
+		git_error_set_oom();
+		return -1;
+	}
+	while (i < m->nstats || k < ns) {
+		const struct sync_linestat *w = i < m->nstats ? &m->stats[i] : NULL;
+		const struct sync_linestat *d = k < ns ? &s[k] : NULL;
+		int c = !w ? 1 : !d ? -1 : strcmp(w->path, d->path), r;
+		struct sync_linestat e;
+
+		i += c <= 0;
+		k += c >= 0;
+		if (c) {
+			r = put(repo, cache, c < 0 ? w : d, 0, out, *learnt, nlearnt);
+		} else {
+			e = *w;
+			e.new_mode = d->new_mode;
+			git_oid_cpy(&e.new_id, &d->new_id);
+			if (e.old_mode == e.new_mode && git_oid_equal(&e.old_id, &e.new_id))
+				continue; /* back to what it was at the base */
+			if (e.old_mode && e.new_mode &&
+				kind_of(e.old_mode) != kind_of(e.new_mode)) {
+				struct sync_linestat gone = e, added = e;
+
+				gone.new_mode = 0;
+				memset(&gone.new_id, 0, sizeof(gone.new_id));
+				added.old_mode = 0;
+				memset(&added.old_id, 0, sizeof(added.old_id));
+				r = put(repo, cache, &gone, 1, out, *learnt, nlearnt);
+				if (r == 0)
+					r = put(repo, cache, &added, 1, out, *learnt, nlearnt);
+			} else {
+				r = put(repo, cache, &e, 1, out, *learnt, nlearnt);
+			}
+		}
+		if (r < 0)
+			return -1;
+	}
 	return 0;
 }
 
@@ -834,7 +681,9 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	struct stat_cache cache;
 	const struct sync_rmemo *m = in->memo;
 	struct sync_history h = {0};
-	int r, ret = -1, stepped = 0;
+	struct sync_linestat *since_l = NULL;
+	size_t nsince_l = 0;
+	int r, ret = -1, stepped = 0, counted_commits = 0;
 
 	memset(rv, 0, sizeof(*rv));
 	cache_init(&cache, m ? m->stats : NULL, m ? m->nstats : 0);
@@ -851,15 +700,40 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->ahead = h.ahead;
 		rv->behind = h.behind;
 		rv->history_from_memo = 1 + h.filtered;
-	} else if (in->against) {
+	} else if (in->against && in->unrelated_hint) {
+		rv->unrelated = 1;
 		if (in->have_local)
 			git_graph_ahead_behind(&rv->ahead, &rv->behind, repo, in->tip, in->against);
-		if (!in->unrelated_hint) {
+	} else if (in->against) {
+		size_t ahead = 0, behind = 0;
+		int counted =
+			git_graph_ahead_behind(&ahead, &behind, repo, in->tip, in->against) == 0;
+
+		if (in->have_local) {
+			rv->ahead = ahead;
+			rv->behind = behind;
+		}
+		/*
+		 * One walk instead of two when one side contains the other (a branch on the
+		 * owner's tip, or one that merged it): the walk flags a commit "reached from
+		 * the tip" only along parent links, so nothing behind means against is an
+		 * ancestor of tip (base = against), nothing ahead that tip is one of against's.
+		 * Either way that base is the only one. Otherwise the full merge base.
+		 */
+		if (counted && (!behind || !ahead)) {
+			git_oid_cpy(&rv->base, !behind ? in->against : in->tip);
+			rv->have_base = rv->unique = 1;
+			rv->commits = ahead;
+			counted_commits = 1;
+		} else {
 			r = full_base(repo, in->tip, in->against, &rv->base, &rv->unique);
 			rv->have_base = r == 0;
 			rv->unrelated = r == GIT_ENOTFOUND;
-		} else {
-			rv->unrelated = 1;
+			/* One merge base B: tip ^B is tip ^against (see below), counted already. */
+			if (counted && rv->have_base && rv->unique) {
+				rv->commits = ahead;
+				counted_commits = 1;
+			}
 		}
 	}
 	/*
@@ -870,17 +744,14 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->have_base = git_merge_base(&rv->base, repo, in->tip, in->old) == 0;
 		rv->base_is_old = rv->have_base;
 	}
-	if (rv->have_base && !stepped) {
+	/*
+	 * With one merge base B, the common ancestors of tip and against are exactly B's:
+	 * tip ^B is tip ^against, counted above (a 20,000-commit walk saved).
+	 */
+	if (rv->have_base && !stepped && !counted_commits) {
 		size_t behind;
 
-		/*
-		 * With one merge base B, the common ancestors of tip and against are exactly
-		 * B's: tip ^B is tip ^against, counted already (a 20,000-commit walk saved).
-		 */
-		if (in->have_local && rv->unique && !rv->base_is_old)
-			rv->commits = rv->ahead;
-		else
-			git_graph_ahead_behind(&rv->commits, &behind, repo, in->tip, &rv->base);
+		git_graph_ahead_behind(&rv->commits, &behind, repo, in->tip, &rv->base);
 	}
 	git_error_clear();
 
@@ -895,15 +766,9 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		(void)bloom_build(repo, in->tip, &rv->base, rv->commits, &rv->memo);
 	}
 
-	/* --- whole-branch diff */
 	if (commit_tree(repo, in->tip, &tipt) < 0 ||
 		(rv->have_base && commit_tree(repo, &rv->base, &baset) < 0))
 		goto out;
-	r = review_trees(repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
-	if (r < 0) {
-		ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
-		goto out;
-	}
 
 	/* --- what is new since the last pull */
 	if (in->old && !git_oid_equal(in->old, in->tip)) {
@@ -916,13 +781,41 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			git_graph_ahead_behind(&rv->since_commits, &behind, repo, in->tip, in->old);
 		git_error_clear();
 		if (commit_tree(repo, in->old, &oldt) == 0) {
-			r = review_trees(repo, oldt, tipt, &cache, &rv->since, NULL, NULL);
+			r = review_trees(repo, oldt, tipt, &cache, &rv->since, &since_l, &nsince_l);
 			if (r < 0) {
 				ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
 				goto out;
 			}
 		} else {
 			rv->have_since = 0; /* the old tip is gone from the store: nothing to say */
+		}
+	}
+
+	/*
+	 * --- whole-branch diff. The base has not moved: the same tip is the same two trees
+	 * as last time, the same diff; a tip that moved on from the memo's is the memo's diff
+	 * and the one since the last pull, composed. Else computed. Classified every time.
+	 */
+	r = 1;
+	if (m && m->have_base && rv->have_base && !rv->base_is_old &&
+		git_oid_equal(&m->base, &rv->base)) {
+		if (git_oid_equal(&m->tip, in->tip)) {
+			r = review_again(repo, m, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
+			rv->diff_from_memo = r == 0;
+		} else if (rv->have_since && git_oid_equal(&m->tip, in->old)) {
+			r = review_composed(repo, m, since_l, nsince_l, &cache, &rv->whole,
+				&rv->memo.stats, &rv->memo.nstats);
+			rv->diff_from_memo = 2 * (r == 0);
+		}
+		if (r < 0)
+			goto out;
+	}
+	if (r > 0) {
+		r = review_trees(
+			repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
+		if (r < 0) {
+			ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
+			goto out;
 		}
 	}
 
@@ -948,6 +841,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 out:
 	if (stepped)
 		history_free(&h);
+	sync_linestats_free(since_l, nsince_l);
 	free(cache.slot);
 	git_tree_free(tipt);
 	git_tree_free(baset);

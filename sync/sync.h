@@ -298,11 +298,14 @@ int sync_memo_add(
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
 /*
- * A memo file written whole or not at all: sync_memo_create opens tmp (0600, O_EXCL,
- * not through a link; NULL with *err = -errno), sync_memo_commit flushes, closes and
- * renames it over path (0 or -errno; tmp removed on failure).
+ * A memo file written whole or not at all: sync_memo_begin fills path and tmp (n bytes
+ * each: gitdir/name and its ".tmp") and opens tmp (0600, O_EXCL, not through a link);
+ * NULL with *err = 0 when empty (path is then removed) or a negative errno.
+ * sync_memo_commit flushes, closes and renames it over path (0 or -errno; tmp removed on
+ * failure).
  */
-FILE *sync_memo_create(const char *tmp, int *err);
+FILE *sync_memo_begin(const char *gitdir, const char *name, int empty, char *path, char *tmp,
+	size_t n, int *err);
 /* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
 int sync_memo_commit(FILE *f, const char *tmp, const char *path);
@@ -342,19 +345,26 @@ int sync_fast_connected(
 #define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
 #define SYNC_HISTORY_WALK 20000 /* new commits per side looked at before a full review */
 
-/* Line counts of one blob pair (zero id: absent on that side). */
+/*
+ * One changed path of the last whole-branch diff: its modes and blob pair (zero id: absent
+ * on that side) and its line counts (none for a submodule or an unreadable entry).
+ */
 struct sync_linestat {
+	char *path; /* owned */
+	unsigned old_mode, new_mode;
 	git_oid old_id, new_id;
 	size_t add, del;
-	int binary;
+	int binary, unreadable;
 };
-/* What a pull remembers of one branch's review (<gitdir>/ocsb-sync.review). */
+#define SYNC_BLOOM_BITS_PER 16 /* ~0.2% false positives when full */
+#define SYNC_BLOOM_MAX_BYTES (16u << 20)
+/* What a pull remembers of one branch's review (<gitdir>/ocsb-sync.review, rmemo.c). */
 struct sync_rmemo {
 	char ref[SYNC_REF_MAX + 160]; /* refs/remotes/<ns>/<branch> */
 	git_oid tip, against, base; /* against: the owner's branch or HEAD */
 	int have_base, unique, have_local;
 	size_t commits, ahead, behind;
-	struct sync_linestat *stats; /* owned: line counts of the last whole-branch diff */
+	struct sync_linestat *stats; /* owned: the whole-branch diff base -> tip, in order */
 	size_t nstats;
 	unsigned char
 		*bloom; /* owned, NULL: none; tip ^base as a Bloom filter when base = against */
@@ -372,6 +382,7 @@ int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms);
 void sync_rmemo_free(struct sync_rmemo *m);
+void sync_linestats_free(struct sync_linestat *v, size_t n);
 void sync_rmemos_free(struct sync_rmemos *ms);
 
 /*
@@ -423,6 +434,7 @@ struct sync_review_in {
 struct sync_review {
 	int have_base, unique, base_is_old, unrelated;
 	int history_from_memo; /* 0 computed, 1 carried, 2 carried through the filter */
+	int diff_from_memo; /* whole-branch diff: 1 the memo's (same tip, base), 2 composed */
 	git_oid base;
 	size_t commits, ahead, behind; /* ahead/behind: against the owner's branch */
 	struct sync_rpart whole; /* base -> tip */

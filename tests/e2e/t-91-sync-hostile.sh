@@ -249,6 +249,35 @@ check_fails "the fakes wrote no hostile-push branch" agit rev-parse -q --verify 
 check_output "positive control: the real receive-pack takes the same push" \
 	'^pushed main -> ai-dev:hostile-push$' ocsb_owner sync push --to hostile-push
 
+# A clone the agent tampered with (issue 16 item 5): ocsb's push next to git push over the
+# same key and pin, to the same clone. Refs naming a tree and a blob are odd, not broken:
+# both pushes work. A ref naming a commit the clone lacks (the owner's next commit: its id
+# can be known or guessed) makes both leave that commit out of the pack, and the agent's
+# receive-pack refuses both: ocsb says what that means.
+gpush() { # gpush DST: git push of the owner's HEAD to the agent's DST
+	as_owner env -C "$PROJECT" GIT_SSH_COMMAND="ssh -i $SYNC_KEY -o IdentitiesOnly=yes \
+		-o BatchMode=yes -o UserKnownHostsFile=$PIN -o StrictHostKeyChecking=yes" \
+		git push -q "ssh://$AGENT@localhost$AREPO" "HEAD:refs/heads/$1"
+}
+as_owner sh -c "cd '$PROJECT' && echo t1 > t.txt && git add t.txt && git commit -qm t1"
+asagent sh -c "cd '$AREPO' && git update-ref refs/odd/tree \$(git rev-parse 'hostile-push^{tree}') &&
+	git update-ref refs/tags/odd-blob \$(echo odd | git hash-object -w --stdin)"
+check_output "a clone with refs naming a tree and a blob: ocsb sync push works" \
+	'^pushed main -> ai-dev:tamper-ocsb$' ocsb_owner sync push --to tamper-ocsb
+check "and git push to the same clone works too" gpush tamper-git
+t1=$(ogit rev-parse HEAD)
+as_owner sh -c "cd '$PROJECT' && echo t2 > t.txt && git add t.txt && git commit -qm t2"
+asagent sh -c "cd '$AREPO' && echo $(ogit rev-parse HEAD) > .git/refs/heads/ghost"
+check_fails_output "a ref naming a commit the clone lacks: ocsb sync push fails, saying what it means" \
+	'advertises refs to objects it does not have' ocsb_owner sync push --to tamper-ocsb
+check_fails "git push to the same clone fails too" gpush tamper-git
+check_output "neither moved the agent's branches" "^$t1 $t1$" \
+	asagent sh -c "cd '$AREPO' && echo \$(git rev-parse tamper-ocsb tamper-git)"
+asagent rm -f "$AREPO/.git/refs/heads/ghost"
+check_output "positive control: the ghost ref gone, the same ocsb sync push works" \
+	'^pushed main -> ai-dev:tamper-ocsb$' ocsb_owner sync push --to tamper-ocsb
+check "and so does git push" gpush tamper-git
+
 # --- 3. weird ref names, spliced into a real advertisement --------------------------------
 printf '%s\0' 'refs/heads/ctl\001x' 'refs/heads/esc\033[31mred' 'refs/heads/tab\tx' \
 	'refs/heads/del\177x' 'refs/heads/c1\302\233x' 'refs/tags/evil-tag' \

@@ -209,7 +209,7 @@ static void same_part(const struct sync_rpart *x, const struct sync_rpart *y)
 }
 
 struct tally {
-	unsigned pulls, from_memo, filtered, flagged, ops[11];
+	unsigned pulls, from_memo, filtered, flagged, several, again, composed, ops[11];
 };
 
 static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
@@ -294,6 +294,9 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		t->pulls++;
 		t->from_memo += inc.history_from_memo != 0;
 		t->filtered += inc.history_from_memo == 2;
+		t->again += inc.diff_from_memo == 1;
+		t->composed += inc.diff_from_memo == 2;
+		assert_int_equal(full.diff_from_memo, 0);
 		/* The reference itself, against libgit2's plain answers. */
 		if (full.have_base) {
 			size_t ahead, behind;
@@ -311,9 +314,15 @@ static void one_run(unsigned long long seed, unsigned steps, struct tally *t)
 		}
 		if (full.have_base && !full.base_is_old) {
 			git_oid mb;
+			git_oidarray all = {0};
 
 			assert_int_equal(git_merge_base(&mb, repo, &T, &L), 0);
 			assert_true(git_oid_equal(&mb, &full.base));
+			/* The base from one ahead/behind walk is the only one only when it is. */
+			assert_int_equal(git_merge_bases(&all, repo, &T, &L), 0);
+			assert_int_equal(full.unique, all.count == 1);
+			t->several += all.count > 1;
+			git_oidarray_dispose(&all);
 		}
 		/*
 		 * Line counts as libgit2's own diff counts them, submodules aside (libgit2 may
@@ -400,16 +409,21 @@ static void review_differential(void **state)
 	for (unsigned r = 0; r < nruns; r++)
 		one_run(seed + r, 40, &t);
 	print_message("# review differential: seeds %llu..%llu, %u pulls (%u with the history from "
-		      "the memo, %u of them through the filter), %u flagged paths; ops: %u agent, "
+		      "the memo, %u of them through the filter; the diff: %u the memo's, %u "
+		      "composed), %u flagged "
+		      "paths, %u with several merge bases; ops: %u agent, "
 		      "%u owner, %u force, %u agent merges, %u owner merges, %u ff, %u resets, "
 		      "%u roots, %u both, %u none, %u owner takes new agent commits\n",
-		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.flagged, t.ops[0],
-		t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5], t.ops[6], t.ops[7], t.ops[8],
-		t.ops[9], t.ops[10]);
+		seed, seed + nruns - 1, t.pulls, t.from_memo, t.filtered, t.again, t.composed,
+		t.flagged, t.several, t.ops[0], t.ops[1], t.ops[2], t.ops[3], t.ops[4], t.ops[5],
+		t.ops[6], t.ops[7], t.ops[8], t.ops[9], t.ops[10]);
 	/* The memo path and the gate were exercised, not only the fallbacks. */
 	assert_true(t.from_memo > t.pulls / 4);
 	assert_true(t.filtered > 10);
 	assert_true(t.flagged > 100);
+	assert_true(t.several > 0);
+	assert_true(t.again > 50);
+	assert_true(t.composed > 50);
 	for (unsigned i = 0; i < 11; i++)
 		assert_true(t.ops[i] > 0);
 	if (env && *env) {
@@ -447,9 +461,14 @@ static void review_memo_file(void **state)
 	m.commits = 20000;
 	git_oid_fromstr(&st[0].new_id, "4444444444444444444444444444444444444444");
 	st[0].add = 7;
+	st[0].new_mode = 0100755;
+	st[0].path = (char *)"a dir/new\nline \xe2\x80\xae";
 	git_oid_fromstr(&st[1].old_id, "5555555555555555555555555555555555555555");
 	st[1].del = 3;
 	st[1].binary = 1;
+	st[1].old_mode = 0120000;
+	st[1].unreadable = 1;
+	st[1].path = (char *)"gone";
 	m.stats = st;
 	m.nstats = 2;
 	ms.v = &m;
@@ -464,6 +483,13 @@ static void review_memo_file(void **state)
 	assert_true(git_oid_is_zero(&ms.v[0].stats[0].old_id));
 	assert_int_equal(ms.v[0].stats[0].add, 7);
 	assert_int_equal(ms.v[0].stats[1].binary, 1);
+	/* the diff itself: paths (any byte but NUL), modes, unreadable */
+	assert_string_equal(ms.v[0].stats[0].path, "a dir/new\nline \xe2\x80\xae");
+	assert_int_equal(ms.v[0].stats[0].new_mode, 0100755);
+	assert_int_equal(ms.v[0].stats[0].old_mode, 0);
+	assert_string_equal(ms.v[0].stats[1].path, "gone");
+	assert_int_equal(ms.v[0].stats[1].old_mode, 0120000);
+	assert_int_equal(ms.v[0].stats[1].unreadable, 1);
 	assert_non_null(sync_rmemo_find(&ms, "refs/remotes/ai-dev/a"));
 	assert_null(sync_rmemo_find(&ms, "refs/remotes/ai-dev/b"));
 	sync_rmemos_free(&ms);
@@ -486,6 +512,11 @@ static void review_memo_file(void **state)
 			"- 0 1 0 0 0 100 1 end\n", /* a filter size not a power of two */
 			"- 0 1 0 0 0 128 65 end\n", /* overfull */
 			"- 0 1 0 0 0 0 0\n", /* no end */
+			"- 0 1 0 0 1 0 0 end\n- - 1 1 0\n", /* a diff line without a path */
+			"- 0 1 0 0 1 0 0 end\n- - 1 1 0 0 100644 0 610062\n", /* a NUL in it */
+			"- 0 1 0 0 1 0 0 end\n- - 1 1 0 0 0 0 61\n", /* on neither side */
+			"- 0 1 0 0 1 0 0 end\n- - 1 1 0 0 100644 0 6\n", /* odd hex */
+			"- 0 1 0 0 1 0 0 end\n- - 1 1 0 0 200000 0 61\n", /* not a mode */
 		};
 		char hex[257];
 
@@ -499,6 +530,14 @@ static void review_memo_file(void **state)
 		assert_int_equal(ms.n, 1);
 		assert_int_equal(ms.v[0].bloom_bytes, 128);
 		assert_int_equal(ms.v[0].bloom[1], 0x23);
+		sync_rmemos_free(&ms);
+		/* a good diff line (control for the bad ones below) */
+		f = fopen(path, "w");
+		fprintf(f, "%s - 0 1 0 0 1 0 0 end\n- - 1 1 0 0 100644 0 61\n", HDR("c"));
+		fclose(f);
+		assert_int_equal(sync_rmemo_load(unit_dir, &ms), 0);
+		assert_int_equal(ms.n, 1);
+		assert_string_equal(ms.v[0].stats[0].path, "a");
 		sync_rmemos_free(&ms);
 		for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
 			f = fopen(path, "w");
