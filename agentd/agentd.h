@@ -212,6 +212,9 @@ void proxycheck_event(struct agentd *d);
 void proxycheck_close(struct agentd *d);
 
 /* children: child.c */
+/* What a child was doing when it failed before its exec (the high 16 bits of its report). */
+enum child_step { STEP_EXEC, STEP_CGROUP, STEP_MOUNTS, STEP_DROP, STEP_LIMITS, STEP_CHDIR };
+void child_start_error(unsigned code, char *out, size_t n);
 int child_start(struct agentd *d, struct child *c);
 void child_exited(struct agentd *d, struct child *c);
 void child_timer(struct agentd *d, struct child *c);

@@ -73,6 +73,34 @@ static void backoff_grow(struct child *c)
 
 /* agentd's pid, for children to check that their parent is still the one that forked them. */
 static pid_t supervisor_pid;
+/* In the forked child: the step under way, sent with the errno when one fails. */
+static enum child_step child_step;
+
+static const char *const step_names[] = {
+	[STEP_EXEC] = "",
+	[STEP_CGROUP] = "joining the agent's cgroup: ",
+	[STEP_MOUNTS] = "making its private mount namespace: ",
+	[STEP_DROP] = "dropping to the agent's uid: ",
+	[STEP_LIMITS] = "setting its limits: ",
+	[STEP_CHDIR] = "entering the project: ",
+};
+
+/*
+ * "cannot start: STEP: ERROR", with the way out where one is known. A plain chroot has
+ * no mount point at /, so the mount namespace cannot be made private: say so.
+ */
+void child_start_error(unsigned code, char *out, size_t n)
+{
+	unsigned step = code >> 16, e = code & 0xffff;
+
+	if (step >= sizeof(step_names) / sizeof(step_names[0]))
+		step = STEP_EXEC;
+	snprintf(out, n, "cannot start: %s%s%s", step_names[step], strerror((int)e),
+		step == STEP_MOUNTS && e == EINVAL
+			? " (is / a mount point? ocsb-agentd needs a machine or a container "
+			  "with its own root mount; a plain chroot is not enough)"
+			: "");
+}
 
 /* ---- before the fork, as root: everything that formats, allocates or opens ---- */
 
@@ -208,16 +236,20 @@ int opencode_exec(struct agentd *d, struct child *c, const struct child_plan *p)
 	int r;
 
 	/* Still root: the private mount namespace (sandbox.c); fail closed if it cannot be. */
+	child_step = STEP_MOUNTS;
 	r = child_sandbox_mounts(d);
 	if (r < 0)
 		return r;
 	/* The same drop as spawn's: groups, gid, uid, proof it holds, no_new_privs, keyring. */
+	child_step = STEP_DROP;
 	r = spawn_child_drop(&p->cred);
 	if (r < 0)
 		return r;
+	child_step = STEP_LIMITS;
 	r = child_sandbox_limits();
 	if (r < 0)
 		return r;
+	child_step = STEP_EXEC;
 	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* agentd may have died before that line: then nobody supervises us. */
@@ -225,8 +257,10 @@ int opencode_exec(struct agentd *d, struct child *c, const struct child_plan *p)
 		return -ESRCH;
 	umask(077);
 	/* As the agent: the clone is the agent's; root does not walk into it. */
+	child_step = STEP_CHDIR;
 	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
 		return -errno;
+	child_step = STEP_EXEC;
 	execve(p->argv[0], p->argv, p->env);
 	return -errno;
 }
@@ -316,6 +350,7 @@ static void exec_done(struct agentd *d, struct child *c)
 int child_start(struct agentd *d, struct child *c)
 {
 	int errpipe[2], err = 0, logfd = c->log_w, plan_err;
+	unsigned code;
 	struct child_plan plan;
 	char bin_err[480];
 	pid_t pid;
@@ -397,12 +432,16 @@ int child_start(struct agentd *d, struct child *c)
 		 * Into the agent's cgroup first, while still root: from there it cannot move
 		 * out. Before child_common, which closes the descriptors the plan opened.
 		 */
+		child_step = STEP_CGROUP;
 		r = cg_join_fds(plan.cg_fds);
 		child_common(logfd, errpipe[1], plan.pass_fd);
-		if (r == 0)
+		if (r == 0) {
+			child_step = STEP_EXEC;
 			r = c->exec_child(d, c, &plan);
+		}
 		err = -r;
-		n = write(3, &err, sizeof(err));
+		code = ((unsigned)child_step << 16) | ((unsigned)err & 0xffff);
+		n = write(3, &code, sizeof(code));
 		(void)n;
 		_exit(err == SPAWN_EREGAIN ? SPAWN_EXIT_REGAIN : 127);
 	}
@@ -456,7 +495,7 @@ void child_exec_event(struct agentd *d, struct child *c)
 		return;
 	exec_done(d, c);
 	if (n == (ssize_t)sizeof(err) && err) {
-		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s", strerror(err));
+		child_start_error((unsigned)err, c->last_error, sizeof(c->last_error));
 		log_err("%s: %s", c->name, c->last_error);
 		if (c->state != CH_STOPPING)
 			disarm(c);

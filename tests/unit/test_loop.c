@@ -5,6 +5,8 @@
  * deadlines (agentd/ctlsrv.c).
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "unit.h"
@@ -145,6 +147,25 @@ static void next_deadline(void **state)
 	assert_int_equal(ctlsrv_next_deadline(v, 3), 7000);
 }
 
+/* A child that fails before its exec says at which step; a plain chroot gets the way out. */
+static void start_error_names_the_step(void **state)
+{
+	char b[512];
+
+	(void)state;
+	child_start_error((STEP_MOUNTS << 16) | EINVAL, b, sizeof(b));
+	assert_non_null(strstr(b, "cannot start: making its private mount namespace: "));
+	assert_non_null(strstr(b, strerror(EINVAL)));
+	assert_non_null(strstr(b, "a plain chroot is not enough"));
+	child_start_error((STEP_DROP << 16) | EPERM, b, sizeof(b));
+	assert_non_null(strstr(b, "cannot start: dropping to the agent's uid: "));
+	assert_null(strstr(b, "chroot")); /* the hint is for that one case */
+	child_start_error((STEP_EXEC << 16) | ENOENT, b, sizeof(b));
+	assert_string_equal(b, "cannot start: No such file or directory");
+	child_start_error((77u << 16) | ENOENT, b, sizeof(b)); /* an unknown step: no name */
+	assert_string_equal(b, "cannot start: No such file or directory");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -153,6 +174,7 @@ int main(void)
 		cmocka_unit_test(writer_peer_gone),
 		cmocka_unit_test(slot_free_first_then_oldest),
 		cmocka_unit_test(next_deadline),
+		cmocka_unit_test(start_error_names_the_step),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
