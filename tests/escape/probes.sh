@@ -117,6 +117,8 @@ PROBES=(
 
 [ -r "$ESC_DIR/canaries.env" ] && . "$ESC_DIR/canaries.env"
 : "${C_OWNER_KEY:=${C_OWNER_HOME:-}/.ssh/id_ed25519}"
+# A login over ssh: a guest under software emulation on a busy host took over 10 s for one.
+: "${C_SSH_TIMEOUT:=60}"
 
 # ---- helpers (everything bounded by timeouts)
 # A refusal, reported as the runner wants it: "BLOCKED <reason> [detail]", exit 10.
@@ -503,7 +505,7 @@ j_s-rc() { next_login || return; [ -e "$C_SCRATCH/ssh-rc-ran-$1" ] && return 0; 
 # Control: the owner's own ~/.ssh/rc does run at her login (sshd's default for her).
 c_s-rc() {
 	as_owner bash -c 'rm -f ~/rc-ran; echo "touch ~/rc-ran" >~/.ssh/rc' &&
-		as_owner timeout 10 ssh -i "$C_OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
+		as_owner timeout "$C_SSH_TIMEOUT" ssh -i "$C_OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
 			-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
 			"$C_OWNER@localhost" true </dev/null
 	local r=1
@@ -532,13 +534,13 @@ p_s-authkeys() {
 j_s-authkeys() {
 	local out
 	cp "$C_AGENT_HOME/.ssh/planted-$1" "$C_SCRATCH/planted-$1" && chmod 600 "$C_SCRATCH/planted-$1" || return
-	out=$(timeout 10 ssh -i "$C_SCRATCH/planted-$1" -o IdentitiesOnly=yes -o BatchMode=yes \
+	out=$(timeout "$C_SSH_TIMEOUT" ssh -i "$C_SCRATCH/planted-$1" -o IdentitiesOnly=yes -o BatchMode=yes \
 		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR \
 		"$C_AGENT@localhost" true </dev/null 2>&1) && return 0
 	case $out in *'Permission denied (publickey'*) blocked publickey-denied "sshd refused the planted key" ;;
 	*) printf '%s\n' "$out" | tail -n 2; return 1 ;; esac
 }
-c_s-authkeys() { as_owner timeout 10 ssh -i "$C_OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
+c_s-authkeys() { as_owner timeout "$C_SSH_TIMEOUT" ssh -i "$C_OWNER_KEY" -o IdentitiesOnly=yes -o BatchMode=yes \
 	-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "$C_AGENT@localhost" true </dev/null; }
 # The world opens the ssh place with -A and the owner's ssh-agent in SSH_AUTH_SOCK.
 p_s-agent-fwd() {
