@@ -201,9 +201,13 @@ static int read_ctl(struct daemon *d)
 
 static void relay_reports(struct daemon *d)
 {
-	ssize_t r = read(d->report_r, d->rep + d->rep_len, sizeof(d->rep) - d->rep_len);
+	ssize_t r;
 	char *nl;
 
+	/* A line longer than the buffer is dropped whole (below); the room is never 0. */
+	if (d->rep_len >= sizeof(d->rep))
+		d->rep_len = 0;
+	r = read(d->report_r, d->rep + d->rep_len, sizeof(d->rep) - d->rep_len);
 	if (r <= 0)
 		return;
 	d->rep_len += (size_t)r;
