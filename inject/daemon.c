@@ -201,15 +201,18 @@ static int read_ctl(struct daemon *d)
 
 static void relay_reports(struct daemon *d)
 {
+	char chunk[1024], *nl;
+	size_t room;
 	ssize_t r;
-	char *nl;
 
 	/* A line longer than the buffer is dropped whole (below); the room is never 0. */
 	if (d->rep_len >= sizeof(d->rep))
 		d->rep_len = 0;
-	r = read(d->report_r, d->rep + d->rep_len, sizeof(d->rep) - d->rep_len);
+	room = sizeof(d->rep) - d->rep_len;
+	r = read(d->report_r, chunk, room < sizeof(chunk) ? room : sizeof(chunk));
 	if (r <= 0)
 		return;
+	memcpy(d->rep + d->rep_len, chunk, (size_t)r);
 	d->rep_len += (size_t)r;
 	while ((nl = memchr(d->rep, '\n', d->rep_len))) {
 		size_t n = (size_t)(nl - d->rep) + 1;
