@@ -30,7 +30,8 @@ static void usage(FILE *f)
 		"      --syslog     log to syslog instead of stderr\n"
 		"  -h, --help       this text\n"
 		"      --version    the version\n"
-		"Signals: TERM/INT stop (OpenCode first, then the proxy), HUP reloads the rules.\n"
+		"Signals: TERM/INT stop (every OpenCode at once, then the injector and the proxy),\n"
+		"HUP reloads the rules (squid's once `squid -k parse` accepts them).\n"
 		"See ocsb-agentd(8).\n");
 }
 
