@@ -56,6 +56,14 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 
 	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID, .a = s->uid));
 	/*
+	 * A route adds the owner's key to what comes in: only the agent (accepted in its
+	 * chain, which it never returns from) may reach it. Every other account's connection
+	 * is reset here, so no local user spends the owner's key.
+	 */
+	for (size_t i = 0; i < s->n_inject; i++)
+		r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_REJECT_TCP_RESET, M(NM_IP4_LOOPBACK),
+			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
+	/*
 	 * The proxy connects on the agent's behalf: without this, a service on one of the
 	 * host's own public or benchmark addresses (not in squid's private lists) answers
 	 * the agent through the proxy. Its replies to the agent (loopback) still go out.

@@ -50,7 +50,7 @@ extern uint32_t netlock_flags;
 
 #define NETLOCK_CHAIN_OUTPUT "output"
 #define NETLOCK_CHAIN_AGENT "agent"
-#define NETLOCK_MAX_RULES (14 + NETLOCK_MAX_INJECT)
+#define NETLOCK_MAX_RULES (14 + 2 * NETLOCK_MAX_INJECT)
 #define NETLOCK_MAX_MATCH 3
 #define NETLOCK_TIMEOUT_MS 2000
 #define NETLOCK_RCVBUF 65536

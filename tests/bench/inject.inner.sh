@@ -21,7 +21,9 @@ OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agent
 	>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 for i in $(seq 100); do [ -S /run/ocsb/agentd.sock ] && break; sleep 0.1; done
 sec push >/dev/null || { fail "push"; exit 1; }
-wait_port 127.0.0.1 18400 10 || { fail "route up"; exit 1; }
+# Listening, seen from outside (only the agent may connect to a route).
+route_up() { ss -Hltn 'sport = :18400' | grep -q LISTEN; }
+wait_for 10 route_up || { fail "route up"; exit 1; }
 wait_port 127.0.0.1 3128 10 || { fail "proxy up"; exit 1; }
 
 MSG='{"model":"claude-3-5-haiku-20241022","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}'

@@ -102,6 +102,14 @@ check_fails "the provider never got the agent's placeholder" grep -q agent-place
 check_output "the provider got its own Host" '^Host: api.anthropic.com$' cat "$P/api.rec"
 check_output "from an ssh session too" 'INJECTED-ANSWER' \
 	owner_ssh "$AGENT" "curl -sS -m 15 -H 'content-type: application/json' -d '$MSG' $R/v1/messages"
+# Only the agent reaches a route: another account (the owner here) is reset by the table,
+# so no local user spends the owner's key. Control: the agent's request above went through.
+check_fails_output "another account cannot use the route (reset by the table)" 'Connection reset|Recv failure|Failed to connect' \
+	as_owner curl -sS -m 10 -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
+check_fails_output "nor root" 'Connection reset|Recv failure|Failed to connect' \
+	curl -sS -m 10 -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
+check_output "positive control: the agent still gets through" 'INJECTED-ANSWER' \
+	probe -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
 check_output "OpenCode's provider base URL is the route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18400/v1"\}\}' \
 	cat "/run/ocsb/$AGENT/opencode-inject.json"
 check_output "OpenCode is started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.json\$" env_of "$(oc_pid)"

@@ -124,6 +124,8 @@ static void render_inject_ports(void **state)
 
 	assert_string_equal(r,
 		"meta skuid 1000 jump agent\n"
+		"ip daddr 127.0.0.1 tcp dport 18400 reject with tcp reset\n"
+		"ip daddr 127.0.0.1 tcp dport 18401 reject with tcp reset\n"
 		"ct direction reply ct state established,related accept\n"
 		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
 		"ip daddr 127.0.0.1 tcp dport 18400 accept\n"
@@ -425,7 +427,7 @@ static void oracle_nft_encoding(void **state)
 	oracle_one(&spec_all, 10);
 	oracle_one(&spec_one_port, 8);
 	oracle_one(&spec_squid, 9);
-	oracle_one(&spec_inject, 9);
+	oracle_one(&spec_inject, 11);
 }
 
 /* ---- live, in a private user+net namespace ---- */
