@@ -119,6 +119,8 @@ PROBES=(
 : "${C_OWNER_KEY:=${C_OWNER_HOME:-}/.ssh/id_ed25519}"
 # A login over ssh: a guest under software emulation on a busy host took over 10 s for one.
 : "${C_SSH_TIMEOUT:=60}"
+# su goes through PAM (a logind session for root's control): seconds in a slow guest.
+: "${C_SU_TIMEOUT:=15}"
 
 # ---- helpers (everything bounded by timeouts)
 # A refusal, reported as the runner wants it: "BLOCKED <reason> [detail]", exit 10.
@@ -317,11 +319,11 @@ c_f-owner-rc() { as_owner test -w "$C_OWNER_HOME/.bashrc"; }
 # su reads no password from /dev/null: PAM's "Authentication failure" is the refusal.
 p_f-su() {
 	local out
-	out=$(timeout 5 su -c true root </dev/null 2>&1) && return 0
+	out=$(timeout "$C_SU_TIMEOUT" su -c true root </dev/null 2>&1) && return 0
 	case $out in *'Authentication failure'*) blocked su-auth-failure "su: Authentication failure" ;;
 	*) printf '%s\n' "$out" | tail -n 2; return 1 ;; esac
 }
-c_f-su() { timeout 5 su -c true root </dev/null >/dev/null 2>&1; }
+c_f-su() { timeout "$C_SU_TIMEOUT" su -c true root </dev/null >/dev/null 2>&1; }
 p_f-group-rw() { pyx write "$C_OWNER_HOME/group-rw.txt" append; }
 c_f-group-rw() { as_owner test -w "$C_OWNER_HOME/group-rw.txt"; }
 p_p-environ() { pyx read "/proc/$C_OWNER_PID/environ" "$C_MARK"; }
