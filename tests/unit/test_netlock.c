@@ -23,6 +23,12 @@ static const struct netlock_spec spec_all = {
 static const struct netlock_spec spec_squid = {.uid = 1000, .proxy_port = 3128, .proxy_uid = 13};
 static const struct netlock_spec spec_inject = {
 	.uid = 1000, .proxy_port = 3128, .inject_ports = {18400, 18401}, .n_inject = 2};
+static const struct netlock_spec spec_agents = {.uid = 1000,
+	.others = {1001, 1002},
+	.n_others = 2,
+	.proxy_port = 3128,
+	.inject_ports = {18400},
+	.n_inject = 1};
 static const struct netlock_spec spec_one_port = {
 	.uid = 1000, .proxy_port = 3128, .ports_lo = 8000, .ports_hi = 8000};
 
@@ -429,62 +435,10 @@ static void oracle_nft_encoding(void **state)
 	oracle_one(&spec_one_port, 8);
 	oracle_one(&spec_squid, 9);
 	oracle_one(&spec_inject, 11);
+	oracle_one(&spec_agents, 9);
 }
 
 /* ---- live, in a private user+net namespace ---- */
-
-static int write_proc(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = write(fd, text, strlen(text));
-	close(fd);
-	return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
-/* Become root of a new user namespace owning a new network namespace. */
-static int enter_userns_netns(int outfd)
-{
-	uid_t uid = getuid();
-	gid_t gid = getgid();
-	char map[64];
-
-	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
-		dprintf(outfd, "SKIP unshare(CLONE_NEWUSER|CLONE_NEWNET): %s\n", strerror(errno));
-		return -1;
-	}
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-	if (write_proc("/proc/self/setgroups", "deny") < 0 ||
-		write_proc("/proc/self/uid_map", map) < 0) {
-		dprintf(outfd, "SKIP uid_map: %s\n", strerror(errno));
-		return -1;
-	}
-	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-	if (write_proc("/proc/self/gid_map", map) < 0) {
-		dprintf(outfd, "SKIP gid_map: %s\n", strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
-/* nft with these arguments, in the current namespaces; its exit status, output in out. */
-static int run_nft(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
-	char *out, size_t n)
-{
-	const char *argv[] = {NFT, a1, a2, a3, a4, a5, NULL};
-	struct spawn_opts o = {.capture = 1, .timeout_ms = 10000};
-	struct spawn_result r;
-
-	if (spawn_run(argv, &o, &r) < 0)
-		return -1;
-	if (out)
-		snprintf(out, n, "%s", r.output ? r.output : "");
-	spawn_result_free(&r);
-	return r.status;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

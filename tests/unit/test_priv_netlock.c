@@ -421,6 +421,89 @@ static int fn_behaviour(void *arg, int outfd)
 	return 0;
 }
 
+/*
+ * Two agents in the set, one route of ocsb-inject: both agents are locked (the proxy is their
+ * way, another local port is reset), the route is agentd's agent's alone, and a uid outside
+ * the set (OTHER2_UID) reaches the other port but not the route.
+ */
+#define AGENT2_UID 65533
+#define OTHER2_UID 65532
+#define P_ROUTE 18400
+
+static const struct probe route_probes[] = {
+	{"tcp 127.0.0.1 proxy", AF_INET, "127.0.0.1", P_PROXY, 0},
+	{"tcp 127.0.0.1 route", AF_INET, "127.0.0.1", P_ROUTE, 0},
+	{"tcp 127.0.0.1 other", AF_INET, "127.0.0.1", P_OTHER, 0},
+};
+enum { RT_PROXY, RT_ROUTE, RT_OTHER, RT_N };
+
+static int fn_two_agents(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = AGENT_UID,
+		.others = {AGENT2_UID},
+		.n_others = 1,
+		.proxy_port = P_PROXY,
+		.inject_ports = {P_ROUTE},
+		.n_inject = 1};
+	struct probe_res a[RT_N], b[RT_N], o[RT_N];
+	char err[1024];
+	pid_t pid;
+
+	(void)arg;
+	if (unshare(CLONE_NEWNET) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		return 2;
+	}
+	LCHECK(outfd, lo_up() == 0, "lo up: %s", strerror(errno));
+	LCHECK(outfd,
+		listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_ROUTE, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0,
+		"listen: %s", strerror(errno));
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	pid = probe_as(AGENT_UID, route_probes, RT_N, a, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agentd's agent probes");
+	pid = probe_as(AGENT2_UID, route_probes, RT_N, b, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "second agent probes");
+	pid = probe_as(OTHER2_UID, route_probes, RT_N, o, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "uid %d probes", OTHER2_UID);
+	for (size_t i = 0; i < RT_N; i++)
+		dprintf(outfd, "# %-22s agentd's agent %-20s second agent %-20s uid %d %s\n",
+			route_probes[i].name, a[i].err ? strerror(a[i].err) : "ok",
+			b[i].err ? strerror(b[i].err) : "ok", OTHER2_UID,
+			o[i].err ? strerror(o[i].err) : "ok");
+	/* Both agents: the proxy (control), and nothing else local. */
+	LCHECK(outfd, a[RT_PROXY].err == 0, "%s", strerror(a[RT_PROXY].err));
+	LCHECK(outfd, b[RT_PROXY].err == 0, "%s", strerror(b[RT_PROXY].err));
+	LCHECK(outfd, REFUSED_FAST(a[RT_OTHER]), "%s", strerror(a[RT_OTHER].err));
+	LCHECK(outfd, REFUSED_FAST(b[RT_OTHER]), "second agent reached another local port: %s",
+		strerror(b[RT_OTHER].err));
+	/* The route: agentd's agent only. */
+	LCHECK(outfd, a[RT_ROUTE].err == 0, "%s", strerror(a[RT_ROUTE].err));
+	LCHECK(outfd, REFUSED_FAST(b[RT_ROUTE]), "second agent reached the route: %s",
+		strerror(b[RT_ROUTE].err));
+	/* A uid outside the set: unaffected (control), but the route is not its. */
+	LCHECK(outfd, o[RT_OTHER].err == 0, "%s", strerror(o[RT_OTHER].err));
+	LCHECK(outfd, REFUSED_FAST(o[RT_ROUTE]), "uid %d reached the route: %s", OTHER2_UID,
+		strerror(o[RT_ROUTE].err));
+	return 0;
+}
+
+static void two_agents_as_root(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	if (geteuid() != 0) {
+		printf("# skip: behaviour needs root\n");
+		skip();
+	}
+	assert_int_equal(spawn_fn(fn_two_agents, NULL, &o, &r), 0);
+	child_report(&r, "two agents");
+	spawn_result_free(&r);
+}
+
 static void behaviour_as_root(void **state)
 {
 	struct spawn_opts o = {.timeout_ms = 60000};
@@ -440,6 +523,7 @@ int main(void)
 	/* test_priv_netlock: the behaviour of the table needs root; run-unit.sh runs it so. */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(behaviour_as_root),
+		cmocka_unit_test(two_agents_as_root),
 	};
 
 	if (geteuid() != 0) {
