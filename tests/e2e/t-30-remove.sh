@@ -158,12 +158,18 @@ check_output "$TWO converges (its run keeps $AGENT's uid)" '^ocsb-provision: 0 c
 check_output "--check is clean for $AGENT" '^ocsb-provision: 0 differences' provision --check
 check_output "--check is clean for $TWO" '^ocsb-provision: 0 differences' prov_two --check
 
+# ocsb doctor (root) names whom the table covers, and fails when its agent is not among them.
+doc() { "$OCSB_BUILD/ocsb" doctor; true; }
+check_output "doctor (root): the table covers $AGENT" "^OK +netlock +.*covers .*$AGENT \($(id -u "$AGENT")\)" doc
+check_output "doctor (root): the table covers $TWO" "^OK +netlock +.*covers .*$TWO \($(id -u "$TWO")\)" doc
+nft delete element inet ocsb agents "{ $(id -u "$AGENT") }"
+check_fails "positive control: $AGENT's uid taken out by hand" in_set "$(id -u "$AGENT")"
+check_output "doctor (root) fails: the table does not cover $AGENT" "^FAIL +netlock +table inet ocsb does not cover $AGENT" doc
+
 # A registry entry whose account was deleted by hand is named and left out; the rest applies.
-nft delete element inet ocsb agents "{ $(id -u "$TWO") }"
-check_fails "positive control: $TWO's uid taken out by hand" in_set "$(id -u "$TWO")"
 (umask 077 && printf 'agent ghost\norigin created\nuid 4242\n' >/var/lib/ocsb/agents/ghost)
 check_output "a stale entry (no account ghost) is named" "no account for ghost" provision
-check "and the table is right again: $TWO's uid is back" in_set "$(id -u "$TWO")"
+check "and the table is right again: $AGENT's uid is back" in_set "$(id -u "$AGENT")"
 check_fails "ghost's recorded uid is not in the set" in_set 4242
 rm -f /var/lib/ocsb/agents/ghost
 
@@ -180,8 +186,19 @@ nft flush ruleset
 check "ocsb-agentd restores the table after nft flush ruleset" wait_for 10 nft list set inet ocsb agents
 locked "after a flush, restored by ocsb-agentd"
 check "ocsb-agentd's guard holds both uids too" bash -c "nft list set inet ocsb_guard agents | grep -q '$(id -u "$TWO")'"
+# An agent provisioned while ocsb-agentd runs: agentd reads the registry again, keeps its uid.
+THREE=ai-three
+THREE_CONF=/etc/ocsb/three.conf
+{ grep -v '^agent ' /etc/ocsb/ocsb.conf; echo "agent $THREE"; } >"$THREE_CONF"
+check_output "a third agent provisioned while ocsb-agentd runs" '^ocsb-provision: [1-9]' prov --config "$THREE_CONF"
+sleep 1
+check "ocsb-agentd keeps $THREE's uid in the set" in_set "$(id -u "$THREE")"
+check "and in its guard" bash -c "nft list set inet ocsb_guard agents | grep -q '$(id -u "$THREE")'"
+check_fails "$THREE's direct connection is blocked" direct "$THREE"
+check_output "control: $THREE reaches the internet through the proxy" "WEB allowed.test" proxied "$THREE"
 kill "$AGENTD"
 wait "$AGENTD" 2>/dev/null
+check_output "--remove --purge of $THREE" "^kept the nftables table inet ocsb" prov --config "$THREE_CONF" --remove --purge
 check_output "squid for the agents again, without ocsb-agentd" '^ocsb-provision: [0-9]' provision
 
 # --remove of one agent: its uid leaves the set, the other stays locked.
