@@ -490,32 +490,29 @@ static int fn_two_agents(void *arg, int outfd)
 	return 0;
 }
 
-static void two_agents_as_root(void **state)
+/* fn in a child (it enters a network namespace of its own), as root. */
+static void run_as_root(int (*fn)(void *, int), const char *what)
 {
 	struct spawn_opts o = {.timeout_ms = 60000};
 	struct spawn_result r;
 
 	if (geteuid() != 0) {
-		printf("# skip: behaviour needs root\n");
+		printf("# skip: %s needs root (run build/tests/test_priv_netlock as root)\n", what);
 		skip();
 	}
-	assert_int_equal(spawn_fn(fn_two_agents, NULL, &o, &r), 0);
-	child_report(&r, "two agents");
+	assert_int_equal(spawn_fn(fn, NULL, &o, &r), 0);
+	child_report(&r, what);
 	spawn_result_free(&r);
+}
+
+static void two_agents_as_root(void **state)
+{
+	run_as_root(fn_two_agents, "two agents");
 }
 
 static void behaviour_as_root(void **state)
 {
-	struct spawn_opts o = {.timeout_ms = 60000};
-	struct spawn_result r;
-
-	if (geteuid() != 0) {
-		printf("# skip: behaviour needs root (run build/tests/test_netlock as root)\n");
-		skip();
-	}
-	assert_int_equal(spawn_fn(fn_behaviour, NULL, &o, &r), 0);
-	child_report(&r, "behaviour");
-	spawn_result_free(&r);
+	run_as_root(fn_behaviour, "behaviour");
 }
 
 int main(void)
