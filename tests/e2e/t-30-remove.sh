@@ -196,6 +196,7 @@ check "ocsb-agentd keeps $THREE's uid in the set" in_set "$(id -u "$THREE")"
 check "and in its guard" bash -c "nft list set inet ocsb_guard agents | grep -q '$(id -u "$THREE")'"
 check_fails "$THREE's direct connection is blocked" direct "$THREE"
 check_output "control: $THREE reaches the internet through the proxy" "WEB allowed.test" proxied "$THREE"
+check_output "--check is clean for $TWO while ocsb-agentd runs" '^ocsb-provision: 0 differences' prov_two --check
 kill "$AGENTD"
 wait "$AGENTD" 2>/dev/null
 check_output "--remove --purge of $THREE" "^kept the nftables table inet ocsb" prov --config "$THREE_CONF" --remove --purge
