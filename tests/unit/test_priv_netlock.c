@@ -312,6 +312,20 @@ static int run_ip(const char *a1, const char *a2, const char *a3, const char *a4
 #define REFUSED_FAST(res) ((res).err == ECONNREFUSED && (res).ms < FAST_MS)
 #define UDP_REFUSED(res) ((res).err == EPERM || (res).err == ECONNREFUSED)
 
+/* A network namespace of its own with lo up: 0, or SKIP said. */
+static int enter_netns(int outfd)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		return -1;
+	}
+	if (lo_up() != 0) {
+		dprintf(outfd, "FAIL lo up: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int fn_behaviour(void *arg, int outfd)
 {
 	struct netlock_spec s = {
@@ -322,11 +336,8 @@ static int fn_behaviour(void *arg, int outfd)
 	pid_t pid;
 
 	(void)arg;
-	if (unshare(CLONE_NEWNET) < 0) {
-		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+	if (enter_netns(outfd) != 0)
 		return 2;
-	}
-	LCHECK(outfd, lo_up() == 0, "lo up: %s", strerror(errno));
 	/* Optional: a default route over lo makes 198.18.0.1 a non-local destination. */
 	remote = access(IP, X_OK) == 0 &&
 		run_ip("route", "add", "default", "dev", "lo", NULL) == 0 &&
@@ -450,11 +461,8 @@ static int fn_two_agents(void *arg, int outfd)
 	pid_t pid;
 
 	(void)arg;
-	if (unshare(CLONE_NEWNET) < 0) {
-		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+	if (enter_netns(outfd) != 0)
 		return 2;
-	}
-	LCHECK(outfd, lo_up() == 0, "lo up: %s", strerror(errno));
 	LCHECK(outfd,
 		listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0 &&
 			listen_on(AF_INET, "127.0.0.1", P_ROUTE, 0) >= 0 &&
