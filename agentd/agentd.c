@@ -95,6 +95,8 @@ static int load_config(struct agentd *d)
 	d->nl.ports_hi = d->cfg.ports_hi;
 	d->nl.dns_allow = d->egress.dns_allow;
 	d->nl.proxy_uid = netlock_proxy_uid();
+	if (netwatch_agents(d) < 0)
+		return -1;
 	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);
 	return proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port);
 }

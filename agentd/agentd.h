@@ -181,6 +181,7 @@ struct agentd {
 	double last_restore_ms;
 	double found_ms; /* the read-back that found the table altered (for the log) */
 	char netlock_error[512];
+	char stale_agents[1024]; /* registry names without an account, as last said */
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
 	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */
@@ -244,6 +245,8 @@ int child_sandbox_limits(void);
 
 /* netlock watch and freezing: netwatch.c */
 int netwatch_open(struct agentd *d);
+/* The machine's other agents (the registry) into d->nl: 1 changed, 0 same, -1 unreadable. */
+int netwatch_agents(struct agentd *d);
 void netwatch_event(struct agentd *d);
 int netwatch_enforce(struct agentd *d, const char *why);
 int freeze_agent(struct agentd *d);

@@ -64,6 +64,46 @@ int netwatch_open(struct agentd *d)
 	return agentd_watch(d, fd, &d->nft_src, SRC_NFT, d, EPOLLIN);
 }
 
+int netwatch_agents(struct agentd *d)
+{
+	struct netlock_spec s = d->nl;
+	char stale[1024];
+	int r = netlock_registry(&s, d->paths.varlib, NULL, stale, sizeof(stale));
+
+	if (r < 0) {
+		log_err("netlock: %s/ocsb/agents: %s", d->paths.varlib,
+			r == -E2BIG ? "more agents than the netlock holds (64)" : strerror(-r));
+		return -1;
+	}
+	/* Said once per change: a stale name stays until ocsb-provision forgets it. */
+	if (stale[0] && strcmp(stale, d->stale_agents) != 0)
+		log_warn("netlock: %s/ocsb/agents: no account for %s: left out of the set",
+			d->paths.varlib, stale);
+	snprintf(d->stale_agents, sizeof(d->stale_agents), "%s", stale);
+	if (s.n_others == d->nl.n_others &&
+		memcmp(s.others, d->nl.others, s.n_others * sizeof(s.others[0])) == 0)
+		return 0;
+	d->nl.n_others = s.n_others;
+	memcpy(d->nl.others, s.others, sizeof(s.others));
+	return 1;
+}
+
+/*
+ * A table changed by ocsb-provision may hold an agent it just registered: the registry is
+ * read again (it is root's), and the guard follows a new set of agents.
+ */
+static void netwatch_registry(struct agentd *d)
+{
+	char err[512];
+
+	if (netwatch_agents(d) != 1 || !d->guard_sock)
+		return;
+	log_notice("netlock: the agents registry changed: %zu other agent%s", d->nl.n_others,
+		d->nl.n_others == 1 ? "" : "s");
+	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
+		log_err("netlock guard: %s", err);
+}
+
 /*
  * The last word of a burst on inet NETLOCK_TABLE: deleted (1) or created (0). A burst whose
  * last word is a delete needs no read-back to know the table is gone. Our own apply
@@ -111,6 +151,7 @@ void netwatch_event(struct agentd *d)
 	}
 	if (!n && !overrun)
 		return;
+	netwatch_registry(d);
 	/* Deleted (the usual attack, `nft flush ruleset`): put it back without looking first. */
 	if (gone) {
 		snprintf(err, sizeof(err), "table inet %s deleted", NETLOCK_TABLE);

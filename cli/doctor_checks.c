@@ -297,39 +297,82 @@ void doctor_check_sshd(struct doctor *dr)
 			dr->c->cfg.agent);
 }
 
+/* "ai-dev (1001), ai-two (1002)": the agents the live set holds; -errno if it cannot be read. */
+static int netlock_covers(uid_t self, char *out, size_t n, int *ret_self)
+{
+	uid_t uids[NETLOCK_MAX_AGENTS + 1];
+	int k = netlock_live_agents(uids, ARRAY_SIZE(uids));
+	size_t len = 0;
+
+	out[0] = '\0';
+	*ret_self = 0;
+	for (int i = 0; i < k && i < (int)ARRAY_SIZE(uids) && len < n; i++) {
+		struct user_info u;
+
+		*ret_self |= uids[i] == self;
+		if (user_lookup_uid(uids[i], &u) == 0)
+			len += (size_t)snprintf(out + len, n - len, "%s%s (%u)", len ? ", " : "",
+				u.name, (unsigned)uids[i]);
+		else
+			len += (size_t)snprintf(out + len, n - len, "%suid %u (no account)",
+				len ? ", " : "", (unsigned)uids[i]);
+	}
+	return k;
+}
+
+/*
+ * The table the machine should hold (this configuration, every agent of the registry,
+ * agentd's routes as its guard holds them: what ocsb-provision builds), and whom it covers.
+ */
+static void doctor_check_netlock(struct doctor *dr)
+{
+	struct netlock_spec nl = {0};
+	struct user_info a;
+	char err[512], covers[1024], stale[1024];
+	int self = 0, k;
+
+	if (user_lookup(dr->c->cfg.agent, &a) < 0) {
+		doctor_add(dr, DR_FAIL, "netlock", "sudo ocsb-provision", "no account %s",
+			dr->c->cfg.agent);
+		return;
+	}
+	k = netlock_covers(a.uid, covers, sizeof(covers), &self);
+	if (k >= 0 && !self) {
+		doctor_add(dr, DR_FAIL, "netlock", "sudo ocsb-provision",
+			"table inet %s does not cover %s (uid %u): its set %s holds %s",
+			NETLOCK_TABLE, a.name, (unsigned)a.uid, NETLOCK_SET,
+			covers[0] ? covers : "no uid");
+		return;
+	}
+	nl.uid = a.uid;
+	nl.proxy_port = dr->c->egress.off ? 0 : dr->c->cfg.proxy_port;
+	nl.ports_lo = dr->c->cfg.ports_lo;
+	nl.ports_hi = dr->c->cfg.ports_hi;
+	nl.dns_allow = dr->c->egress.dns_allow;
+	nl.proxy_uid = netlock_proxy_uid();
+	if (netlock_registry(&nl, dr->c->paths.varlib, NULL, stale, sizeof(stale)) < 0 ||
+		netlock_guard_routes(&nl) < 0)
+		snprintf(err, sizeof(err), "netlock: cannot read the agents registry or the guard");
+	else if (netlock_verify(&nl, err, sizeof(err)) == 0) {
+		doctor_add(dr, DR_OK, "netlock", NULL,
+			"table inet %s live and equal to the configuration; covers %s",
+			NETLOCK_TABLE, covers);
+		return;
+	}
+	doctor_add(dr, DR_FAIL, "netlock",
+		"sudo ocsb-provision (or start ocsb-agentd, which restores it)", "%s", err);
+}
+
 void doctor_check_agentd(struct doctor *dr)
 {
 	struct ctl_request rq = {.verb = CTL_STATUS};
 	struct ctl_response resp = {0};
-	struct netlock_spec nl = {0};
 	char err[512];
 	unsigned instances = 0, healthy = 0, states = 0;
 
 	/* The live table against the configuration: root reads it itself. */
-	if (dr->root) {
-		struct user_info a;
-
-		if (user_lookup(dr->c->cfg.agent, &a) < 0) {
-			doctor_add(dr, DR_FAIL, "netlock", "sudo ocsb-provision", "no account %s",
-				dr->c->cfg.agent);
-		} else {
-			nl.uid = a.uid;
-			nl.proxy_port = dr->c->egress.off ? 0 : dr->c->cfg.proxy_port;
-			nl.ports_lo = dr->c->cfg.ports_lo;
-			nl.ports_hi = dr->c->cfg.ports_hi;
-			nl.dns_allow = dr->c->egress.dns_allow;
-			nl.proxy_uid = netlock_proxy_uid();
-			if (netlock_verify(&nl, err, sizeof(err)) == 0)
-				doctor_add(dr, DR_OK, "netlock", NULL,
-					"table inet %s live and equal to the configuration",
-					NETLOCK_TABLE);
-			else
-				doctor_add(dr, DR_FAIL, "netlock",
-					"sudo ocsb-provision (or start ocsb-agentd, which restores "
-					"it)",
-					"%s", err);
-		}
-	}
+	if (dr->root)
+		doctor_check_netlock(dr);
 	if (ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) < 0 || !resp.ok) {
 		doctor_add(dr, DR_FAIL, "agentd",
 			"sudo ocsb-agentd --foreground (or systemctl start ocsb-agentd)", "%s",

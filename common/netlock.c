@@ -48,17 +48,22 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	if ((s->ports_lo == 0) != (s->ports_hi == 0) || s->ports_lo > s->ports_hi ||
 		s->ports_hi > 65535)
 		return -EINVAL;
-	if (s->n_inject > NETLOCK_MAX_INJECT)
+	if (s->n_inject > NETLOCK_MAX_INJECT || s->n_others > NETLOCK_MAX_AGENTS)
 		return -EINVAL;
+	for (size_t i = 0; i < s->n_others; i++)
+		if (s->others[i] == 0 || s->others[i] == (uid_t)-1)
+			return -EINVAL;
 	for (size_t i = 0; i < s->n_inject; i++)
 		if (s->inject_ports[i] == 0 || s->inject_ports[i] > 65535)
 			return -EINVAL;
 
-	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID, .a = s->uid));
+	/* Every agent of the machine, one rule: the set holds their uids. */
+	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID_SET));
 	/*
-	 * A route adds the owner's key to what comes in: only the agent (accepted in its
-	 * chain, which it never returns from) may reach it. Every other account's connection
-	 * is reset here, so no local user spends the owner's key.
+	 * A route adds the owner's key to what comes in: only ocsb-agentd's agent (accepted
+	 * in the agent chain, which no agent returns from) may reach it. Every other
+	 * account's connection is reset here, the other agents' in the agent chain, so no
+	 * local user spends the owner's key.
 	 */
 	for (size_t i = 0; i < s->n_inject; i++)
 		r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_REJECT_TCP_RESET, M(NM_IP4_LOOPBACK),
@@ -88,11 +93,11 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	/*
 	 * ocsb-inject's routes: the agent's only way to an API whose key it must not hold.
 	 * Each port alone, on 127.0.0.1 only, like the proxy: not a range another local
-	 * service could sit in.
+	 * service could sit in; for agentd's agent alone, not the machine's other agents.
 	 */
 	for (size_t i = 0; i < s->n_inject; i++)
-		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_IP4_LOOPBACK),
-			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
+		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = s->uid),
+			M(NM_IP4_LOOPBACK), M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
 	if (s->ports_lo)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_FIB_LOCAL),
 			M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = s->ports_lo, .c = s->ports_hi));
@@ -148,6 +153,9 @@ int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
 		case NM_SKUID:
 			rc = buf_printf(out, "meta skuid %u ", m->a);
 			break;
+		case NM_SKUID_SET:
+			rc = buf_puts(out, "meta skuid @" NETLOCK_SET " ");
+			break;
 		case NM_CT_REPLY:
 			rc = buf_puts(out, "ct direction reply ");
 			break;
@@ -195,11 +203,19 @@ static int netlock_chain_text(const struct netlock_rule *r, size_t n, const char
 int netlock_render_nft(const struct netlock_spec *s, struct buf *out)
 {
 	struct netlock_rule r[NETLOCK_MAX_RULES];
-	size_t n;
+	uid_t uids[NETLOCK_MAX_AGENTS + 1];
+	size_t n, nu;
 	int rc = netlock_rules(s, r, &n);
 
 	if (rc == 0)
-		rc = buf_printf(out, "table inet %s {\n", netlock_name);
+		rc = buf_printf(out, "table inet %s {\n\tset " NETLOCK_SET " {\n\t\ttype uid\n",
+			netlock_name);
+	nu = rc == 0 ? netlock_set_uids(s, uids) : 0;
+	for (size_t i = 0; i < nu && rc == 0; i++)
+		rc = buf_printf(out, "%s%u%s", i ? ", " : "\t\telements = { ", (unsigned)uids[i],
+			i + 1 == nu ? " }\n" : "");
+	if (rc == 0)
+		rc = buf_puts(out, "\t}\n");
 	if (rc == 0)
 		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_OUTPUT,
 			"\t\ttype filter hook output priority 0; policy accept;\n", out);

@@ -8,26 +8,33 @@
 #include "util.h"
 
 /*
- * The netlock: an nftables `inet` table that forces every socket owned by the
- * agent's uid through the local proxy (design invariant 2). Built with libnftnl
- * and installed in one atomic batch; root and every other uid are unaffected.
- * Everything is per network namespace and needs CAP_NET_ADMIN over it.
+ * The netlock: an nftables `inet` table that forces every socket owned by an agent's uid
+ * through the local proxy (design invariant 2). One table serves every agent of the
+ * machine: the set `agents` holds the uids of the agents registry (<varlib>/ocsb/agents,
+ * written by ocsb-provision). Built with libnftnl and installed in one atomic batch; root
+ * and every other uid are unaffected. Everything is per network namespace and needs
+ * CAP_NET_ADMIN over it.
  *
  *   table inet ocsb {
+ *     set agents { type uid; elements = { <uid>, <others>... } }
  *     chain output { type filter hook output priority 0; policy accept;
- *       meta skuid <uid> jump agent
+ *       meta skuid @agents jump agent
+ *       ip daddr 127.0.0.1 tcp dport <inject_port> reject with tcp reset  (each route)
  *       meta skuid <proxy_uid> ct direction reply accept                     (proxy_uid != 0)
  *       meta skuid <proxy_uid> fib daddr type local meta l4proto tcp reject with tcp reset }
  *     chain agent {
  *       ct direction reply ct state established,related accept
  *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
- *       ip daddr 127.0.0.1 tcp dport <inject_port> accept       (each route of ocsb-inject)
+ *       meta skuid <uid> ip daddr 127.0.0.1 tcp dport <inject_port> accept  (each route)
  *       fib daddr type local tcp dport <lo>-<hi> accept          (a range is set)
  *       fib daddr type local meta l4proto tcp reject with tcp reset
  *       fib daddr type local reject with icmpx admin-prohibited
  *       udp dport 53 accept; tcp dport 53 accept                 (dns_allow)
  *       meta l4proto tcp reject with tcp reset
  *       reject with icmpx admin-prohibited } }
+ *
+ * A route of ocsb-inject is ocsb-agentd's agent's alone (uid, the agent of
+ * /etc/ocsb/ocsb.conf): every other uid, the other agents included, gets a reset.
  */
 #define NETLOCK_TABLE "ocsb"
 /*
@@ -38,9 +45,14 @@
  */
 #define NETLOCK_GUARD_TABLE "ocsb_guard"
 #define NETLOCK_MAX_INJECT 16 /* INJ_MAX_ROUTES of inject/inject.h */
+#define NETLOCK_SET "agents"
+#define NETLOCK_MAX_AGENTS 64
 
 struct netlock_spec {
-	uid_t uid; /* the agent; never 0 */
+	uid_t uid; /* ocsb-agentd's agent (the routes' only user); never 0 */
+	/* The machine's other agents, in the set with uid; repeats and uid itself are fine. */
+	uid_t others[NETLOCK_MAX_AGENTS];
+	size_t n_others;
 	unsigned proxy_port; /* TCP port of the proxy on 127.0.0.1; 0 = no egress at all */
 	unsigned ports_lo, ports_hi; /* agent's TCP port range on local addresses; 0/0 = none */
 	int dns_allow; /* 1: udp/tcp 53 to non-local addresses allowed */
@@ -72,7 +84,8 @@ int netlock_render_expr(const struct netlock_spec *s, struct buf *out);
  * reg N hi"; nft 1.1 (Debian 13) as one "range eq reg N lo hi", and a range of one port
  * as "cmp eq reg N lo". All compare the register's bytes with memcmp: the same match. Rules
  * are compared in nft 1.1's form, so a table that nft of either version installed verifies,
- * and the unit tests' oracle holds with both.
+ * and the unit tests' oracle holds with both. A lookup's flags "0x0" (the kernel reports
+ * them, nft sends none) are dropped: no flags either way.
  */
 void netlock_exprs_canon(char *text);
 
@@ -96,6 +109,28 @@ int netlock_guard_apply(
 	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen);
 /* Like netlock_verify, for the guard (its owner flag included). */
 int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen);
+
+/*
+ * The agents registry into s->others: the account of each <varlib>/ocsb/agents/<name>, but
+ * `skip` (an agent being removed; NULL: none). A name without an account (deleted by hand)
+ * or of uid 0 is left out and named in `stale` ("" if none). 0, or -errno (the directory
+ * unreadable; a missing one is an empty registry).
+ */
+int netlock_registry(
+	struct netlock_spec *s, const char *varlib, const char *skip, char *stale, size_t n);
+
+/*
+ * ocsb-agentd's route ports, as its guard holds them (the guard is agentd's alone and
+ * exists while it runs): s->uid becomes the routes' uid (the former one joins s->others)
+ * and s->inject_ports their ports. The number of routes (0: no guard, or none), or -errno.
+ */
+int netlock_guard_routes(struct netlock_spec *s);
+
+/*
+ * The uids in the live table's set, ascending: how many (up to max stored), or -ENOENT
+ * (no table or no set), -errno.
+ */
+int netlock_live_agents(uid_t *uids, size_t max);
 
 /* Delete the table; a missing table is success. 0 or -1 with err. */
 int netlock_remove(char *err, size_t errlen);

@@ -27,6 +27,7 @@
 #include <libnftnl/expr.h>
 #include <libnftnl/gen.h>
 #include <libnftnl/rule.h>
+#include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include "netlock.h"
 #include "netlock_int.h"
@@ -115,6 +116,34 @@ static int netlock_batch_chain(struct netlock_batch *nb, const char *name, int b
 		nftnl_chain_nlmsg_build_payload(nlh, c);
 	nftnl_chain_free(c);
 	return nlh && nftnl_batch_update(nb->b) == 0 ? 0 : -ENOMEM;
+}
+
+/* The set of agents and its elements: after the table, before the rule that looks it up. */
+static int netlock_batch_set(struct netlock_batch *nb, const struct netlock_spec *s)
+{
+	struct nftnl_set *set = netlock_set_build(s);
+	struct nlmsghdr *nlh;
+	char what[96];
+	int rc = -ENOMEM;
+
+	if (!set)
+		return -ENOMEM;
+	snprintf(what, sizeof(what), "add set inet %s %s", netlock_name, NETLOCK_SET);
+	nlh = netlock_batch_msg(nb, NFT_MSG_NEWSET, NLM_F_CREATE, what);
+	if (nlh) {
+		nftnl_set_nlmsg_build_payload(nlh, set);
+		if (nftnl_batch_update(nb->b) == 0) {
+			snprintf(what, sizeof(what), "add element inet %s %s", netlock_name,
+				NETLOCK_SET);
+			nlh = netlock_batch_msg(nb, NFT_MSG_NEWSETELEM, NLM_F_CREATE, what);
+			if (nlh) {
+				nftnl_set_elems_nlmsg_build_payload(nlh, set);
+				rc = nftnl_batch_update(nb->b) == 0 ? 0 : -ENOMEM;
+			}
+		}
+	}
+	nftnl_set_free(set);
+	return rc;
 }
 
 static int netlock_batch_rule(struct netlock_batch *nb, const struct netlock_rule *nr, size_t idx)
@@ -262,6 +291,8 @@ static int netlock_apply_on(
 		rc = netlock_batch_table(&nb, NFT_MSG_DELTABLE, 0);
 	if (rc == 0)
 		rc = netlock_batch_table(&nb, NFT_MSG_NEWTABLE, NLM_F_CREATE);
+	if (rc == 0)
+		rc = netlock_batch_set(&nb, s);
 	if (rc == 0)
 		rc = netlock_batch_chain(&nb, NETLOCK_CHAIN_OUTPUT, 1);
 	if (rc == 0)

@@ -103,6 +103,17 @@ static int netlock_expr_match(struct nftnl_rule *r, const struct netlock_match *
 		if (netlock_expr_meta(r, NFT_META_SKUID) < 0)
 			return -ENOMEM;
 		return netlock_expr_cmp(r, NFT_CMP_EQ, &u32, sizeof(u32));
+	case NM_SKUID_SET:
+		if (netlock_expr_meta(r, NFT_META_SKUID) < 0)
+			return -ENOMEM;
+		e = netlock_expr(r, "lookup");
+		if (!e)
+			return -ENOMEM;
+		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, NFT_REG_1);
+		nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, NETLOCK_SET);
+		/* The set is new in the same batch: the kernel finds it by this id. */
+		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, NETLOCK_SET_ID);
+		return 0;
 	case NM_CT_REPLY:
 		e = netlock_expr(r, "ct");
 		if (!e)
@@ -311,6 +322,17 @@ void netlock_exprs_canon(char *text)
 				p += n1 + 1 + n2; /* the second line's '\n' is copied next */
 				continue;
 			}
+		}
+		/* The kernel reports a lookup's flags even when none are set: "0x0" is none. */
+		if (strncmp(p, "  [ lookup ", 11) == 0 && len >= 8 + 11 &&
+			memcmp(p + len - (nl ? 7 : 6), " 0x0 ]", 6) == 0) {
+			size_t keep = len - (nl ? 7 : 6);
+
+			memmove(w, p, keep);
+			memcpy(w + keep, " ]", 2);
+			w += keep + 2;
+			p += keep + 6;
+			continue;
 		}
 		memmove(w, p, len);
 		w += len;

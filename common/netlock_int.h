@@ -30,6 +30,7 @@
 #include <libnftnl/expr.h>
 #include <libnftnl/gen.h>
 #include <libnftnl/rule.h>
+#include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include "netlock.h"
 
@@ -57,6 +58,7 @@ extern uint32_t netlock_flags;
 
 enum netlock_match_kind {
 	NM_SKUID, /* meta skuid a */
+	NM_SKUID_SET, /* meta skuid @agents */
 	NM_CT_REPLY, /* ct direction reply */
 	NM_CT_ESTREL, /* ct state established,related */
 	NM_IP4_LOOPBACK, /* ip daddr 127.0.0.1 */
@@ -99,7 +101,26 @@ struct netlock_table_info {
 	uint32_t flags;
 };
 
+/* The set's key: nft's datatype "uid" (TYPE_UID of nftables' datatype.h), 4 bytes. */
+#define NETLOCK_SET_KEY_TYPE 24
+#define NETLOCK_SET_ID 1 /* names the set to the rules of the batch that creates it */
+
+/* The live set, as netlock_set_read finds it. */
+struct netlock_live_set {
+	int found, extra; /* the set agents; another set in the table */
+	char extra_name[64];
+	uint32_t key_type, key_len, flags;
+	uid_t uid[NETLOCK_MAX_AGENTS + 1];
+	size_t n;
+	int overflow, bad_key; /* more elements than uid[] holds; a key not 4 bytes */
+};
+
 /* Shared by the files of the module; nothing outside it uses these. */
+size_t netlock_set_uids(const struct netlock_spec *s, uid_t *out);
+struct nftnl_set *netlock_set_build(const struct netlock_spec *s);
+int netlock_set_read(struct mnl_socket *nl, struct netlock_live_set *ls);
+int netlock_set_compare(const struct netlock_live_set *ls, const struct netlock_spec *s,
+	char *err, size_t errlen);
 int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *ret_n);
 int netlock_rule_text(const struct netlock_rule *r, struct buf *out);
 struct nftnl_rule *netlock_rule_build(const struct netlock_rule *nr);

@@ -55,6 +55,7 @@ struct netlock_live {
 	int chains_overflow; /* more chains than chain[] holds */
 	struct netlock_live_rule *rule; /* owned */
 	size_t nrule, caprule;
+	struct netlock_live_set set;
 };
 
 static void netlock_live_free(struct netlock_live *l)
@@ -173,6 +174,8 @@ static int netlock_live_read(struct mnl_socket *nl, struct netlock_live *l)
 		nftnl_rule_nlmsg_build_payload(nlh, r);
 		nftnl_rule_free(r);
 		rc = netlock_query(nl, nlh, netlock_rule_cb, l);
+		if (rc == 0)
+			rc = netlock_set_read(nl, &l->set);
 		if (rc == 0)
 			rc = netlock_get_gen(nl, &gen2);
 		if (rc < 0)
@@ -307,8 +310,8 @@ static int netlock_compare_chain(const struct netlock_live *l, const struct netl
 	return rc;
 }
 
-static int netlock_compare(const struct netlock_live *l, const struct netlock_rule *nr, size_t n,
-	char *err, size_t errlen)
+static int netlock_compare(const struct netlock_live *l, const struct netlock_spec *s,
+	const struct netlock_rule *nr, size_t n, char *err, size_t errlen)
 {
 	const struct netlock_live_chain *out, *agent;
 	int rc;
@@ -359,7 +362,9 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_ru
 			agent->type, netlock_hook_name(agent->hook));
 		return 1;
 	}
-	rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_OUTPUT, err, errlen);
+	rc = netlock_set_compare(&l->set, s, err, errlen);
+	if (rc == 0)
+		rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_OUTPUT, err, errlen);
 	if (rc == 0)
 		rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_AGENT, err, errlen);
 	return rc;
@@ -395,7 +400,7 @@ int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
 			strerror(-rc), netlock_hint(-rc));
 		rc = -1;
 	} else {
-		rc = netlock_compare(&live, nr, n, err, errlen);
+		rc = netlock_compare(&live, s, nr, n, err, errlen);
 		if (rc < 0) {
 			netlock_seterr(err, errlen, "comparing table inet %s: %s", netlock_name,
 				strerror(-rc));

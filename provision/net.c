@@ -28,25 +28,75 @@ static int egress_conf_path(struct prov *p, char *out, size_t n)
 	return path_join(out, n, p->paths.etc, "ocsb/egress.conf");
 }
 
-static void netlock_spec_of(struct prov *p, struct netlock_spec *s)
+/* "1001, 1002": the uids of the set, for a message. */
+static void netlock_uids_text(const struct netlock_spec *s, char *out, size_t n)
 {
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i <= s->n_others && len < n; i++) {
+		uid_t u = i == 0 ? s->uid : s->others[i - 1];
+		int dup = u == s->uid && i > 0;
+
+		for (size_t k = 1; k < i && !dup; k++)
+			dup = s->others[k - 1] == u;
+		if (!dup)
+			len += (size_t)snprintf(out + len, n - len, "%s%u", len ? ", " : "", (unsigned)u);
+	}
+}
+
+/*
+ * The table of this machine: this configuration's proxy and ports, every agent of the
+ * registry but `skip` (an agent being removed), and ocsb-agentd's route ports while its
+ * guard holds them. The uid is this agent's, or with `skip` the first remaining one;
+ * 0 then when none remains. 0, or -1 (said).
+ */
+static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *skip)
+{
+	char stale[1024];
+	int r;
+
 	memset(s, 0, sizeof(*s));
-	s->uid = p->agent.uid;
+	s->uid = skip ? 0 : p->agent.uid;
 	s->proxy_port = p->egress.off ? 0 : p->cfg.proxy_port;
 	s->ports_lo = p->cfg.ports_lo;
 	s->ports_hi = p->cfg.ports_hi;
 	s->dns_allow = p->egress.dns_allow;
 	s->proxy_uid = netlock_proxy_uid();
+	r = netlock_registry(s, p->paths.varlib, skip, stale, sizeof(stale));
+	if (r < 0) {
+		log_err("%s/ocsb/agents: %s", p->paths.varlib,
+			r == -E2BIG ? "more agents than the netlock holds (64)" : strerror(-r));
+		return -1;
+	}
+	if (stale[0])
+		log_warn("%s/ocsb/agents: no account for %s: left out of the netlock (sudo "
+			 "ocsb-provision --config <its configuration> --remove --purge forgets it)",
+			p->paths.varlib, stale);
+	if (s->uid == 0) {
+		if (s->n_others == 0)
+			return 0;
+		s->uid = s->others[--s->n_others];
+	}
+	/* The routes are agentd's: kept as its guard has them, not taken away by this run. */
+	r = netlock_guard_routes(s);
+	if (r < 0) {
+		log_err("reading ocsb-agentd's routes from table inet " NETLOCK_GUARD_TABLE ": %s",
+			strerror(-r));
+		return -1;
+	}
+	return 0;
 }
 
-int net_preflight(struct prov *p)
+/* /etc/ocsb/egress.conf into p->egress: 0, or -1 (said). */
+static int net_egress_load(struct prov *p)
 {
 	char path[4096], err[1024];
-	struct buf conf = {0};
 	int r;
 
-	if (proxy_init(&p->proxy, &p->paths, p->cfg.proxy_port) < 0 ||
-		egress_conf_path(p, path, sizeof(path)) < 0)
+	if (p->egress_loaded)
+		return 0;
+	if (egress_conf_path(p, path, sizeof(path)) < 0)
 		return -1;
 	/* The shipped defaults stand in for a file not written yet, under its future name. */
 	r = egress_load(&p->egress, &p->paths, p->have_owner ? p->owner.home : NULL,
@@ -62,6 +112,17 @@ int net_preflight(struct prov *p)
 		return -1;
 	}
 	p->egress_loaded = 1;
+	return 0;
+}
+
+int net_preflight(struct prov *p)
+{
+	char err[1024];
+	struct buf conf = {0};
+	int r;
+
+	if (proxy_init(&p->proxy, &p->paths, p->cfg.proxy_port) < 0 || net_egress_load(p) < 0)
+		return -1;
 	if (access(p->proxy.squid, X_OK) < 0) {
 		log_err("%s not found: install the egress proxy (apt-get install squid)",
 			p->proxy.squid);
@@ -114,7 +175,7 @@ static int ensure_egress_conf(struct prov *p)
 static int ensure_netlock(struct prov *p)
 {
 	struct netlock_spec s;
-	char err[1024];
+	char err[1024], uids[512];
 	int r;
 
 	if (!p->agent_exists) {
@@ -123,7 +184,8 @@ static int ensure_netlock(struct prov *p)
 			" (the agent's sockets reach only the proxy)");
 		return 0;
 	}
-	netlock_spec_of(p, &s);
+	if (netlock_spec_of(p, &s, NULL) < 0)
+		return -1;
 	r = netlock_verify(&s, err, sizeof(err));
 	if (r < 0) {
 		log_err("%s", err);
@@ -131,8 +193,9 @@ static int ensure_netlock(struct prov *p)
 	}
 	if (r == 0)
 		return 0;
-	if (!prov_change(p, "install the nftables table inet " NETLOCK_TABLE " for uid %u (%s)",
-		    (unsigned)s.uid, err))
+	netlock_uids_text(&s, uids, sizeof(uids));
+	if (!prov_change(p, "install the nftables table inet " NETLOCK_TABLE " for uids %s (%s)",
+		    uids, err))
 		return 0;
 	if (netlock_apply(&s, err, sizeof(err)) < 0) {
 		log_err("%s", err);
@@ -286,6 +349,41 @@ int net_ensure(struct prov *p)
 	return 0;
 }
 
+/*
+ * One agent of several goes: the table stays for the others, without its uid. 0, or -1;
+ * 1 when no other agent's account is left, so the table goes too.
+ */
+static int netlock_without(struct prov *p)
+{
+	struct netlock_spec s;
+	char err[1024], uids[512];
+	int r;
+
+	/* The others' table: this configuration's egress rules, as a run for them reads them. */
+	if (net_egress_load(p) < 0 || netlock_spec_of(p, &s, p->cfg.agent) < 0)
+		return -1;
+	if (s.uid == 0)
+		return 1;
+	r = netlock_verify(&s, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	netlock_uids_text(&s, uids, sizeof(uids));
+	if (r == 1) {
+		prov_change(p, "install the nftables table inet " NETLOCK_TABLE
+			       " for uids %s, without %s's (%s)",
+			uids, p->cfg.agent, err);
+		if (netlock_apply(&s, err, sizeof(err)) < 0 ||
+			netlock_verify(&s, err, sizeof(err)) != 0) {
+			log_err("%s", err);
+			return -1;
+		}
+		prov_done(p);
+	}
+	return 0;
+}
+
 int net_remove(struct prov *p)
 {
 	char err[1024], path[4096];
@@ -295,7 +393,10 @@ int net_remove(struct prov *p)
 	 * The table, the proxy and the egress rules are the machine's, not one agent's:
 	 * removing one agent while others remain must not leave them without their netlock.
 	 */
-	if (p->others) {
+	r = p->others ? netlock_without(p) : 1;
+	if (r < 0)
+		return -1;
+	if (r == 0) {
 		printf("kept the nftables table inet " NETLOCK_TABLE
 		       ", the egress proxy and its rules: %d other agent%s remain%s\n",
 			p->others, p->others == 1 ? "" : "s", p->others == 1 ? "s" : "");
@@ -310,6 +411,8 @@ int net_remove(struct prov *p)
 		}
 		prov_done(p);
 	}
+	if (p->others)
+		return 0; /* their state stays; only the table had nobody left to lock */
 	if (proxy_init(&p->proxy, &p->paths, p->cfg.proxy_port) < 0)
 		return -1;
 	if (proxy_pid(&p->proxy) > 0) {

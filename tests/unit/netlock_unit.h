@@ -73,4 +73,59 @@ static inline void child_report(const struct spawn_result *r, const char *what)
 			r->output ? r->output : "");
 }
 
+/* ---- for the live layers, in a private user+net namespace ---- */
+
+static inline int write_proc(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Become root of a new user namespace owning a new network namespace. */
+static inline int enter_userns_netns(int outfd)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	char map[64];
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWUSER|CLONE_NEWNET): %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	if (write_proc("/proc/self/setgroups", "deny") < 0 ||
+		write_proc("/proc/self/uid_map", map) < 0) {
+		dprintf(outfd, "SKIP uid_map: %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+	if (write_proc("/proc/self/gid_map", map) < 0) {
+		dprintf(outfd, "SKIP gid_map: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* nft with these arguments, in the current namespaces; its exit status, output in out. */
+static inline int run_nft(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
+	char *out, size_t n)
+{
+	const char *argv[] = {NFT, a1, a2, a3, a4, a5, NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 10000};
+	struct spawn_result r;
+
+	if (spawn_run(argv, &o, &r) < 0)
+		return -1;
+	if (out)
+		snprintf(out, n, "%s", r.output ? r.output : "");
+	spawn_result_free(&r);
+	return r.status;
+}
+
 #endif

@@ -312,6 +312,20 @@ static int run_ip(const char *a1, const char *a2, const char *a3, const char *a4
 #define REFUSED_FAST(res) ((res).err == ECONNREFUSED && (res).ms < FAST_MS)
 #define UDP_REFUSED(res) ((res).err == EPERM || (res).err == ECONNREFUSED)
 
+/* A network namespace of its own with lo up: 0, or SKIP said. */
+static int enter_netns(int outfd)
+{
+	if (unshare(CLONE_NEWNET) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+		return -1;
+	}
+	if (lo_up() != 0) {
+		dprintf(outfd, "FAIL lo up: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int fn_behaviour(void *arg, int outfd)
 {
 	struct netlock_spec s = {
@@ -322,11 +336,8 @@ static int fn_behaviour(void *arg, int outfd)
 	pid_t pid;
 
 	(void)arg;
-	if (unshare(CLONE_NEWNET) < 0) {
-		dprintf(outfd, "SKIP unshare(CLONE_NEWNET): %s\n", strerror(errno));
+	if (enter_netns(outfd) != 0)
 		return 2;
-	}
-	LCHECK(outfd, lo_up() == 0, "lo up: %s", strerror(errno));
 	/* Optional: a default route over lo makes 198.18.0.1 a non-local destination. */
 	remote = access(IP, X_OK) == 0 &&
 		run_ip("route", "add", "default", "dev", "lo", NULL) == 0 &&
@@ -421,18 +432,95 @@ static int fn_behaviour(void *arg, int outfd)
 	return 0;
 }
 
-static void behaviour_as_root(void **state)
+/*
+ * Two agents in the set, one route of ocsb-inject: both agents are locked (the proxy is their
+ * way, another local port is reset), the route is agentd's agent's alone, and a uid outside
+ * the set (OTHER2_UID) reaches the other port but not the route.
+ */
+#define AGENT2_UID 65533
+#define OTHER2_UID 65532
+#define P_ROUTE 18400
+
+static const struct probe route_probes[] = {
+	{"tcp 127.0.0.1 proxy", AF_INET, "127.0.0.1", P_PROXY, 0},
+	{"tcp 127.0.0.1 route", AF_INET, "127.0.0.1", P_ROUTE, 0},
+	{"tcp 127.0.0.1 other", AF_INET, "127.0.0.1", P_OTHER, 0},
+};
+enum { RT_PROXY, RT_ROUTE, RT_OTHER, RT_N };
+
+static int fn_two_agents(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = AGENT_UID,
+		.others = {AGENT2_UID},
+		.n_others = 1,
+		.proxy_port = P_PROXY,
+		.inject_ports = {P_ROUTE},
+		.n_inject = 1};
+	struct probe_res a[RT_N], b[RT_N], o[RT_N];
+	char err[1024];
+	pid_t pid;
+
+	(void)arg;
+	if (enter_netns(outfd) != 0)
+		return 2;
+	LCHECK(outfd,
+		listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_ROUTE, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0,
+		"listen: %s", strerror(errno));
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	pid = probe_as(AGENT_UID, route_probes, RT_N, a, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agentd's agent probes");
+	pid = probe_as(AGENT2_UID, route_probes, RT_N, b, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "second agent probes");
+	pid = probe_as(OTHER2_UID, route_probes, RT_N, o, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "uid %d probes", OTHER2_UID);
+	for (size_t i = 0; i < RT_N; i++)
+		dprintf(outfd, "# %-22s agentd's agent %-20s second agent %-20s uid %d %s\n",
+			route_probes[i].name, a[i].err ? strerror(a[i].err) : "ok",
+			b[i].err ? strerror(b[i].err) : "ok", OTHER2_UID,
+			o[i].err ? strerror(o[i].err) : "ok");
+	/* Both agents: the proxy (control), and nothing else local. */
+	LCHECK(outfd, a[RT_PROXY].err == 0, "%s", strerror(a[RT_PROXY].err));
+	LCHECK(outfd, b[RT_PROXY].err == 0, "%s", strerror(b[RT_PROXY].err));
+	LCHECK(outfd, REFUSED_FAST(a[RT_OTHER]), "%s", strerror(a[RT_OTHER].err));
+	LCHECK(outfd, REFUSED_FAST(b[RT_OTHER]), "second agent reached another local port: %s",
+		strerror(b[RT_OTHER].err));
+	/* The route: agentd's agent only. */
+	LCHECK(outfd, a[RT_ROUTE].err == 0, "%s", strerror(a[RT_ROUTE].err));
+	LCHECK(outfd, REFUSED_FAST(b[RT_ROUTE]), "second agent reached the route: %s",
+		strerror(b[RT_ROUTE].err));
+	/* A uid outside the set: unaffected (control), but the route is not its. */
+	LCHECK(outfd, o[RT_OTHER].err == 0, "%s", strerror(o[RT_OTHER].err));
+	LCHECK(outfd, REFUSED_FAST(o[RT_ROUTE]), "uid %d reached the route: %s", OTHER2_UID,
+		strerror(o[RT_ROUTE].err));
+	return 0;
+}
+
+/* fn in a child (it enters a network namespace of its own), as root. */
+static void run_as_root(int (*fn)(void *, int), const char *what)
 {
 	struct spawn_opts o = {.timeout_ms = 60000};
 	struct spawn_result r;
 
 	if (geteuid() != 0) {
-		printf("# skip: behaviour needs root (run build/tests/test_netlock as root)\n");
+		printf("# skip: %s needs root (run build/tests/test_priv_netlock as root)\n", what);
 		skip();
 	}
-	assert_int_equal(spawn_fn(fn_behaviour, NULL, &o, &r), 0);
-	child_report(&r, "behaviour");
+	assert_int_equal(spawn_fn(fn, NULL, &o, &r), 0);
+	child_report(&r, what);
 	spawn_result_free(&r);
+}
+
+static void two_agents_as_root(void **state)
+{
+	run_as_root(fn_two_agents, "two agents");
+}
+
+static void behaviour_as_root(void **state)
+{
+	run_as_root(fn_behaviour, "behaviour");
 }
 
 int main(void)
@@ -440,6 +528,7 @@ int main(void)
 	/* test_priv_netlock: the behaviour of the table needs root; run-unit.sh runs it so. */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(behaviour_as_root),
+		cmocka_unit_test(two_agents_as_root),
 	};
 
 	if (geteuid() != 0) {

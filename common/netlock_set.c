@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The netlock's set of agents: built for a batch, read back and compared, filled from the
+ * agents registry; and ocsb-agentd's route ports read from its guard.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <libmnl/libmnl.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <libnftnl/udata.h>
+#include "netlock.h"
+#include "netlock_int.h"
+#include "paths.h"
+
+static int netlock_uid_cmp(const void *a, const void *b)
+{
+	uid_t x = *(const uid_t *)a, y = *(const uid_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The set's uids, ascending, each once: uid and the others. out holds NETLOCK_MAX_AGENTS + 1. */
+size_t netlock_set_uids(const struct netlock_spec *s, uid_t *out)
+{
+	size_t n = 0, k = 0;
+
+	out[n++] = s->uid;
+	for (size_t i = 0; i < s->n_others && i < NETLOCK_MAX_AGENTS; i++)
+		out[n++] = s->others[i];
+	qsort(out, n, sizeof(*out), netlock_uid_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || out[i] != out[k - 1])
+			out[k++] = out[i];
+	return k;
+}
+
+struct nftnl_set *netlock_set_build(const struct netlock_spec *s)
+{
+	uid_t uids[NETLOCK_MAX_AGENTS + 1];
+	size_t n = netlock_set_uids(s, uids);
+	struct nftnl_set *set = nftnl_set_alloc();
+	struct nftnl_udata_buf *ud;
+
+	if (!set)
+		return NULL;
+	nftnl_set_set_str(set, NFTNL_SET_TABLE, netlock_name);
+	nftnl_set_set_str(set, NFTNL_SET_NAME, NETLOCK_SET);
+	nftnl_set_set_u32(set, NFTNL_SET_FAMILY, NFPROTO_INET);
+	nftnl_set_set_u32(set, NFTNL_SET_KEY_TYPE, NETLOCK_SET_KEY_TYPE);
+	nftnl_set_set_u32(set, NFTNL_SET_KEY_LEN, sizeof(uint32_t));
+	nftnl_set_set_u32(set, NFTNL_SET_ID, NETLOCK_SET_ID);
+	nftnl_set_set_u32(set, NFTNL_SET_FLAGS, 0);
+	/*
+	 * For nft(8) alone, as nft sends it: the keys are in host order (BYTEORDER_HOST_ENDIAN
+	 * of nftables' datatype.h), so `nft list` shows uids, not byte-swapped numbers.
+	 */
+	ud = nftnl_udata_buf_alloc(16);
+	if (!ud || !nftnl_udata_put_u32(ud, NFTNL_UDATA_SET_KEYBYTEORDER, 1)) {
+		nftnl_udata_buf_free(ud);
+		nftnl_set_free(set);
+		return NULL;
+	}
+	nftnl_set_set_data(set, NFTNL_SET_USERDATA, nftnl_udata_buf_data(ud),
+		nftnl_udata_buf_len(ud));
+	nftnl_udata_buf_free(ud);
+	for (size_t i = 0; i < n; i++) {
+		struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+		uint32_t key = uids[i]; /* host order, like meta skuid */
+
+		if (!e) {
+			nftnl_set_free(set);
+			return NULL;
+		}
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, &key, sizeof(key));
+		nftnl_set_elem_add(set, e);
+	}
+	return set;
+}
+
+/* ---- reading it back ---- */
+
+static int netlock_set_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_live_set *ls = data;
+	struct nftnl_set *set = nftnl_set_alloc();
+	const char *name;
+
+	if (!set) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_set_nlmsg_parse(nlh, set) < 0 ||
+		nftnl_set_get_u32(set, NFTNL_SET_FAMILY) != NFPROTO_INET ||
+		!netlock_streq(nftnl_set_get_str(set, NFTNL_SET_TABLE), netlock_name))
+		goto out;
+	name = netlock_str(nftnl_set_get_str(set, NFTNL_SET_NAME));
+	if (strcmp(name, NETLOCK_SET) != 0) {
+		ls->extra = 1;
+		snprintf(ls->extra_name, sizeof(ls->extra_name), "%s", name);
+		goto out;
+	}
+	ls->found = 1;
+	ls->key_type = nftnl_set_get_u32(set, NFTNL_SET_KEY_TYPE);
+	ls->key_len = nftnl_set_get_u32(set, NFTNL_SET_KEY_LEN);
+	ls->flags = nftnl_set_is_set(set, NFTNL_SET_FLAGS) ? nftnl_set_get_u32(set, NFTNL_SET_FLAGS)
+							     : 0;
+out:
+	nftnl_set_free(set);
+	return MNL_CB_OK;
+}
+
+static int netlock_elem_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_live_set *ls = data;
+	struct nftnl_set *set = nftnl_set_alloc();
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set_elem *e;
+
+	if (!set) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_set_elems_nlmsg_parse(nlh, set) < 0)
+		goto out;
+	it = nftnl_set_elems_iter_create(set);
+	/* _next returns the current element, then moves on. */
+	while (it && (e = nftnl_set_elems_iter_next(it)) != NULL) {
+		uint32_t len = 0, key;
+		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+
+		if (!k || len != sizeof(key)) {
+			ls->bad_key = 1;
+			continue;
+		}
+		memcpy(&key, k, sizeof(key));
+		if (ls->n < ARRAY_SIZE(ls->uid))
+			ls->uid[ls->n++] = (uid_t)key;
+		else
+			ls->overflow = 1;
+	}
+	if (it)
+		nftnl_set_elems_iter_destroy(it);
+out:
+	nftnl_set_free(set);
+	return MNL_CB_OK;
+}
+
+/* The table's sets, and the elements of `agents`. 0 (ls->found says whether), or -errno. */
+int netlock_set_read(struct mnl_socket *nl, struct netlock_live_set *ls)
+{
+	char req[512];
+	struct nlmsghdr *nlh;
+	struct nftnl_set *set = nftnl_set_alloc();
+	int rc;
+
+	memset(ls, 0, sizeof(*ls));
+	if (!set)
+		return -ENOMEM;
+	nftnl_set_set_str(set, NFTNL_SET_TABLE, netlock_name);
+	nlh = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
+	nftnl_set_nlmsg_build_payload(nlh, set);
+	rc = netlock_query(nl, nlh, netlock_set_cb, ls);
+	if (rc == 0 && ls->found) {
+		nftnl_set_set_str(set, NFTNL_SET_NAME, NETLOCK_SET);
+		nlh = nftnl_nlmsg_build_hdr(
+			req, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
+		nftnl_set_elems_nlmsg_build_payload(nlh, set);
+		rc = netlock_query(nl, nlh, netlock_elem_cb, ls);
+		qsort(ls->uid, ls->n, sizeof(ls->uid[0]), netlock_uid_cmp);
+	}
+	nftnl_set_free(set);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* 0 equal, 1 different (err says how). */
+int netlock_set_compare(const struct netlock_live_set *ls, const struct netlock_spec *s,
+	char *err, size_t errlen)
+{
+	uid_t want[NETLOCK_MAX_AGENTS + 1];
+	size_t n = netlock_set_uids(s, want), i = 0, k = 0;
+
+	if (ls->extra) {
+		netlock_seterr(err, errlen, "unexpected set %s in table inet %s", ls->extra_name,
+			netlock_name);
+		return 1;
+	}
+	if (!ls->found) {
+		netlock_seterr(err, errlen, "set %s missing in table inet %s", NETLOCK_SET,
+			netlock_name);
+		return 1;
+	}
+	if (ls->key_type != NETLOCK_SET_KEY_TYPE || ls->key_len != sizeof(uint32_t) ||
+		ls->flags != 0 || ls->bad_key || ls->overflow) {
+		netlock_seterr(err, errlen,
+			"set %s differs: want type uid (%d), 4-byte keys, no flags; have type %u, "
+			"%u-byte keys, flags 0x%x%s",
+			NETLOCK_SET, NETLOCK_SET_KEY_TYPE, ls->key_type, ls->key_len, ls->flags,
+			ls->overflow ? ", too many elements" : "");
+		return 1;
+	}
+	/* Both ascending: the first difference names a missing or an extra uid. */
+	while (i < n || k < ls->n) {
+		if (k == ls->n || (i < n && want[i] < ls->uid[k])) {
+			netlock_seterr(err, errlen, "set %s lacks uid %u (an agent without netlock)",
+				NETLOCK_SET, (unsigned)want[i]);
+			return 1;
+		}
+		if (i == n || ls->uid[k] < want[i]) {
+			netlock_seterr(err, errlen, "set %s has an extra uid %u", NETLOCK_SET,
+				(unsigned)ls->uid[k]);
+			return 1;
+		}
+		i++;
+		k++;
+	}
+	return 0;
+}
+
+int netlock_live_agents(uid_t *uids, size_t max)
+{
+	struct netlock_live_set ls;
+	struct netlock_table_info ti;
+	struct mnl_socket *nl;
+	int e = 0, rc;
+
+	nl = netlock_socket(&e);
+	if (!nl)
+		return -e;
+	rc = netlock_get_table(nl, &ti);
+	if (rc == 1)
+		rc = netlock_set_read(nl, &ls);
+	else if (rc == 0)
+		rc = -ENOENT;
+	mnl_socket_close(nl);
+	if (rc < 0)
+		return rc;
+	if (!ls.found)
+		return -ENOENT;
+	for (size_t i = 0; i < ls.n && i < max; i++)
+		uids[i] = ls.uid[i];
+	return (int)ls.n;
+}
+
+/* ---- the registry ---- */
+
+static void netlock_note(char *out, size_t n, const char *name)
+{
+	size_t len;
+
+	if (!out || n == 0)
+		return;
+	len = strlen(out);
+	snprintf(out + len, n - len, "%s%s", len ? ", " : "", name);
+}
+
+int netlock_registry(
+	struct netlock_spec *s, const char *varlib, const char *skip, char *stale, size_t n)
+{
+	char dir[4096];
+	struct dirent *e;
+	DIR *d;
+	int rc = 0;
+
+	if (stale && n)
+		stale[0] = '\0';
+	s->n_others = 0;
+	if (path_join(dir, sizeof(dir), varlib, "ocsb/agents") < 0)
+		return -ENAMETOOLONG;
+	d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)) != NULL) {
+		struct user_info u;
+
+		if (e->d_name[0] == '.' || (skip && strcmp(e->d_name, skip) == 0))
+			continue;
+		/* The name is what ocsb registered; its account's uid is what sockets carry. */
+		if (user_lookup(e->d_name, &u) < 0 || u.uid == 0 || u.uid == (uid_t)-1) {
+			netlock_note(stale, n, e->d_name);
+			continue;
+		}
+		if (s->n_others == NETLOCK_MAX_AGENTS) {
+			rc = -E2BIG;
+			break;
+		}
+		s->others[s->n_others++] = u.uid;
+	}
+	closedir(d);
+	return rc;
+}
+
+/* ---- ocsb-agentd's routes, from its guard ---- */
+
+struct netlock_routes {
+	uid_t uid;
+	unsigned port[NETLOCK_MAX_INJECT];
+	size_t n;
+	int err;
+};
+
+/* A rule of the guard's agent chain that is exactly a route's accept: its uid and port. */
+static int netlock_route_of(const struct nftnl_rule *r, uid_t *ret_uid, unsigned *ret_port)
+{
+	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
+	struct nftnl_expr *e;
+	struct netlock_rule nr;
+	struct nftnl_rule *built;
+	char *have, *want;
+	uint32_t uid = 0;
+	uint16_t port = 0;
+	int got_uid = 0, same = 0;
+
+	if (!it)
+		return -ENOMEM;
+	for (e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
+		uint32_t len = 0;
+		const void *v;
+
+		if (!netlock_streq(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "cmp"))
+			continue;
+		v = nftnl_expr_get(e, NFTNL_EXPR_CMP_DATA, &len);
+		if (v && len == sizeof(uid) && !got_uid) {
+			memcpy(&uid, v, sizeof(uid));
+			got_uid = 1;
+		} else if (v && len == sizeof(port)) {
+			memcpy(&port, v, sizeof(port));
+		}
+	}
+	nftnl_expr_iter_destroy(it);
+	if (!got_uid || uid == 0 || !port)
+		return 0;
+	/* Whatever the values, only the very shape netlock_rules gives a route counts. */
+	nr = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = uid), M(NM_IP4_LOOPBACK),
+		M(NM_DPORT, .a = IPPROTO_TCP, .b = ntohs(port)));
+	built = netlock_rule_build(&nr);
+	want = built ? netlock_rule_exprs(built) : NULL;
+	have = netlock_rule_exprs(r);
+	if (want && have)
+		same = strcmp(want, have) == 0;
+	free(want);
+	free(have);
+	if (built)
+		nftnl_rule_free(built);
+	if (!same)
+		return 0;
+	*ret_uid = (uid_t)uid;
+	*ret_port = ntohs(port);
+	return 1;
+}
+
+static int netlock_routes_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_routes *rt = data;
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	unsigned port = 0;
+	uid_t uid = 0;
+	int got;
+
+	if (!r) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_rule_nlmsg_parse(nlh, r) == 0 &&
+		netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), netlock_name) &&
+		netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_CHAIN), NETLOCK_CHAIN_AGENT)) {
+		got = netlock_route_of(r, &uid, &port);
+		if (got < 0)
+			rt->err = got;
+		else if (got && (rt->n == 0 || uid == rt->uid) && rt->n < NETLOCK_MAX_INJECT) {
+			rt->uid = uid;
+			rt->port[rt->n++] = port;
+		}
+	}
+	nftnl_rule_free(r);
+	return MNL_CB_OK;
+}
+
+int netlock_guard_routes(struct netlock_spec *s)
+{
+	struct netlock_routes rt = {0};
+	struct netlock_table_info ti;
+	struct mnl_socket *nl;
+	struct nftnl_rule *r;
+	struct nlmsghdr *nlh;
+	char req[512];
+	int e = 0, rc;
+
+	nl = netlock_socket(&e);
+	if (!nl)
+		return -e;
+	netlock_name = NETLOCK_GUARD_TABLE;
+	rc = netlock_get_table(nl, &ti);
+	/* Only a guard a live socket owns is agentd's: nobody else can have written it. */
+	if (rc == 1 && !(ti.flags & NFT_TABLE_F_OWNER))
+		rc = 0;
+	r = rc == 1 ? nftnl_rule_alloc() : NULL;
+	if (rc == 1 && !r)
+		rc = -ENOMEM;
+	if (r) {
+		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, netlock_name);
+		nlh = nftnl_nlmsg_build_hdr(
+			req, NFT_MSG_GETRULE, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
+		nftnl_rule_nlmsg_build_payload(nlh, r);
+		nftnl_rule_free(r);
+		rc = netlock_query(nl, nlh, netlock_routes_cb, &rt);
+		if (rc == 0)
+			rc = rt.err;
+	}
+	netlock_name = NETLOCK_TABLE;
+	mnl_socket_close(nl);
+	if (rc < 0)
+		return rc;
+	if (rt.n == 0)
+		return 0;
+	if (s->uid != rt.uid) {
+		if (s->n_others == NETLOCK_MAX_AGENTS)
+			return -E2BIG;
+		s->others[s->n_others++] = s->uid;
+	}
+	s->uid = rt.uid;
+	for (size_t i = 0; i < rt.n; i++)
+		s->inject_ports[i] = rt.port[i];
+	s->n_inject = rt.n;
+	return (int)rt.n;
+}

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The netlock's set of agents (one table for every agent of the machine): rendering, the
+ * agents registry, and, in a private user+net namespace, verification of the set and the
+ * route ports ocsb-provision reads from ocsb-agentd's guard.
+ */
+#define _GNU_SOURCE
+#include "netlock_unit.h"
+
+static const struct netlock_spec spec_two = {.uid = 1000,
+	.others = {1002, 1000, 1001, 1002},
+	.n_others = 4,
+	.proxy_port = 3128,
+	.inject_ports = {18400},
+	.n_inject = 1};
+
+/* ---- rendering ---- */
+
+static void render_two_agents(void **state)
+{
+	struct buf b = {0};
+
+	assert_int_equal(netlock_render_nft(&spec_two, &b), 0);
+	/* Each uid once, ascending; one rule for all of them. */
+	assert_has_line(b.data, "set agents {");
+	assert_has_line(b.data, "type uid");
+	assert_has_line(b.data, "elements = { 1000, 1001, 1002 }");
+	assert_has_line(b.data, "meta skuid @agents jump agent");
+	assert_null(strstr(b.data, "meta skuid 1001"));
+	/* The route: agentd's agent's alone, reset for every other uid. */
+	assert_has_line(b.data, "meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18400 accept");
+	assert_has_line(b.data, "ip daddr 127.0.0.1 tcp dport 18400 reject with tcp reset");
+	assert_null(strstr(b.data, "\tip daddr 127.0.0.1 tcp dport 18400 accept"));
+	buf_free(&b);
+}
+
+static void render_invalid_others(void **state)
+{
+	struct netlock_spec s = {.uid = 1000, .others = {0}, .n_others = 1};
+	struct buf b = {0};
+
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s.others[0] = (uid_t)-1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s.others[0] = 1001;
+	s.n_others = NETLOCK_MAX_AGENTS + 1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s.n_others = 1;
+	assert_int_equal(netlock_render_nft(&s, &b), 0);
+	buf_free(&b);
+}
+
+/* ---- the registry ---- */
+
+static void registry_accounts_and_stale(void **state)
+{
+	struct netlock_spec s = {.uid = 1000};
+	char stale[256];
+	struct user_info nobody, daemon_u;
+
+	if (user_lookup("nobody", &nobody) < 0 || user_lookup("daemon", &daemon_u) < 0) {
+		printf("# skip: no accounts nobody and daemon here\n");
+		skip();
+	}
+	/* No directory: an empty registry. */
+	assert_int_equal(netlock_registry(&s, unit_path("none"), NULL, stale, sizeof(stale)), 0);
+	assert_int_equal(s.n_others, 0);
+	assert_int_equal(mkdir(unit_path("ocsb"), 0700), 0);
+	assert_int_equal(mkdir(unit_path("ocsb/agents"), 0700), 0);
+	unit_write(unit_path("ocsb/agents/nobody"), "agent nobody\n", 13, 0600);
+	unit_write(unit_path("ocsb/agents/daemon"), "agent daemon\n", 13, 0600);
+	unit_write(unit_path("ocsb/agents/ocsb-no-such-account"), "x\n", 2, 0600);
+	unit_write(unit_path("ocsb/agents/root"), "x\n", 2, 0600);
+	unit_write(unit_path("ocsb/agents/.nobody.tmp"), "x\n", 2, 0600);
+	assert_int_equal(netlock_registry(&s, unit_dir, NULL, stale, sizeof(stale)), 0);
+	assert_int_equal(s.n_others, 2);
+	assert_true((s.others[0] == nobody.uid && s.others[1] == daemon_u.uid) ||
+		(s.others[1] == nobody.uid && s.others[0] == daemon_u.uid));
+	/* Named, not fatal: an account deleted by hand, and uid 0 (never locked). */
+	assert_non_null(strstr(stale, "ocsb-no-such-account"));
+	assert_non_null(strstr(stale, "root"));
+	/* The agent being removed is left out. */
+	assert_int_equal(netlock_registry(&s, unit_dir, "daemon", stale, sizeof(stale)), 0);
+	assert_int_equal(s.n_others, 1);
+	assert_int_equal(s.others[0], nobody.uid);
+}
+
+/* ---- live, in a private user+net namespace ---- */
+
+static int fn_live_set(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = 1000, .others = {1001}, .n_others = 1, .proxy_port = 3128};
+	struct netlock_spec one = {.uid = 1000, .proxy_port = 3128};
+	struct netlock_spec three = s;
+	char err[1024], out[4096];
+	uid_t uids[8];
+	int r;
+
+	(void)arg;
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	LCHECK(outfd, netlock_live_agents(uids, 8) == -ENOENT, "no table yet");
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	r = netlock_live_agents(uids, 8);
+	LCHECK(outfd, r == 2 && uids[0] == 1000 && uids[1] == 1001, "%d", r);
+	/* nft reads the keys as uids (host order), not byte-swapped numbers. */
+	LCHECK(outfd,
+		run_nft("list", "set", "inet", "ocsb", "agents", out, sizeof(out)) == 0 &&
+			strstr(out, "elements = { 1000, 1001 }"),
+		"%s", out);
+
+	/* A spec without the second agent: the live set has one uid too many. */
+	r = netlock_verify(&one, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strcmp(err, "netlock: set agents has an extra uid 1001") == 0,
+		"%d %s", r, err);
+	three.others[three.n_others++] = 1002;
+	r = netlock_verify(&three, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strcmp(err, "netlock: set agents lacks uid 1002 (an agent without "
+				      "netlock)") == 0,
+		"%d %s", r, err);
+
+	/* One agent taken out by hand: noticed, named, and put back by apply. */
+	LCHECK(outfd,
+		run_nft("delete", "element", "inet ocsb agents", "{ 1001 }", NULL, out,
+			sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&s, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strcmp(err, "netlock: set agents lacks uid 1001 (an agent without "
+				      "netlock)") == 0,
+		"%d %s", r, err);
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	/* Applying twice gives the same table. */
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+
+	/* Another set in the table is a difference. */
+	LCHECK(outfd,
+		run_nft("add", "set", "inet ocsb extra", "{ type ipv4_addr; }", NULL, out,
+			sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&s, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strcmp(err, "netlock: unexpected set extra in table inet ocsb") == 0,
+		"%d %s", r, err);
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	return 0;
+}
+
+static void live_set(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_live_set, NULL, &o, &r), 0);
+	child_report(&r, "live set");
+	spawn_result_free(&r);
+	assert_int_not_equal(netlock_exists(), 1);
+}
+
+/*
+ * ocsb-provision --check while ocsb-agentd serves routes: the route ports come from the
+ * guard (agentd's alone), so the table agentd installed is no drift, while a port agentd
+ * does not serve still is.
+ */
+static int fn_guard_routes(void *arg, int outfd)
+{
+	struct netlock_spec agentd = {.uid = 1000,
+		.others = {1001},
+		.n_others = 1,
+		.proxy_port = 3128,
+		.inject_ports = {18400, 18401},
+		.n_inject = 2};
+	/* What a run for the second agent starts from: its own uid, the registry's other. */
+	struct netlock_spec prov = {.uid = 1001, .others = {1000}, .n_others = 1, .proxy_port = 3128};
+	struct netlock_spec before = prov;
+	struct mnl_socket *owner;
+	char err[1024], out[4096];
+	int r;
+
+	(void)arg;
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	/* No guard: no routes, the spec unchanged. */
+	r = netlock_guard_routes(&prov);
+	LCHECK(outfd, r == 0 && prov.uid == 1001 && prov.n_inject == 0, "%d", r);
+	/* A table of that name nobody owns is not agentd's: no routes from it. */
+	LCHECK(outfd,
+		run_nft("add", "table", "inet", "ocsb_guard", NULL, out, sizeof(out)) == 0 &&
+			run_nft("add", "chain", "inet ocsb_guard agent", NULL, NULL, out,
+				sizeof(out)) == 0 &&
+			run_nft("add", "rule", "inet ocsb_guard agent",
+				"meta skuid 1001 ip daddr 127.0.0.1 tcp dport 22 accept", NULL, out,
+				sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_guard_routes(&prov);
+	LCHECK(outfd, r == 0 && prov.n_inject == 0, "an unowned guard gave %d routes", r);
+	LCHECK(outfd, run_nft("delete", "table", "inet", "ocsb_guard", NULL, out, sizeof(out)) == 0,
+		"%s", out);
+
+	owner = mnl_socket_open(NETLINK_NETFILTER);
+	LCHECK(outfd, owner && mnl_socket_bind(owner, 0, MNL_SOCKET_AUTOPID) == 0, "socket");
+	LCHECK(outfd, netlock_guard_apply(&agentd, owner, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_apply(&agentd, err, sizeof(err)) == 0, "%s", err);
+	/* Control: without the guard's routes, the run would call agentd's table drift. */
+	r = netlock_verify(&before, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strstr(err, "chain output has an extra rule 2"), "%d %s", r, err);
+
+	r = netlock_guard_routes(&prov);
+	LCHECK(outfd, r == 2, "%d", r);
+	LCHECK(outfd,
+		prov.uid == 1000 && prov.n_inject == 2 && prov.inject_ports[0] == 18400 &&
+			prov.inject_ports[1] == 18401,
+		"uid %u, %zu routes", (unsigned)prov.uid, prov.n_inject);
+	r = netlock_verify(&prov, err, sizeof(err));
+	LCHECK(outfd, r == 0, "agentd's table is drift to the run: %d %s", r, err);
+
+	/* A real drift is still one: a route port agentd does not serve. */
+	LCHECK(outfd,
+		run_nft("insert", "rule", "inet ocsb agent",
+			"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 22 accept", NULL, out,
+			sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&prov, err, sizeof(err));
+	LCHECK(outfd, r == 1, "a port agentd does not serve passed: %d %s", r, err);
+	LCHECK(outfd, netlock_apply(&prov, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&agentd, err, sizeof(err)) == 0, "%s", err);
+	mnl_socket_close(owner);
+	/* The guard goes with agentd's socket, and its routes with it. */
+	prov = before;
+	r = netlock_guard_routes(&prov);
+	LCHECK(outfd, r == 0 && prov.n_inject == 0, "%d", r);
+	return 0;
+}
+
+static void guard_routes_for_check(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_guard_routes, NULL, &o, &r), 0);
+	child_report(&r, "guard routes");
+	spawn_result_free(&r);
+}
+
+#define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(render_two_agents),
+		cmocka_unit_test(render_invalid_others),
+		DIR_TEST(registry_accounts_and_stale),
+		cmocka_unit_test(live_set),
+		cmocka_unit_test(guard_routes_for_check),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
