@@ -87,12 +87,12 @@ static void env_file_has_placeholder(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(secrets_env_file(s, "", &text, &len), 0);
+	assert_int_equal(secrets_env_file(s, "", NULL, &text, &len), 0);
 	/* Control: exported, the value is there. */
 	assert_non_null(strstr(text, "export ANTHROPIC_API_KEY='" VALUE "'\n"));
 	secrets_free(text);
 	assert_int_equal(secrets_set_route(s, "", "ANTHROPIC_API_KEY", "anthropic"), 0);
-	assert_int_equal(secrets_env_file(s, "", &text, &len), 0);
+	assert_int_equal(secrets_env_file(s, "", NULL, &text, &len), 0);
 	assert_null(strstr(text, VALUE));
 	assert_non_null(strstr(text, "export ANTHROPIC_API_KEY='" SECRETS_PLACEHOLDER "'\n"));
 	assert_non_null(strstr(text, "export PLAIN_TOKEN='plain-1'\n"));
