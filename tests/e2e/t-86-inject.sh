@@ -56,10 +56,10 @@ inject_git_up "$P" "$P/git.want" || fail "fake git server up"
 # git's environment, not on a command line the agent could read in /proc
 git_root() {
 	if [ "${GIT_AUTH:-0}" = 1 ]; then
-		GIT_CONFIG_COUNT=2 GIT_CONFIG_KEY_0=http.sslCAInfo GIT_CONFIG_VALUE_0="$P/ca.pem" \
-			GIT_CONFIG_KEY_1=http.extraHeader GIT_CONFIG_VALUE_1="Authorization: Basic $VG" git "$@"
+		GIT_SSL_CAINFO="$P/ca.pem" GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader \
+			GIT_CONFIG_VALUE_0="Authorization: Basic $VG" git "$@"
 	else
-		GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.sslCAInfo GIT_CONFIG_VALUE_0="$P/ca.pem" git "$@"
+		GIT_SSL_CAINFO="$P/ca.pem" git "$@"
 	fi
 }
 check_output "positive control: the git server serves the repository with the credential" 'INJECTED-GIT-REPO' \
@@ -177,8 +177,10 @@ check_output "OpenCode is started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/op
 check_output "the second project's OpenCode: its own route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18403/v1"\}\}' \
 	cat "/run/ocsb/$AGENT/opencode-inject.cart.json"
 check_output "... and started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.cart.json\$" env_of "$(field pid 3)"
-check_output "OpenCode's git sends git.example to its route" "^GIT_CONFIG_KEY_0=url.$RG/.insteadOf\$" env_of "$(oc_pid)"
-check_output "... from https://git.example/" '^GIT_CONFIG_VALUE_0=https://git.example/$' env_of "$(oc_pid)"
+# Generic routes in name order: BADCA_KEY (0), GIT_TOKEN (1).
+check_output "OpenCode's git sends git.example to its route" "^GIT_CONFIG_KEY_1=url.$RG/.insteadOf\$" env_of "$(oc_pid)"
+check_output "... from https://git.example/" '^GIT_CONFIG_VALUE_1=https://git.example/$' env_of "$(oc_pid)"
+check_output "... two of them" '^GIT_CONFIG_COUNT=2$' env_of "$(oc_pid)"
 
 # --- git over HTTPS through the route, from an ssh session: clone and push
 check_output "the ssh session's git sends git.example to the route" "^$RG/repo.git\$" \
@@ -326,6 +328,19 @@ check "killed, it is started again" wait_for 15 new_inj
 wait_for 10 bash -c "as_user $AGENT curl -sS -m 5 -d '{}' $R/v1/messages | grep -q INJECTED"
 check_output "... and serves the current key" 'INJECTED-ANSWER' probe -d "$MSG" "$R/v1/messages"
 check_output "... the current key" "^x-api-key: $VI2\$" rec_block /v1/messages
+
+# --- a push that only moves the second project's route restarts its OpenCode: a new
+# override of the first project's comes before it in the list (cart's own set is unchanged)
+cart_pid=$(field pid 3)
+check_output "a new override in the first project" '^stored ZZZ_TOKEN' \
+	sec --project shop set ZZZ_TOKEN --inject https://badca.test --header 'X-Token: {}' <<<"zzz-$RANDOM"
+check_output "push: the second project's OpenCode restarts (its route moved)" 'restarted.*cart' sec push
+check_output "... its provider settings name the moved route" '"baseURL":"http://127.0.0.1:18404/v1"' \
+	cat "/run/ocsb/$AGENT/opencode-inject.cart.json"
+new_cart() { local p; p=$(field pid 3); [ -n "$p" ] && [ "$p" != "$cart_pid" ]; }
+check "... a new OpenCode process" wait_for 30 new_cart
+check_output "... the moved route carries its own key" 'INJECTED-ANSWER' probe -d "$MSG" "http://127.0.0.1:18404/v1/messages"
+check_output "... the upstream got it" "^x-api-key: $VC\$" rec_block /v1/messages
 
 kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
