@@ -64,7 +64,7 @@ git_root() {
 }
 check_output "positive control: the git server serves the repository with the credential" 'INJECTED-GIT-REPO' \
 	bash -c "$(declare -f git_root); P=$P; VG=\$(sed 's/^Basic //' $P/git.want); GIT_AUTH=1 git_root clone -q https://git.example/repo.git $P/ctl-clone && cat $P/ctl-clone/README"
-check_fails_output "... and refuses it without (401)" '401' \
+check_fails_output "... and refuses it without (401: git asks for a user)" '401|could not read Username' \
 	bash -c "$(declare -f git_root); P=$P; git_root clone -q https://git.example/repo.git $P/ctl-clone2 2>&1"
 : >"$P/git.rec"
 
