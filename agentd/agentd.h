@@ -26,6 +26,8 @@
 /* SIGTERM to SIGKILL of a child, at a restart and at shutdown. */
 #define CHILD_STOP_MS 3000
 #define SECRETS_ENV_MAX 64 /* SECRETS_MAX_COUNT of secrets/secrets.h */
+/* OPENCODE_CONFIG, GIT_CONFIG_COUNT and a key and value per route (INJ_MAX_ROUTES). */
+#define INJECT_ENV_MAX (2 + 2 * 16)
 
 /* What epoll hands back: the kind of source and its object. */
 enum src_kind {
@@ -65,7 +67,7 @@ struct agentd;
  * child only makes system calls (async-signal-safe). Holds the OpenCode password and
  * points at the secrets: wiped right after the fork (child_plan_free).
  */
-#define CHILD_PLAN_ENV (17 + SECRETS_ENV_MAX + 1)
+#define CHILD_PLAN_ENV (16 + INJECT_ENV_MAX + SECRETS_ENV_MAX + 1)
 struct child_plan {
 	char *argv[8]; /* borrowed strings: this plan's or the agentd's */
 	char *env[CHILD_PLAN_ENV];
@@ -277,8 +279,17 @@ void injectd_free(struct agentd *d);
 void injectd_event(struct agentd *d, uint32_t events);
 /* After a push: routes, netlock ports, OpenCode's config, and the keys to the injector. */
 void injectd_update(struct agentd *d, const struct secret_set *s);
-/* "OPENCODE_CONFIG=..." for OpenCode while built-in routes exist, else NULL. */
-const char *injectd_opencode_env(struct agentd *d);
+/*
+ * What project's OpenCode is started with (NULL-terminated, or NULL): OPENCODE_CONFIG
+ * naming its provider settings, GIT_CONFIG_* sending git to its generic routes. Marks
+ * them as the ones the instance got, for injectd_changed.
+ */
+char *const *injectd_child_env(struct agentd *d, const char *project);
+/* 1 when project's routes moved since its OpenCode got them (a push restarts it). */
+int injectd_changed(struct agentd *d, const char *project);
+/* The git settings for the ssh sessions' env file ("export GIT_CONFIG_...\n"), no key. */
+int injectd_env_lines(struct agentd *d, const struct secret_set *s, const char *project,
+	struct buf *out);
 int inject_plan(struct agentd *d, struct child *c, struct child_plan *p);
 int inject_exec(struct agentd *d, struct child *c, const struct child_plan *p);
 

@@ -145,10 +145,12 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", p->pw,
 		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
 		"OPENCODE_DISABLE_MODELS_FETCH=1"};
+	char *const *inj = injectd_child_env(d, strchr(c->name, '/') + 1);
 	size_t ne = 0, na = 0;
 	int r;
 
-	_Static_assert(ARRAY_SIZE(base) + SECRETS_ENV_MAX + 1 <= CHILD_PLAN_ENV, "env room");
+	_Static_assert(ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX + 1 <= CHILD_PLAN_ENV,
+		"env room");
 	plan_init(p);
 	snprintf(p->home, sizeof(p->home), "HOME=%s", d->agent.home);
 	snprintf(p->user, sizeof(p->user), "USER=%s", d->agent.name);
@@ -161,9 +163,9 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	snprintf(p->HSP, sizeof(p->HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
 		p->env[ne++] = base[i];
-	/* The injector's routes as OpenCode's provider base URLs (injectd.c). */
-	if (injectd_opencode_env(d))
-		p->env[ne++] = (char *)injectd_opencode_env(d);
+	/* The injector's routes: provider base URLs and git's insteadOf (injectd.c). */
+	for (size_t i = 0; inj && inj[i] && i < INJECT_ENV_MAX; i++)
+		p->env[ne++] = inj[i];
 	/* The owner's secrets last (their names never collide with the ones above). */
 	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
 		p->env[ne++] = c->sec_env[i];

@@ -21,6 +21,8 @@
 #include "../inject/inject.h"
 #include "../secrets/secrets.h"
 
+#include <sodium.h>
+
 /*
  * ocsb-inject under the supervisor (issue 17): started as its own account when some
  * secret is injected, stopped when none is, restarted with backoff like every child. The
@@ -30,7 +32,19 @@
  * Everything here is non-blocking: the hand-over is a few KiB into an empty socket.
  */
 
-#define OC_CONFIG_NAME "opencode-inject.json"
+/* OpenCode's provider settings for one project, in the agent's root-owned run directory. */
+#define OC_CONFIG_FMT "opencode-inject.%s.json"
+
+/* What one project's OpenCode is started with (injectd_child_env). */
+struct proj_env {
+	char oc[4420]; /* "OPENCODE_CONFIG=..." */
+	char count[48]; /* "GIT_CONFIG_COUNT=N" */
+	char key[INJ_MAX_ROUTES][352]; /* "GIT_CONFIG_KEY_i=url.http://127.0.0.1:PORT/.insteadOf" */
+	char val[INJ_MAX_ROUTES][576]; /* "GIT_CONFIG_VALUE_i=https://HOST/" */
+	char *env[INJECT_ENV_MAX + 1];
+	unsigned char sig[crypto_generichash_BYTES]; /* of what it would be started with now */
+	unsigned char started[crypto_generichash_BYTES]; /* of what it was started with */
+};
 
 struct injectd {
 	int sock; /* owned: agentd's end of the hand-over socket, -1 */
@@ -39,7 +53,7 @@ struct injectd {
 	char provider[INJ_MAX_ROUTES][16]; /* the built-in provider of route i, "" generic */
 	size_t n;
 	char bin[4096];
-	char oc_env[4300]; /* "OPENCODE_CONFIG=..." while routes exist, else "" */
+	struct proj_env pe[AGENTD_MAX_PROJECTS]; /* as d->oc */
 	char ca_file[4096]; /* test hook: a CA file trusted instead of the system's */
 	char rbuf[4096];
 	size_t rlen;
@@ -49,32 +63,67 @@ struct injectd {
 	int usage_loaded;
 };
 
-/* The project whose overrides count (as for ssh sessions: the first one). */
-static const char *route_project(struct agentd *d)
+static const char *project_of(struct agentd *d, size_t i)
 {
-	return d->n_oc ? strchr(d->oc[0].name, '/') + 1 : "";
+	return strchr(d->oc[i].name, '/') + 1;
+}
+
+/*
+ * The injected entries with a route, route i on INJ_PORT_BASE + i: every project's
+ * overrides get their own, the first project's set first (secrets_routed). quiet: the
+ * same computation again, already logged.
+ */
+static size_t routed(struct agentd *d, const struct secret_set *s, size_t idx[], int quiet)
+{
+	const char *pr[AGENTD_MAX_PROJECTS];
+	size_t np = 0, n;
+
+	for (; np < d->n_oc && np < AGENTD_MAX_PROJECTS; np++)
+		pr[np] = project_of(d, np);
+	n = secrets_routed(s, pr, np, idx, INJ_MAX_ROUTES);
+	if (n > INJ_MAX_ROUTES && !quiet)
+		log_err("inject: more than %d injected secrets across the projects: the rest are "
+			"not routed",
+			INJ_MAX_ROUTES);
+	return n > INJ_MAX_ROUTES ? INJ_MAX_ROUTES : n;
+}
+
+/* A project's own key is counted apart from the global one: NAME@project in `ocsb usage`. */
+static void route_name(char name[65], const struct secret *e)
+{
+	size_t a = strlen(e->name), b = strlen(e->scope);
+
+	if (a > 64)
+		a = 64;
+	memcpy(name, e->name, a);
+	name[a] = 0;
+	if (b && a + 1 + b <= 64) {
+		name[a] = '@';
+		memcpy(name + a + 1, e->scope, b + 1);
+	}
 }
 
 /* The routes of the injected secrets in s, keys copied only when with_keys. */
 static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys,
-	struct inj_conf *c, char provider[][16])
+	struct inj_conf *c, char provider[][16], int quiet)
 {
-	size_t idx[SECRETS_MAX_COUNT], n = secrets_effective(s, route_project(d), idx);
+	size_t idx[INJ_MAX_ROUTES], n = routed(d, s, idx, quiet);
 	char err[256];
 
 	memset(c, 0, sizeof(*c));
-	for (size_t i = 0; i < n && c->n < INJ_MAX_ROUTES; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct secret *e = &s->e[idx[i]];
 		struct inj_route *r = &c->r[c->n];
 
-		if (!e->route[0])
-			continue;
 		if (inj_route_spec(r, e->route, err, sizeof(err)) < 0) {
-			log_err("inject: %s: %s (not routed)", e->name, err);
+			if (!quiet)
+				log_err("inject: %s: %s (not routed)", e->name, err);
+			memset(r, 0, sizeof(*r));
 			continue;
 		}
-		snprintf(r->name, sizeof(r->name), "%s", e->name);
-		r->port = INJ_PORT_BASE + (unsigned)c->n;
+		route_name(r->name, e);
+		/* The position in the list, not in c: a bad route never moves the others. */
+		r->port = INJ_PORT_BASE + (unsigned)i;
 		snprintf(provider[c->n], 16, "%s",
 			inj_provider_find(e->route) ? e->route : "");
 		if (with_keys && e->value) {
@@ -89,42 +138,168 @@ static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys
 	return 0;
 }
 
-/*
- * OpenCode's provider settings for the built-in routes: the base URL is the route on
- * loopback. Root writes it in the agent's root-owned run directory; it holds no key.
- */
-static int write_oc_config(struct agentd *d, struct injectd *x)
+/* The routes project uses (its effective set's injected entries): indices into c. */
+static size_t project_routes(struct agentd *d, const struct secret_set *s,
+	const struct inj_conf *c, const char *project, size_t out[INJ_MAX_ROUTES])
 {
-	struct buf b = {0};
-	char dir[4096];
-	int dfd, r = -1, any = 0;
+	size_t idx[INJ_MAX_ROUTES], n = routed(d, s, idx, 1), eff[SECRETS_MAX_COUNT], k = 0;
+	size_t ne = secrets_effective(s, project, eff);
 
-	x->oc_env[0] = 0;
+	for (size_t i = 0; i < ne; i++)
+		for (size_t pos = 0; pos < n; pos++) {
+			if (idx[pos] != eff[i])
+				continue;
+			for (size_t j = 0; j < c->n && k < INJ_MAX_ROUTES; j++)
+				if (c->r[j].port == INJ_PORT_BASE + pos)
+					out[k++] = j;
+		}
+	return k;
+}
+
+struct git_pair {
+	char base[300], url[540];
+};
+
+/*
+ * git over HTTPS to a generic route's host goes to the route: url.<route>.insteadOf.
+ * Given as git's GIT_CONFIG_COUNT/KEY/VALUE environment (git >= 2.31), not written into
+ * the agent's ~/.gitconfig: root never writes in the agent's home, and the agent's own
+ * config stays its own. Pointing it elsewhere only loses the route: the key never
+ * leaves the injector. Built-in providers are APIs, not git hosts: none for them.
+ */
+static size_t git_pairs(const struct inj_conf *c, char provider[][16], const size_t use[],
+	size_t nu, struct git_pair out[INJ_MAX_ROUTES])
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < nu; i++) {
+		const struct inj_route *r = &c->r[use[i]];
+
+		if (provider[use[i]][0] ||
+			inj_git_insteadof(r, r->port, out[n].base, sizeof(out[n].base), out[n].url,
+				sizeof(out[n].url)) < 0)
+			continue;
+		/* Quoted in the env file: a route with a quote gets none. */
+		if (!strchr(out[n].base, '\'') && !strchr(out[n].url, '\''))
+			n++;
+	}
+	return n;
+}
+
+int injectd_env_lines(struct agentd *d, const struct secret_set *s, const char *project,
+	struct buf *out)
+{
+	char provider[INJ_MAX_ROUTES][16];
+	struct git_pair g[INJ_MAX_ROUTES];
+	struct inj_conf c;
+	size_t use[INJ_MAX_ROUTES], nu, ng;
+	int r = 0;
+
+	if (routes_of(d, s, 0, &c, provider, 1) < 0)
+		return -ENOMEM;
+	nu = project_routes(d, s, &c, project, use);
+	ng = git_pairs(&c, provider, use, nu, g);
+	if (ng)
+		r |= buf_printf(out, "export GIT_CONFIG_COUNT=%zu\n", ng);
+	for (size_t i = 0; i < ng; i++)
+		r |= buf_printf(out, "export GIT_CONFIG_KEY_%zu='url.%s.insteadOf'\n"
+				     "export GIT_CONFIG_VALUE_%zu='%s'\n",
+			i, g[i].base, i, g[i].url);
+	inj_conf_free(&c);
+	return r < 0 ? -ENOMEM : 0;
+}
+
+/*
+ * One project's OpenCode: the built-in routes as the providers' base URLs in a file root
+ * writes in the agent's root-owned run directory (no key), and git's insteadOf for the
+ * generic ones. The signature of both tells a push whether the instance must restart.
+ */
+static void project_env(struct agentd *d, struct injectd *x, const struct secret_set *s,
+	const struct inj_conf *c, size_t pi)
+{
+	struct proj_env *pe = &x->pe[pi];
+	const char *project = project_of(d, pi);
+	struct git_pair g[INJ_MAX_ROUTES];
+	size_t use[INJ_MAX_ROUTES], nu = project_routes(d, s, c, project, use), ne = 0, ng;
+	crypto_generichash_state st;
+	struct buf b = {0};
+	char dir[4096], name[300];
+	int any = 0;
+
 	buf_puts(&b, "{\"provider\":{");
-	for (size_t i = 0; i < x->n; i++) {
-		if (!x->provider[i][0])
+	for (size_t i = 0; i < nu; i++) {
+		const struct inj_route *r = &c->r[use[i]];
+
+		if (!x->provider[use[i]][0])
 			continue;
 		buf_printf(&b, "%s\"%s\":{\"options\":{\"baseURL\":\"http://127.0.0.1:%u%s\"}}",
-			any ? "," : "", x->provider[i], x->r[i].port, x->r[i].prefix);
+			any ? "," : "", x->provider[use[i]], r->port, r->prefix);
 		any = 1;
 	}
 	buf_puts(&b, "}}\n");
-	if (!any) {
-		buf_free(&b);
-		return 0;
-	}
-	dfd = agent_run_dir(d, dir, sizeof(dir), "inject");
-	if (dfd >= 0) {
-		r = fo_write_at_nosync(dfd, OC_CONFIG_NAME, b.data, b.len, 0644, 0, 0);
-		close(dfd);
-		if (r == 0)
-			snprintf(x->oc_env, sizeof(x->oc_env), "OPENCODE_CONFIG=%s/%s", dir,
-				OC_CONFIG_NAME);
-		else
-			log_err("inject: %s/%s: %s", dir, OC_CONFIG_NAME, strerror(-r));
+	crypto_generichash_init(&st, NULL, 0, sizeof(pe->sig));
+	if (any) {
+		int dfd = agent_run_dir(d, dir, sizeof(dir), "inject"), w = -1;
+
+		snprintf(name, sizeof(name), OC_CONFIG_FMT, project);
+		if (dfd >= 0) {
+			w = fo_write_at_nosync(dfd, name, b.data, b.len, 0644, 0, 0);
+			close(dfd);
+			if (w < 0)
+				log_err("inject: %s/%s: %s", dir, name, strerror(-w));
+		}
+		if (w == 0) {
+			snprintf(pe->oc, sizeof(pe->oc), "OPENCODE_CONFIG=%s/%s", dir, name);
+			pe->env[ne++] = pe->oc;
+			crypto_generichash_update(&st, (unsigned char *)b.data, b.len);
+		}
 	}
 	buf_free(&b);
-	return r < 0 ? -1 : 0;
+	ng = git_pairs(c, x->provider, use, nu, g);
+	if (ng) {
+		snprintf(pe->count, sizeof(pe->count), "GIT_CONFIG_COUNT=%zu", ng);
+		pe->env[ne++] = pe->count;
+	}
+	for (size_t i = 0; i < ng; i++) {
+		snprintf(pe->key[i], sizeof(pe->key[i]), "GIT_CONFIG_KEY_%u=url.%.299s.insteadOf",
+			(unsigned)i, g[i].base);
+		snprintf(pe->val[i], sizeof(pe->val[i]), "GIT_CONFIG_VALUE_%u=%.539s", (unsigned)i,
+			g[i].url);
+		pe->env[ne++] = pe->key[i];
+		pe->env[ne++] = pe->val[i];
+	}
+	pe->env[ne] = NULL;
+	for (size_t i = 0; i < ne; i++)
+		crypto_generichash_update(
+			&st, (unsigned char *)pe->env[i], strlen(pe->env[i]) + 1);
+	crypto_generichash_final(&st, pe->sig, sizeof(pe->sig));
+}
+
+static struct proj_env *proj_find(struct agentd *d, const char *project)
+{
+	struct injectd *x = d->inject;
+
+	for (size_t i = 0; x && i < d->n_oc && i < AGENTD_MAX_PROJECTS; i++)
+		if (!strcmp(project_of(d, i), project))
+			return &x->pe[i];
+	return NULL;
+}
+
+char *const *injectd_child_env(struct agentd *d, const char *project)
+{
+	struct proj_env *pe = proj_find(d, project);
+
+	if (!pe)
+		return NULL;
+	memcpy(pe->started, pe->sig, sizeof(pe->sig));
+	return pe->env[0] ? pe->env : NULL;
+}
+
+int injectd_changed(struct agentd *d, const char *project)
+{
+	struct proj_env *pe = proj_find(d, project);
+
+	return pe && sodium_memcmp(pe->started, pe->sig, sizeof(pe->sig)) != 0;
 }
 
 /* The netlock with exactly the routes' ports; fail closed if it cannot be applied. */
@@ -164,7 +339,7 @@ static int handover(struct agentd *d, struct injectd *x, const struct secret_set
 	char head[64], provider[INJ_MAX_ROUTES][16];
 	int r = -1;
 
-	if (routes_of(d, s, 1, &c, provider) < 0)
+	if (routes_of(d, s, 1, &c, provider, 1) < 0)
 		return -1;
 	if (x->ca_file[0]) {
 		size_t len = 0;
@@ -319,13 +494,13 @@ void injectd_event(struct agentd *d, uint32_t events)
 	(void)events;
 }
 
-/* The routes of s become the running ones: netlock, OpenCode's config, the injector. */
+/* The routes of s become the running ones: netlock, OpenCode's settings, the injector. */
 void injectd_update(struct agentd *d, const struct secret_set *s)
 {
 	struct injectd *x = d->inject;
 	struct inj_conf c;
 
-	if (!x || routes_of(d, s, 0, &c, x->provider) < 0)
+	if (!x || routes_of(d, s, 0, &c, x->provider, 0) < 0)
 		return;
 	/* Never as root: without its account or binary nothing is routed (logged at start). */
 	if (!d->inject_uid || !x->bin[0])
@@ -333,7 +508,8 @@ void injectd_update(struct agentd *d, const struct secret_set *s)
 	memcpy(x->r, c.r, sizeof(x->r));
 	x->n = c.n;
 	routes_netlock(d, x);
-	write_oc_config(d, x);
+	for (size_t i = 0; i < d->n_oc && i < AGENTD_MAX_PROJECTS; i++)
+		project_env(d, x, s, &c, i);
 	if (!x->n) {
 		/* SIGTERM now, SIGKILL by the child's timer: the loop does not wait. */
 		child_stop_soon(d, &d->inject_child);
@@ -351,13 +527,6 @@ void injectd_update(struct agentd *d, const struct secret_set *s)
 		return;
 	}
 	child_start(d, &d->inject_child);
-}
-
-const char *injectd_opencode_env(struct agentd *d)
-{
-	struct injectd *x = d->inject;
-
-	return x && x->oc_env[0] ? x->oc_env : NULL;
 }
 
 /* The injector beside agentd's own binary, root's and not writable by others. */

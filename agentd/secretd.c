@@ -73,13 +73,18 @@ static int write_env_file(struct agentd *d, const struct secret_set *s)
 {
 	char dir[4096];
 	char *text = NULL;
+	struct buf git = {0};
 	size_t len = 0;
 	int dfd, r;
 
 	dfd = agent_run_dir(d, dir, sizeof(dir), "secrets");
 	if (dfd < 0)
 		return -1;
-	r = secrets_env_file(s, ssh_project(d), &text, &len);
+	/* git over HTTPS to an injected host goes through its route (injectd.c). */
+	r = injectd_env_lines(d, s, ssh_project(d), &git);
+	if (r == 0)
+		r = secrets_env_file(s, ssh_project(d), git.data, &text, &len);
+	buf_free(&git);
 	/* /run is tmpfs and the file is rewritten from the record at every start: no fsync. */
 	if (r == 0)
 		r = fo_write_at_nosync(dfd, ENV_NAME, text, len, 0400, d->agent.uid, d->agent.gid);
@@ -245,7 +250,9 @@ void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *b
 		if (c->pid <= 0)
 			continue;
 		secrets_digest(s, project, d->sec_digest_key, digest);
-		if (sodium_memcmp(digest, c->sec_digest, sizeof(digest)) == 0)
+		/* Its routes can move when another project's change; then it restarts too. */
+		if (sodium_memcmp(digest, c->sec_digest, sizeof(digest)) == 0 &&
+			!injectd_changed(d, project))
 			continue;
 		child_restart(d, c);
 		ctl_response_add(b, "restarted", "%s", project);

@@ -149,6 +149,19 @@ int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errl
 	return inj_route_from(r, base, sp + 1, err, errlen);
 }
 
+int inj_git_insteadof(const struct inj_route *r, unsigned port, char *ret_base, size_t nb,
+	char *ret_url, size_t nu)
+{
+	char uport[8] = "";
+	int a, b;
+
+	if (r->uport != 443)
+		snprintf(uport, sizeof(uport), ":%u", r->uport % 65536);
+	a = snprintf(ret_base, nb, "http://127.0.0.1:%u%s/", port % 65536, r->prefix);
+	b = snprintf(ret_url, nu, "https://%s%s%s/", r->host, uport, r->prefix);
+	return a < 0 || (size_t)a >= nb || b < 0 || (size_t)b >= nu ? -1 : 0;
+}
+
 void inj_conf_free(struct inj_conf *c)
 {
 	for (size_t i = 0; i < c->n; i++)

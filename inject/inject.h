@@ -176,6 +176,14 @@ int inj_usage_render(const struct inj_usage_row *rows, size_t n, struct buf *out
 /* Parses a usage file: the rows (at most max), -1 on a malformed line. */
 int inj_usage_parse(const char *text, struct inj_usage_row *rows, size_t *n, size_t max);
 
+/*
+ * git over HTTPS through route r listening on port: the insteadOf pair that sends
+ * "https://host[:uport]PREFIX/..." to the route, "url.<base>.insteadOf" = url. Both end
+ * in '/', so a longer path segment never matches. 0, or -1 when they do not fit.
+ */
+int inj_git_insteadof(const struct inj_route *r, unsigned port, char *ret_base, size_t nb,
+	char *ret_url, size_t nu);
+
 /* ---- the built-in providers: routes.c ---- */
 
 struct inj_provider {

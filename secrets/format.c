@@ -455,6 +455,37 @@ size_t secrets_effective(const struct secret_set *s, const char *project, size_t
 	return n;
 }
 
+size_t secrets_routed(const struct secret_set *s, const char *const projects[], size_t np,
+	size_t idx[], size_t max)
+{
+	static const char *const global[] = {""};
+	size_t eff[SECRETS_MAX_COUNT], n = 0, over = 0;
+
+	if (!np) {
+		projects = global;
+		np = 1;
+	}
+	for (size_t p = 0; p < np; p++) {
+		size_t ne = secrets_effective(s, projects[p], eff);
+
+		for (size_t i = 0; i < ne; i++) {
+			size_t j;
+
+			if (!s->e[eff[i]].route[0])
+				continue;
+			for (j = 0; j < n && idx[j] != eff[i]; j++)
+				;
+			if (j < n)
+				continue;
+			if (n == max)
+				over = 1;
+			else
+				idx[n++] = eff[i];
+		}
+	}
+	return n + over;
+}
+
 void secrets_digest(const struct secret_set *s, const char *project,
 	const unsigned char key[crypto_generichash_KEYBYTES],
 	unsigned char out[crypto_generichash_BYTES])
@@ -478,7 +509,8 @@ void secrets_digest(const struct secret_set *s, const char *project,
 	sodium_memzero(&st, sizeof(st));
 }
 
-int secrets_env_file(const struct secret_set *s, const char *project, char **ret, size_t *ret_len)
+int secrets_env_file(const struct secret_set *s, const char *project, const char *extra,
+	char **ret, size_t *ret_len)
 {
 	size_t idx[SECRETS_MAX_COUNT], n = secrets_effective(s, project, idx), cap = 128, k = 0;
 	static const char head[] = "# ocsb secrets, written by ocsb-agentd; sourced by the "
@@ -488,6 +520,7 @@ int secrets_env_file(const struct secret_set *s, const char *project, char **ret
 	for (size_t i = 0; i < n; i++)
 		cap += 16 + strlen(s->e[idx[i]].name) + 4 * s->e[idx[i]].len +
 		       sizeof(SECRETS_PLACEHOLDER);
+	cap += extra ? strlen(extra) : 0;
 	p = secrets_alloc(cap);
 	if (!p)
 		return -ENOMEM;
@@ -515,6 +548,10 @@ int secrets_env_file(const struct secret_set *s, const char *project, char **ret
 		}
 		memcpy(p + k, "'\n", 2);
 		k += 2;
+	}
+	if (extra) {
+		memcpy(p + k, extra, strlen(extra));
+		k += strlen(extra);
 	}
 	p[k] = '\0';
 	*ret = p;

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libsecret/secret.h>
@@ -64,6 +65,58 @@ static int keyring_error(GError *e, const char *what, char *err, size_t errlen)
 	return none ? -EHOSTDOWN : -EIO;
 }
 
+/*
+ * Test hook, off unless OCSB_TEST_HOOKS=1: OCSB_TEST_KEYRING_STORE_FAIL=1 stores into a
+ * collection that does not exist, so the keyring itself refuses the store (t-86).
+ */
+static const char *store_collection(void)
+{
+	const char *h = getenv("OCSB_TEST_HOOKS"), *f = getenv("OCSB_TEST_KEYRING_STORE_FAIL");
+
+	if (h && !strcmp(h, "1") && f && !strcmp(f, "1"))
+		return "/org/freedesktop/secrets/collection/ocsb_test_none";
+	return SECRET_COLLECTION_DEFAULT;
+}
+
+/*
+ * The items of (scope, name) other than the one just stored: an item with other
+ * attributes (exported before, injected now) is not replaced by the store but sits beside
+ * it. Removed only after the new value is stored, so a failed store loses nothing.
+ */
+static int drop_others(const char *scope, const char *name, const char *route, char *err,
+	size_t errlen)
+{
+	SecretService *svc;
+	GHashTable *match;
+	GError *e = NULL;
+	GList *items;
+	int r = 0;
+
+	svc = secret_service_get_sync(SECRET_SERVICE_NONE, NULL, &e);
+	if (!svc)
+		return keyring_error(e, "replacing", err, errlen);
+	match = g_hash_table_new(g_str_hash, g_str_equal);
+	g_hash_table_insert(match, (gpointer) "scope", (gpointer)scope_attr(scope));
+	g_hash_table_insert(match, (gpointer) "name", (gpointer)name);
+	items = secret_service_search_sync(svc, &schema, match, SECRET_SEARCH_ALL, NULL, &e);
+	g_hash_table_unref(match);
+	if (e)
+		r = keyring_error(e, "replacing", err, errlen);
+	for (GList *l = items; l && r == 0; l = l->next) {
+		GHashTable *attrs = secret_item_get_attributes(l->data);
+		const char *have = attrs ? g_hash_table_lookup(attrs, "inject") : NULL;
+		int same = route && route[0] ? have && !strcmp(have, route) : !have;
+
+		if (attrs)
+			g_hash_table_unref(attrs);
+		if (!same && !secret_item_delete_sync(l->data, NULL, &e))
+			r = keyring_error(e, "replacing", err, errlen);
+	}
+	g_list_free_full(items, g_object_unref);
+	g_object_unref(svc);
+	return r;
+}
+
 int keyring_put(const char *scope, const char *name, const char *value, const char *route,
 	char *err, size_t errlen)
 {
@@ -71,24 +124,16 @@ int keyring_put(const char *scope, const char *name, const char *value, const ch
 	char label[200];
 	gboolean ok;
 
-	/*
-	 * An item with other attributes (exported before, injected now) would not be
-	 * replaced by the store but sit beside it: remove whatever is there first.
-	 */
-	secret_password_clear_sync(&schema, NULL, &e, "scope", scope_attr(scope), "name", name,
-		NULL);
-	if (e)
-		return keyring_error(e, "replacing", err, errlen);
 	snprintf(label, sizeof(label), "ocsb secret %s (%s)", name, scope[0] ? scope : "global");
 	if (route && route[0])
-		ok = secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value,
-			NULL, &e, "scope", scope_attr(scope), "name", name, "inject", route, NULL);
+		ok = secret_password_store_sync(&schema, store_collection(), label, value, NULL, &e,
+			"scope", scope_attr(scope), "name", name, "inject", route, NULL);
 	else
-		ok = secret_password_store_sync(&schema, SECRET_COLLECTION_DEFAULT, label, value,
-			NULL, &e, "scope", scope_attr(scope), "name", name, NULL);
+		ok = secret_password_store_sync(&schema, store_collection(), label, value, NULL, &e,
+			"scope", scope_attr(scope), "name", name, NULL);
 	if (!ok)
 		return keyring_error(e, "storing", err, errlen);
-	return 0;
+	return drop_others(scope, name, route, err, errlen);
 }
 
 int keyring_del(const char *scope, const char *name, char *err, size_t errlen)

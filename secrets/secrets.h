@@ -106,15 +106,26 @@ int secrets_set_decode(
  * sorted by name; returns the count.
  */
 size_t secrets_effective(const struct secret_set *s, const char *project, size_t idx[]);
+/*
+ * The injected entries that get a route (issue 17), in route order: the first project's
+ * effective set in name order, then each further project's own injected entries not yet
+ * listed (no projects: the global ones). Route i of the list is route i of the injector,
+ * whatever the injector makes of it. idx gets at most max indices into s; returns the
+ * count, or max + 1 when some entry did not fit.
+ */
+size_t secrets_routed(const struct secret_set *s, const char *const projects[], size_t np,
+	size_t idx[], size_t max);
 /* A keyed digest of the effective entries of project (to see whether a push changes them). */
 void secrets_digest(const struct secret_set *s, const char *project,
 	const unsigned char key[crypto_generichash_KEYBYTES],
 	unsigned char out[crypto_generichash_BYTES]);
 /*
  * The environment file for sh: "export NAME='value'\n" lines, quotes escaped, in locked
- * memory (*ret NUL-terminated, free with secrets_free).
+ * memory (*ret NUL-terminated, free with secrets_free). extra (no secret: the injected
+ * routes' git settings), when not NULL, is appended as it is.
  */
-int secrets_env_file(const struct secret_set *s, const char *project, char **ret, size_t *ret_len);
+int secrets_env_file(const struct secret_set *s, const char *project, const char *extra,
+	char **ret, size_t *ret_len);
 
 /* ---- keys ---- */
 

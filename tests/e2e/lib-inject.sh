@@ -35,3 +35,22 @@ inject_providers_up() { # DIR
 	ip netns exec "$INET_NS" python3 "$INJECT_PROVIDER_PY" 198.18.1.21 443 "$d/bad.pem" "$d/bad.key" "$d/bad.rec" >/dev/null 2>&1 &
 	wait_port 198.18.1.20 443 5 && wait_port 198.18.1.21 443 5
 }
+
+# inject_git_up DIR WANT-FILE: a git server for https://git.example (198.18.1.22, TLS from the
+# test CA DIR/ca.pem, after inject_providers_up) serving DIR/git/repo.git, one commit with
+# README "INJECTED-GIT-REPO"; it answers only requests whose Authorization is the file's line and
+# records each request in DIR/git.rec (inject-git.py).
+inject_git_up() { # DIR WANT-FILE
+	local d=$1 w
+	(cd "$d" && _inj_cert git ca git.example) || return 1
+	w=$d/git/work
+	mkdir -p "$w" && git -C "$w" init -q -b main && echo INJECTED-GIT-REPO >"$w/README" &&
+		git -C "$w" add README &&
+		git -C "$w" -c user.name=e2e -c user.email=e2e@example.test commit -qm init &&
+		git clone -q --bare "$w" "$d/git/repo.git" || return 1
+	ip netns exec "$INET_NS" ip addr add 198.18.1.22/32 dev lo
+	printf '198.18.1.22\tgit.example\n' >>/etc/hosts
+	ip netns exec "$INET_NS" python3 "$(dirname "$INJECT_PROVIDER_PY")/inject-git.py" 198.18.1.22 443 \
+		"$d/git.pem" "$d/git.key" "$d/git.rec" "$d/git" "$2" >/dev/null 2>&1 &
+	wait_port 198.18.1.22 443 5
+}

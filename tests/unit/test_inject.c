@@ -334,6 +334,69 @@ static void hand_over_round_trip(void **state)
 	buf_free(&text);
 }
 
+/* git's smart HTTP through a generic route (what git 2.39 sends): accepted, re-framed. */
+static void git_smart_http(void **state)
+{
+	struct inj_route r = route("", "Authorization", "Basic {}");
+	struct buf out = {0};
+	struct inj_req req;
+	static const char refs[] = "GET /repo.git/info/refs?service=git-upload-pack HTTP/1.1\r\n"
+				   "Host: 127.0.0.1:18402\r\n"
+				   "User-Agent: git/2.39.5\r\n"
+				   "Accept: */*\r\n"
+				   "Accept-Encoding: deflate, gzip, br\r\n"
+				   "Pragma: no-cache\r\n"
+				   "Git-Protocol: version=2\r\n\r\n";
+	static const char pack[] = "POST /repo.git/git-receive-pack HTTP/1.1\r\n"
+				   "Host: 127.0.0.1:18402\r\n"
+				   "Content-Type: application/x-git-receive-pack-request\r\n"
+				   "Accept: application/x-git-receive-pack-result\r\n"
+				   "Content-Encoding: gzip\r\n"
+				   "Transfer-Encoding: chunked\r\n\r\n";
+
+	(void)state;
+	assert_int_equal(inj_rewrite(&r, KEY, refs, strlen(refs), &out, &req), 0);
+	assert_int_equal(req.body, INJ_BODY_NONE);
+	assert_non_null(strstr(out.data, "GET /repo.git/info/refs?service=git-upload-pack "));
+	assert_non_null(strstr(out.data, "\r\nAuthorization: Basic " KEY "\r\n"));
+	assert_non_null(strstr(out.data, "\r\nGit-Protocol: version=2\r\n"));
+	buf_free(&out);
+	assert_int_equal(inj_rewrite(&r, KEY, pack, strlen(pack), &out, &req), 0);
+	assert_int_equal(req.body, INJ_BODY_CHUNKED);
+	assert_string_equal(req.method, "POST");
+	assert_non_null(strstr(out.data, "\r\nContent-Encoding: gzip\r\n"));
+	assert_non_null(strstr(out.data, "\r\nTransfer-Encoding: chunked\r\n"));
+	assert_non_null(strstr(out.data, "\r\nAuthorization: Basic " KEY "\r\n"));
+	buf_free(&out);
+	/* Control: the same pack request outside a route's prefix is refused. */
+	r = route("/org", "Authorization", "Basic {}");
+	assert_int_equal(inj_rewrite(&r, KEY, pack, strlen(pack), &out, &req), -1);
+	assert_int_equal(req.status, 403);
+	buf_free(&out);
+}
+
+/* The insteadOf pair: both ends in '/', the upstream's port only when not 443. */
+static void git_insteadof(void **state)
+{
+	struct inj_route r;
+	char base[300], url[540], small[20], err[256];
+
+	(void)state;
+	assert_int_equal(inj_route_from(&r, "https://git.example", "Authorization: Basic {}",
+				 err, sizeof(err)),
+		0);
+	assert_int_equal(inj_git_insteadof(&r, 18402, base, sizeof(base), url, sizeof(url)), 0);
+	assert_string_equal(base, "http://127.0.0.1:18402/");
+	assert_string_equal(url, "https://git.example/");
+	assert_int_equal(inj_route_from(&r, "https://git.example:8443/org/sub",
+				 "Authorization: Basic {}", err, sizeof(err)),
+		0);
+	assert_int_equal(inj_git_insteadof(&r, 18403, base, sizeof(base), url, sizeof(url)), 0);
+	assert_string_equal(base, "http://127.0.0.1:18403/org/sub/");
+	assert_string_equal(url, "https://git.example:8443/org/sub/");
+	assert_int_equal(inj_git_insteadof(&r, 18403, small, sizeof(small), url, sizeof(url)), -1);
+}
+
 static void providers_and_generic_routes(void **state)
 {
 	static const char *const names[] = {
@@ -456,6 +519,8 @@ int main(void)
 		cmocka_unit_test(chunked_malformed),
 		cmocka_unit_test(hand_over_round_trip),
 		cmocka_unit_test(providers_and_generic_routes),
+		cmocka_unit_test(git_smart_http),
+		cmocka_unit_test(git_insteadof),
 		cmocka_unit_test(usage_counted_across_reads),
 		cmocka_unit_test(usage_summed_per_route_and_day),
 	};

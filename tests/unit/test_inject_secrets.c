@@ -87,15 +87,63 @@ static void env_file_has_placeholder(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(secrets_env_file(s, "", &text, &len), 0);
+	assert_int_equal(secrets_env_file(s, "", NULL, &text, &len), 0);
 	/* Control: exported, the value is there. */
 	assert_non_null(strstr(text, "export ANTHROPIC_API_KEY='" VALUE "'\n"));
 	secrets_free(text);
 	assert_int_equal(secrets_set_route(s, "", "ANTHROPIC_API_KEY", "anthropic"), 0);
-	assert_int_equal(secrets_env_file(s, "", &text, &len), 0);
+	assert_int_equal(secrets_env_file(s, "", NULL, &text, &len), 0);
 	assert_null(strstr(text, VALUE));
 	assert_non_null(strstr(text, "export ANTHROPIC_API_KEY='" SECRETS_PLACEHOLDER "'\n"));
 	assert_non_null(strstr(text, "export PLAIN_TOKEN='plain-1'\n"));
+	secrets_free(text);
+	secrets_set_free(s);
+}
+
+/* Every project's injected overrides get a route of their own, after the first project's. */
+static void routed_per_project(void **state)
+{
+	struct secret_set *s = two();
+	static const char *const pr[] = {"shop", "cart", "other"};
+	size_t idx[8], n;
+
+	(void)state;
+	assert_int_equal(secrets_set_put(s, "", "GIT_TOKEN", "g", 1), 0);
+	assert_int_equal(secrets_set_put(s, "cart", "ANTHROPIC_API_KEY", "c", 1), 0);
+	assert_int_equal(secrets_set_put(s, "other", "ANTHROPIC_API_KEY", "o", 1), 0);
+	/* Control: nothing injected, nothing routed. */
+	assert_int_equal(secrets_routed(s, pr, 3, idx, 8), 0);
+	assert_int_equal(secrets_set_route(s, "", "ANTHROPIC_API_KEY", "anthropic"), 0);
+	assert_int_equal(secrets_set_route(s, "", "GIT_TOKEN", "https://git.example A: {}"), 0);
+	assert_int_equal(secrets_set_route(s, "cart", "ANTHROPIC_API_KEY", "anthropic"), 0);
+	/* other's override stays exported: no route of its own, none of the global's either */
+	n = secrets_routed(s, pr, 3, idx, 8);
+	assert_int_equal(n, 3);
+	assert_string_equal(s->e[idx[0]].name, "ANTHROPIC_API_KEY");
+	assert_string_equal(s->e[idx[0]].scope, "");
+	assert_string_equal(s->e[idx[1]].name, "GIT_TOKEN");
+	assert_string_equal(s->e[idx[2]].name, "ANTHROPIC_API_KEY");
+	assert_string_equal(s->e[idx[2]].scope, "cart");
+	/* The first project's order does not depend on the others. */
+	assert_int_equal(secrets_routed(s, pr + 1, 1, idx, 8), 2);
+	assert_string_equal(s->e[idx[0]].scope, "cart");
+	assert_string_equal(s->e[idx[1]].name, "GIT_TOKEN");
+	/* No projects: the global ones; too many: max + 1. */
+	assert_int_equal(secrets_routed(s, NULL, 0, idx, 8), 2);
+	assert_int_equal(secrets_routed(s, pr, 3, idx, 2), 3);
+	secrets_set_free(s);
+}
+
+static void env_file_extra(void **state)
+{
+	struct secret_set *s = two();
+	char *text;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(secrets_env_file(s, "", "export GIT_CONFIG_COUNT=1\n", &text, &len), 0);
+	assert_int_equal(len, strlen(text));
+	assert_non_null(strstr(text, "export PLAIN_TOKEN='plain-1'\nexport GIT_CONFIG_COUNT=1\n"));
 	secrets_free(text);
 	secrets_set_free(s);
 }
@@ -160,6 +208,8 @@ int main(void)
 		cmocka_unit_test(route_round_trip),
 		cmocka_unit_test(env_file_has_placeholder),
 		cmocka_unit_test(digest_sees_the_route),
+		cmocka_unit_test(routed_per_project),
+		cmocka_unit_test(env_file_extra),
 		cmocka_unit_test(exported_llm_keys),
 		cmocka_unit_test(route_specs),
 	};

@@ -118,7 +118,7 @@ static void effective_and_env(void **state)
 	assert_int_equal(n, 3);
 	assert_string_equal(s->e[idx[2]].name, "C_KEY");
 	/* Single quotes escaped: nothing in a value is interpreted by sh. */
-	assert_int_equal(secrets_env_file(s, "shop", &text, &len), 0);
+	assert_int_equal(secrets_env_file(s, "shop", NULL, &text, &len), 0);
 	assert_non_null(strstr(text, "\nexport A_KEY='it'\\''s'\nexport B_KEY='shop-b'\n"));
 	assert_int_equal(len, strlen(text));
 	assert_null(strstr(text, "global-b"));
