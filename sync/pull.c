@@ -427,6 +427,7 @@ int sync_do_pull(struct sync_ctx *x)
 
 	if (sync_memo_load(common, &memo) < 0 || sync_rmemo_load(common, &rmemo) < 0)
 		goto out;
+	sync_trace("locked, temporary packs checked, memos loaded");
 
 	/* The connectivity check runs git: fail before downloading anything without it. */
 	if (sync_git_check() < 0)
@@ -436,6 +437,7 @@ int sync_do_pull(struct sync_ctx *x)
 		sync_git_fail(x, "connecting to the agent");
 		goto out;
 	}
+	sync_trace("connected, advertisement read");
 	if (git_remote_ls(&heads, &nheads, x->remote) < 0) {
 		sync_git_fail(x, "listing the agent's branches");
 		goto out;
@@ -507,6 +509,7 @@ int sync_do_pull(struct sync_ctx *x)
 		if (x->progress_shown)
 			fputc('\n', stderr), x->progress_shown = 0;
 	}
+	sync_trace("downloaded (%zu branches)", nb);
 	git_remote_disconnect(x->remote);
 	x->conn.err[0] = '\0';
 	/*
@@ -518,6 +521,7 @@ int sync_do_pull(struct sync_ctx *x)
 	 */
 	if (sync_check_start(x, br, nb, &check) < 0)
 		goto out;
+	sync_trace("history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
 		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20];
@@ -594,8 +598,10 @@ int sync_do_pull(struct sync_ctx *x)
 			sync_review_free(&rv);
 		}
 	}
+	sync_trace("reviewed");
 	if (sync_check_finish(x, &check) < 0)
 		goto out;
+	sync_trace("history checked");
 	if (review_bad) {
 		sync_review_failed(x, review_bad, review_r, review_err);
 		goto out;
@@ -617,6 +623,7 @@ int sync_do_pull(struct sync_ctx *x)
 		git_reference_free(nref);
 		sync_ensure_reflog(x, track, &b->tip, msg);
 	}
+	sync_trace("refs written");
 
 	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
 	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
@@ -648,6 +655,7 @@ int sync_do_pull(struct sync_ctx *x)
 	if (r < 0)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
 			strerror(-r));
+	sync_trace("memos saved%s", rmemo_dirty ? " (review memo rewritten)" : "");
 	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
 		size_t plen = strlen(prefix) - 1;
 
@@ -736,6 +744,7 @@ int sync_do_pull(struct sync_ctx *x)
 		}
 	}
 	/* For scripts and hooks: a flag is a distinct outcome, not a failure of the pull. */
+	sync_trace("deleted refs checked, printed");
 	ret = x->o->strict && nfl ? 1 : 0;
 out:
 	sync_memos_free(&memo);

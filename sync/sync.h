@@ -478,6 +478,7 @@ void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb);
 
 /* pull.c: `ocsb sync pull`. 0, 1 (--strict and something flagged), or -1 (logged). */
 int sync_do_pull(struct sync_ctx *x);
+void sync_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* remote.c: `ocsb sync init --host`. 0 or -1 (logged). */
 int sync_do_init(struct sync_opts *o);
 
