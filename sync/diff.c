@@ -338,13 +338,23 @@ static int ref_tips(git_repository *repo, struct sync_oidset *out)
 		return -1;
 	while (ret == 0 && git_reference_next(&ref, it) == 0) {
 		const char *n = git_reference_name(ref);
+		int tag = !strncmp(n, "refs/tags/", 10);
 		git_object *o = NULL;
 
-		if ((!strncmp(n, "refs/heads/", 11) || !strncmp(n, "refs/tags/", 10) ||
-			    !strncmp(n, "refs/remotes/", 13)) &&
-			git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
-			git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0) {
-			if (out->n >= FAST_MAX_REFS || sync_oidset_add(out, git_object_id(o)) < 0)
+		/*
+		 * A branch's target is taken as it is, without reading it (500 branches: 500
+		 * object reads saved): were it not a commit, no commit could have its id, and
+		 * one trusted tip less only means more checking. Tags are peeled (annotated).
+		 */
+		if ((tag || !strncmp(n, "refs/heads/", 11) || !strncmp(n, "refs/remotes/", 13)) &&
+			git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
+			const git_oid *id = git_reference_target(ref);
+
+			if (tag && git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0)
+				id = git_object_id(o);
+			else if (tag)
+				id = NULL;
+			if (id && (out->n >= FAST_MAX_REFS || sync_oidset_add(out, id) < 0))
 				ret = -1;
 		}
 		git_object_free(o);

@@ -42,6 +42,102 @@ struct sync_branch {
 	size_t since_commits, since_files, since_ins, since_del;
 };
 
+/*
+ * The refs under one prefix, read with one iteration and sorted by name: 500 branches
+ * looked up one by one cost a stat of packed-refs and an open per lookup, three lookups
+ * per branch.
+ */
+struct sync_refent {
+	char *name; /* after the prefix */
+	git_oid id;
+	int direct;
+};
+
+struct sync_reftab {
+	struct sync_refent *v;
+	size_t n;
+};
+
+static int sync_refent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct sync_refent *)a)->name, ((const struct sync_refent *)b)->name);
+}
+
+static void sync_reftab_free(struct sync_reftab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].name);
+	free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Every ref named PREFIX* (prefix ends in '/'): 0, or -1 (out of memory, said). */
+static int sync_reftab_load(git_repository *repo, const char *prefix, struct sync_reftab *t)
+{
+	git_reference_iterator *it = NULL;
+	git_reference *ref;
+	char glob[SYNC_REF_MAX + 64];
+	size_t plen = strlen(prefix), cap = 0;
+	int ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(glob, sizeof(glob), "%s*", prefix);
+	if (git_reference_iterator_glob_new(&it, repo, glob) < 0) {
+		git_error_clear();
+		return 0; /* no refs: lookups find nothing */
+	}
+	while (ret == 0 && git_reference_next(&ref, it) == 0) {
+		const char *n = git_reference_name(ref);
+		git_reference *res = NULL;
+
+		if (strncmp(n, prefix, plen) != 0) {
+			git_reference_free(ref);
+			continue;
+		}
+		if (t->n == cap) {
+			struct sync_refent *nv = realloc(t->v, (cap ? 2 * cap : 64) * sizeof(*nv));
+
+			if (!nv) {
+				ret = -1;
+				git_reference_free(ref);
+				break;
+			}
+			t->v = nv;
+			cap = cap ? 2 * cap : 64;
+		}
+		t->v[t->n].name = strdup(n + plen);
+		t->v[t->n].direct = git_reference_type(ref) == GIT_REFERENCE_DIRECT;
+		if (!t->v[t->n].name)
+			ret = -1;
+		else if (t->v[t->n].direct)
+			git_oid_cpy(&t->v[t->n].id, git_reference_target(ref));
+		else if (git_reference_resolve(&res, ref) == 0)
+			git_oid_cpy(&t->v[t->n].id, git_reference_target(res));
+		else
+			memset(&t->v[t->n].id, 0, sizeof(t->v[t->n].id));
+		if (t->v[t->n].name)
+			t->n++;
+		git_reference_free(res);
+		git_reference_free(ref);
+	}
+	git_reference_iterator_free(it);
+	git_error_clear();
+	if (ret < 0) {
+		log_err("out of memory");
+		sync_reftab_free(t);
+		return -1;
+	}
+	qsort(t->v, t->n, sizeof(*t->v), sync_refent_cmp);
+	return 0;
+}
+
+static const struct sync_refent *sync_reftab_find(const struct sync_reftab *t, const char *name)
+{
+	struct sync_refent key = {.name = (char *)name};
+
+	return t->n ? bsearch(&key, t->v, t->n, sizeof(*t->v), sync_refent_cmp) : NULL;
+}
+
 static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch, const char *path,
 	unsigned flags, unsigned newflags)
 {
@@ -390,13 +486,15 @@ int sync_do_pull(struct sync_ctx *x)
 	struct buf *bstat = NULL;
 	git_remote_callbacks cb;
 	git_fetch_options fo;
-	git_reference_iterator *it = NULL;
 	git_reference *ref;
 	char prefix[SYNC_REF_MAX + 20], objects[PATH_MAX];
 	const char *common = git_repository_commondir(x->repo);
 	struct timespec start;
 	struct sync_memos memo = {0}, memo2 = {0};
 	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
+	struct sync_reftab tracked = {0}, locals = {0};
+	git_oid head_id;
+	int have_head = 0;
 	int rmemo_dirty = 0, review_r = 0;
 	struct sync_git check = {.pid = -1, .in = -1, .out = -1, .err = -1};
 	const struct sync_branch *review_bad = NULL;
@@ -519,22 +617,25 @@ int sync_do_pull(struct sync_ctx *x)
 	 * only once the history is known complete; a review that fails on an incomplete
 	 * history is reported as that.
 	 */
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
+	if (sync_reftab_load(x->repo, prefix, &tracked) < 0 ||
+		sync_reftab_load(x->repo, "refs/heads/", &locals) < 0)
+		goto out;
+	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
+	git_error_clear();
 	if (sync_check_start(x, br, nb, &check) < 0)
 		goto out;
 	sync_trace("history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20];
-		git_reference *old = NULL;
-		git_oid lid;
+		char track[SYNC_REF_MAX + 160];
+		const struct sync_refent *te, *le;
 
 		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
-		snprintf(local, sizeof(local), "refs/heads/%s", b->name);
-		if (git_reference_lookup(&old, x->repo, track) == 0 && git_reference_target(old)) {
-			git_oid_cpy(&b->old, git_reference_target(old));
+		if ((te = sync_reftab_find(&tracked, b->name)) && te->direct) {
+			git_oid_cpy(&b->old, &te->id);
 			b->have_old = 1;
 		}
-		git_reference_free(old);
 		if (!b->have_old)
 			b->state = "new";
 		else if (git_oid_equal(&b->old, &b->tip))
@@ -555,19 +656,18 @@ int sync_do_pull(struct sync_ctx *x)
 				.memo = sync_rmemo_find(&rmemo, track),
 				.walk_limit = SYNC_HISTORY_WALK};
 			struct sync_review rv;
-			git_oid hid;
 
-			if (git_reference_name_to_id(&lid, x->repo, local) == 0) {
+			if ((le = sync_reftab_find(&locals, b->name)) && !git_oid_is_zero(&le->id)) {
 				b->have_local = 1;
-				in.against = &lid;
+				in.against = &le->id;
 				in.have_local = 1;
-			} else if (git_reference_name_to_id(&hid, x->repo, "HEAD") == 0) {
+			} else if (have_head) {
 				const struct sync_memo *m = sync_memo_find(&memo, track);
 
-				in.against = &hid;
+				in.against = &head_id;
 				in.unrelated_hint = m &&
 					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
-						&hid, SYNC_MEMO_WALK) == 1;
+						&head_id, SYNC_MEMO_WALK) == 1;
 			}
 			git_error_clear();
 			r = sync_review_branch(x, b, &in, &rv, &fl, &nfl, &bstat[i]);
@@ -625,15 +725,13 @@ int sync_do_pull(struct sync_ctx *x)
 	}
 	sync_trace("refs written");
 
-	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
-	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
 	/* What this pull learnt replaces its namespace's memo; other agents' entries stay. */
 	for (size_t i = 0; i < memo.n; i++)
-		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0)
+		if (strncmp(memo.v[i].ref, prefix, strlen(prefix)) != 0)
 			(void)sync_memo_add(
 				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
 	for (size_t i = 0; i < rmemo.n; i++) {
-		if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix) - 1) != 0) {
+		if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix)) != 0) {
 			if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
 				rmemo_dirty = 1;
 		} else {
@@ -656,27 +754,33 @@ int sync_do_pull(struct sync_ctx *x)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
 			strerror(-r));
 	sync_trace("memos saved%s", rmemo_dirty ? " (review memo rewritten)" : "");
-	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
-		size_t plen = strlen(prefix) - 1;
+	/*
+	 * Agent branches that disappeared: remove their remote-tracking refs, and say so
+	 * (the table was read before this pull wrote refs: it has no new name).
+	 */
+	for (size_t k = 0; k < tracked.n; k++) {
+		const struct sync_refent *e = &tracked.v[k];
+		char full[SYNC_REF_MAX + 200], hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
+		int found = 0;
 
-		while (git_reference_next(&ref, it) == 0) {
-			const char *name = git_reference_name(ref);
-			int found = 0;
-
-			for (size_t i = 0; i < nb && !found; i++)
-				found = !strcmp(name + plen, br[i].name);
-			if (!found && git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-				char hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
-
+		if (!e->direct)
+			continue;
+		for (size_t i = 0; i < nb && !found; i++)
+			found = !strcmp(e->name, br[i].name);
+		if (found)
+			continue;
+		snprintf(full, sizeof(full), "%s%s", prefix, e->name);
+		if (git_reference_lookup(&ref, x->repo, full) == 0) {
+			if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
 				git_oid_tostr(hex, sizeof(hex), git_reference_target(ref));
-				snprintf(line, sizeof(line), "%s\t%s", name + plen, hex);
+				snprintf(line, sizeof(line), "%s\t%s", e->name, hex);
 				if (git_reference_delete(ref) == 0)
 					strv_push(&deleted, line);
 			}
 			git_reference_free(ref);
 		}
-		git_reference_iterator_free(it);
 	}
+	git_error_clear();
 
 	if (x->o->json) {
 		printf("{\"agent\":");
@@ -751,6 +855,8 @@ out:
 	sync_memos_free(&memo2);
 	sync_rmemos_free(&rmemo);
 	sync_rmemos_free(&rmemo2);
+	sync_reftab_free(&tracked);
+	sync_reftab_free(&locals);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);
