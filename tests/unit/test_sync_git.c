@@ -713,6 +713,62 @@ static void oidset_basics(void **state)
 	assert_false(sync_oidset_has(&set, &id));
 }
 
+/*
+ * The commits the owner's refs point at are trusted as complete (as rev-list --not
+ * --branches --tags --remotes trusts them): a branch's or a remote-tracking ref's target
+ * as it is, a tag peeled. base2 lacks its new blob; c on base2 is complete only when a
+ * ref names base2. A branch naming the tag object (not peeled) trusts nothing more.
+ */
+static void fast_connectivity_ref_tips(void **state)
+{
+	git_repository *repo;
+	git_oid t0, base, t2, base2, b2, t3, c, tagid;
+	git_reference *ref;
+	git_object *target;
+	git_signature *sig;
+	char why[600];
+	const char *gd = unit_path("t.git");
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
+	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
+	commit_tree_on(repo, &t0, NULL, 0, &base);
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
+	git_reference_free(ref);
+	two_level_tree(repo, "one\n", "base2 only\n", &t2, &b2, NULL);
+	commit_tree_on(repo, &t2, &base, 1, &base2);
+	two_level_tree(repo, "c\n", "base2 only\n", &t3, NULL, NULL);
+	commit_tree_on(repo, &t3, &base2, 1, &c);
+	drop_loose(gd, &b2);
+	/* control: nothing names base2, the walk reaches it and finds the blob missing */
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "missing blob"));
+
+	/* an annotated tag on base2: peeled, trusted */
+	assert_int_equal(git_signature_new(&sig, "T", "t@example.com", 1700000000, 0), 0);
+	assert_int_equal(git_object_lookup(&target, repo, &base2, GIT_OBJECT_COMMIT), 0);
+	assert_int_equal(git_tag_create(&tagid, repo, "v1", target, sig, "v1\n", 0), 0);
+	git_object_free(target);
+	git_signature_free(sig);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+	assert_int_equal(git_reference_lookup(&ref, repo, "refs/tags/v1"), 0);
+	assert_int_equal(git_reference_delete(ref), 0);
+	git_reference_free(ref);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+
+	/* a branch naming the tag object is not peeled: base2 is not trusted through it */
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/odd", &tagid, 1, NULL), 0);
+	git_reference_free(ref);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+
+	/* a remote-tracking ref on base2: its target trusted as it is */
+	assert_int_equal(
+		git_reference_create(&ref, repo, "refs/remotes/ai-dev/w", &base2, 1, NULL), 0);
+	git_reference_free(ref);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+	git_repository_free(repo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +787,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(tree_diff_bomb, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity_types, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			fast_connectivity_ref_tips, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
