@@ -610,6 +610,7 @@ int sync_do_pull(struct sync_ctx *x)
 	sync_trace("downloaded (%zu branches)", nb);
 	git_remote_disconnect(x->remote);
 	x->conn.err[0] = '\0';
+	sync_trace("disconnected");
 	/*
 	 * Before any ref is written the fetched history must be complete (git rev-list, or
 	 * the in-process check for a few commits). The review reads the same objects and
@@ -749,7 +750,8 @@ int sync_do_pull(struct sync_ctx *x)
 			log_warn("%s%s: %s (the next pull may be slower)", common,
 				"ocsb-sync.review", strerror(-r));
 	}
-	r = sync_memo_save(common, &memo2);
+	/* Unchanged: not rewritten (an empty one is saved: that removes a stale file). */
+	r = memo2.n && sync_memos_equal(&memo, &memo2) ? 0 : sync_memo_save(common, &memo2);
 	if (r < 0)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
 			strerror(-r));

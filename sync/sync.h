@@ -309,6 +309,8 @@ FILE *sync_memo_begin(const char *gitdir, const char *name, int empty, char *pat
 /* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
 int sync_memo_commit(FILE *f, const char *tmp, const char *path);
+/* Same entries in the same order (a pull that learnt nothing leaves the file alone). */
+int sync_memos_equal(const struct sync_memos *a, const struct sync_memos *b);
 void sync_memos_free(struct sync_memos *ms);
 
 /* --- diff.c: what changed between two trees, opening only the subtrees that differ */

@@ -313,6 +313,23 @@ static void memo_file(void **state)
 	assert_non_null(sync_memo_find(&ms, "refs/remotes/ai-dev/x"));
 	assert_true(git_oid_equal(&sync_memo_find(&ms, "refs/remotes/ai-dev@h/y")->tip, &b));
 	assert_null(sync_memo_find(&ms, "refs/remotes/ai-dev/y"));
+	{ /* what a pull compares before it rewrites the file */
+		struct sync_memos o = {0};
+
+		assert_int_equal(sync_memo_add(&o, "refs/remotes/ai-dev/x", &a, &b), 0);
+		assert_false(sync_memos_equal(&ms, &o));
+		assert_int_equal(sync_memo_add(&o, "refs/remotes/ai-dev@h/y", &b, &a), 0);
+		assert_true(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[1].against, &b);
+		assert_false(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[1].against, &a);
+		git_oid_cpy(&o.v[0].tip, &b);
+		assert_false(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[0].tip, &a);
+		o.v[0].ref[strlen(o.v[0].ref) - 1] = 'w';
+		assert_false(sync_memos_equal(&ms, &o));
+		sync_memos_free(&o);
+	}
 	sync_memos_free(&ms);
 	/* damaged lines are dropped, good ones kept */
 	text = "refs/remotes/ai-dev/x 1111111111111111111111111111111111111111 "
