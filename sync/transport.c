@@ -117,14 +117,17 @@ void sync_link_stderr(struct sync_link *l, char *out, size_t n)
 void sync_link_close(struct sync_link *l)
 {
 	if (l->channel) {
+		sync_trace("ssh: closing the channel");
 		ssh_channel_close(l->channel);
 		ssh_channel_free(l->channel);
 		l->channel = NULL;
 	}
 	if (l->session) {
+		sync_trace("ssh: disconnecting");
 		ssh_disconnect(l->session);
 		ssh_free(l->session);
 		l->session = NULL;
+		sync_trace("ssh: disconnected");
 	}
 	l->open = 0;
 }
