@@ -327,6 +327,31 @@ void sync_oidset_free(struct sync_oidset *s)
 	memset(s, 0, sizeof(*s));
 }
 
+int sync_trusted_add(struct sync_oidset *known, git_reference *ref)
+{
+	const char *n = git_reference_name(ref);
+	int tag = !strncmp(n, "refs/tags/", 10), r = 0;
+	const git_oid *id;
+	git_object *o = NULL;
+
+	/*
+	 * A branch's target is taken as it is, without reading it (500 branches: 500 object
+	 * reads saved): were it not a commit, no commit could have its id, and one trusted
+	 * tip less only means more checking. Tags are peeled (annotated).
+	 */
+	if ((!tag && strncmp(n, "refs/heads/", 11) && strncmp(n, "refs/remotes/", 13)) ||
+		git_reference_type(ref) != GIT_REFERENCE_DIRECT)
+		return 0;
+	id = git_reference_target(ref);
+	if (tag)
+		id = git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0 ? git_object_id(o) : NULL;
+	if (id && (known->n >= FAST_MAX_REFS || sync_oidset_add(known, id) < 0))
+		r = -1;
+	git_object_free(o);
+	git_error_clear();
+	return r;
+}
+
 /* The commits the owner's branches, tags and remote-tracking refs point at. */
 static int ref_tips(git_repository *repo, struct sync_oidset *out)
 {
@@ -337,27 +362,7 @@ static int ref_tips(git_repository *repo, struct sync_oidset *out)
 	if (git_reference_iterator_new(&it, repo) < 0)
 		return -1;
 	while (ret == 0 && git_reference_next(&ref, it) == 0) {
-		const char *n = git_reference_name(ref);
-		int tag = !strncmp(n, "refs/tags/", 10);
-		git_object *o = NULL;
-
-		/*
-		 * A branch's target is taken as it is, without reading it (500 branches: 500
-		 * object reads saved): were it not a commit, no commit could have its id, and
-		 * one trusted tip less only means more checking. Tags are peeled (annotated).
-		 */
-		if ((tag || !strncmp(n, "refs/heads/", 11) || !strncmp(n, "refs/remotes/", 13)) &&
-			git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-			const git_oid *id = git_reference_target(ref);
-
-			if (tag && git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0)
-				id = git_object_id(o);
-			else if (tag)
-				id = NULL;
-			if (id && (out->n >= FAST_MAX_REFS || sync_oidset_add(out, id) < 0))
-				ret = -1;
-		}
-		git_object_free(o);
+		ret = sync_trusted_add(out, ref);
 		git_reference_free(ref);
 	}
 	git_reference_iterator_free(it);
@@ -438,7 +443,14 @@ out:
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n)
 {
-	struct sync_oidset known = {0}, seen = {0};
+	return sync_fast_connected_known(repo, tips, ntips, NULL, why, n);
+}
+
+int sync_fast_connected_known(git_repository *repo, const git_oid *tips, size_t ntips,
+	const struct sync_oidset *trusted, char *why, size_t n)
+{
+	struct sync_oidset own = {0}, seen = {0};
+	const struct sync_oidset *known = trusted ? trusted : &own;
 	struct oidstack queue = {0};
 	size_t entries = 0;
 	int ret = 0;
@@ -446,7 +458,7 @@ int sync_fast_connected(
 	why[0] = '\0';
 	if (git_repository_is_shallow(repo) != 0)
 		goto out; /* a cut history looks incomplete here: git knows where it is cut */
-	if (ref_tips(repo, &known) < 0)
+	if (!trusted && ref_tips(repo, &own) < 0)
 		goto out;
 	for (size_t i = 0; i < ntips; i++)
 		if (oidstack_push(&queue, &tips[i]) < 0)
@@ -457,7 +469,7 @@ int sync_fast_connected(
 		unsigned parents;
 		int r;
 
-		if (sync_oidset_has(&known, &id) || sync_oidset_has(&seen, &id))
+		if (sync_oidset_has(known, &id) || sync_oidset_has(&seen, &id))
 			continue;
 		if (seen.n >= FAST_MAX_COMMITS || sync_oidset_add(&seen, &id) < 0)
 			goto out;
@@ -482,7 +494,7 @@ int sync_fast_connected(
 	}
 	ret = 1;
 out:
-	sync_oidset_free(&known);
+	sync_oidset_free(&own);
 	sync_oidset_free(&seen);
 	free(queue.v);
 	git_error_clear();

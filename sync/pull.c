@@ -71,63 +71,72 @@ static void sync_reftab_free(struct sync_reftab *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Every ref named PREFIX* (prefix ends in '/'): 0, or -1 (out of memory, said). */
-static int sync_reftab_load(git_repository *repo, const char *prefix, struct sync_reftab *t)
+static int sync_reftab_add(struct sync_reftab *t, size_t *cap, git_reference *ref, size_t plen)
+{
+	struct sync_refent *e;
+	git_reference *res = NULL;
+
+	if (t->n == *cap) {
+		struct sync_refent *nv = realloc(t->v, (*cap ? 2 * *cap : 64) * sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		t->v = nv;
+		*cap = *cap ? 2 * *cap : 64;
+	}
+	e = &t->v[t->n];
+	memset(e, 0, sizeof(*e));
+	e->name = strdup(git_reference_name(ref) + plen);
+	if (!e->name)
+		return -1;
+	e->direct = git_reference_type(ref) == GIT_REFERENCE_DIRECT;
+	if (e->direct)
+		git_oid_cpy(&e->id, git_reference_target(ref));
+	else if (git_reference_resolve(&res, ref) == 0)
+		git_oid_cpy(&e->id, git_reference_target(res));
+	git_reference_free(res);
+	t->n++;
+	return 0;
+}
+
+/*
+ * One pass over every ref: the remote-tracking refs under PREFIX (ending in '/'), the
+ * owner's branches, and in *known what the history check trusts (*known_ok 0 when there
+ * were too many refs for it: the check is then left to git). 0, or -1 (said).
+ */
+static int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab *tracked,
+	struct sync_reftab *locals, struct sync_oidset *known, int *known_ok)
 {
 	git_reference_iterator *it = NULL;
 	git_reference *ref;
-	char glob[SYNC_REF_MAX + 64];
-	size_t plen = strlen(prefix), cap = 0;
+	size_t plen = strlen(prefix), tcap = 0, lcap = 0;
 	int ret = 0;
 
-	memset(t, 0, sizeof(*t));
-	snprintf(glob, sizeof(glob), "%s*", prefix);
-	if (git_reference_iterator_glob_new(&it, repo, glob) < 0) {
+	*known_ok = 1;
+	if (git_reference_iterator_new(&it, repo) < 0) {
 		git_error_clear();
+		*known_ok = 0;
 		return 0; /* no refs: lookups find nothing */
 	}
 	while (ret == 0 && git_reference_next(&ref, it) == 0) {
 		const char *n = git_reference_name(ref);
-		git_reference *res = NULL;
 
-		if (strncmp(n, prefix, plen) != 0) {
-			git_reference_free(ref);
-			continue;
-		}
-		if (t->n == cap) {
-			struct sync_refent *nv = realloc(t->v, (cap ? 2 * cap : 64) * sizeof(*nv));
-
-			if (!nv) {
-				ret = -1;
-				git_reference_free(ref);
-				break;
-			}
-			t->v = nv;
-			cap = cap ? 2 * cap : 64;
-		}
-		t->v[t->n].name = strdup(n + plen);
-		t->v[t->n].direct = git_reference_type(ref) == GIT_REFERENCE_DIRECT;
-		if (!t->v[t->n].name)
-			ret = -1;
-		else if (t->v[t->n].direct)
-			git_oid_cpy(&t->v[t->n].id, git_reference_target(ref));
-		else if (git_reference_resolve(&res, ref) == 0)
-			git_oid_cpy(&t->v[t->n].id, git_reference_target(res));
-		else
-			memset(&t->v[t->n].id, 0, sizeof(t->v[t->n].id));
-		if (t->v[t->n].name)
-			t->n++;
-		git_reference_free(res);
+		if (!strncmp(n, prefix, plen))
+			ret = sync_reftab_add(tracked, &tcap, ref, plen);
+		else if (!strncmp(n, "refs/heads/", 11))
+			ret = sync_reftab_add(locals, &lcap, ref, 11);
+		if (*known_ok && sync_trusted_add(known, ref) < 0)
+			*known_ok = 0;
 		git_reference_free(ref);
 	}
 	git_reference_iterator_free(it);
 	git_error_clear();
 	if (ret < 0) {
 		log_err("out of memory");
-		sync_reftab_free(t);
 		return -1;
 	}
-	qsort(t->v, t->n, sizeof(*t->v), sync_refent_cmp);
+	qsort(tracked->v, tracked->n, sizeof(*tracked->v), sync_refent_cmp);
+	qsort(locals->v, locals->n, sizeof(*locals->v), sync_refent_cmp);
 	return 0;
 }
 
@@ -366,9 +375,10 @@ static void sync_incomplete(struct sync_ctx *x, const char *bad, const char *why
 /*
  * Start the check: 0 with *g running git rev-list (sync_check_finish gives its verdict),
  * 0 with g->pid < 0 when it is decided already (complete), -1 when it failed (said).
+ * known: what the owner's refs name (sync_refs_load); NULL leaves the check to git.
  */
-static int sync_check_start(
-	struct sync_ctx *x, const struct sync_branch *br, size_t nb, struct sync_git *g)
+static int sync_check_start(struct sync_ctx *x, const struct sync_branch *br, size_t nb,
+	const struct sync_oidset *known, struct sync_git *g)
 {
 	static const char *const args[] = {"rev-list", "--objects", "--quiet", "--stdin", "--not",
 		"--branches", "--tags", "--remotes", NULL};
@@ -398,8 +408,11 @@ static int sync_check_start(
 		}
 	}
 	git_error_clear();
-	/* A few new commits on top of the owner's refs: checked here, without running git. */
-	{
+	/*
+	 * A few new commits on top of the owner's refs (known: the commits they name, read
+	 * before this pull wrote any ref): checked here, without running git.
+	 */
+	if (known) {
 		git_oid *ids = calloc(nb, sizeof(*ids));
 		char raw[600];
 
@@ -409,7 +422,7 @@ static int sync_check_start(
 		}
 		for (size_t i = 0; i < nb; i++)
 			git_oid_cpy(&ids[i], &br[i].tip);
-		r = sync_fast_connected(x->repo, ids, nb, raw, sizeof(raw));
+		r = sync_fast_connected_known(x->repo, ids, nb, known, raw, sizeof(raw));
 		free(ids);
 		if (r != 0) {
 			if (r < 0)
@@ -493,6 +506,8 @@ int sync_do_pull(struct sync_ctx *x)
 	struct sync_memos memo = {0}, memo2 = {0};
 	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
 	struct sync_reftab tracked = {0}, locals = {0};
+	struct sync_oidset known = {0};
+	int known_ok = 0;
 	git_oid head_id;
 	int have_head = 0;
 	int rmemo_dirty = 0, review_r = 0;
@@ -619,12 +634,11 @@ int sync_do_pull(struct sync_ctx *x)
 	 * history is reported as that.
 	 */
 	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
-	if (sync_reftab_load(x->repo, prefix, &tracked) < 0 ||
-		sync_reftab_load(x->repo, "refs/heads/", &locals) < 0)
+	if (sync_refs_load(x->repo, prefix, &tracked, &locals, &known, &known_ok) < 0)
 		goto out;
 	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
 	git_error_clear();
-	if (sync_check_start(x, br, nb, &check) < 0)
+	if (sync_check_start(x, br, nb, known_ok ? &known : NULL, &check) < 0)
 		goto out;
 	sync_trace("history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
 	for (size_t i = 0; i < nb; i++) {
@@ -859,6 +873,7 @@ out:
 	sync_rmemos_free(&rmemo2);
 	sync_reftab_free(&tracked);
 	sync_reftab_free(&locals);
+	sync_oidset_free(&known);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);

@@ -342,6 +342,11 @@ void sync_deltas_free(struct sync_deltas *d);
  */
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n);
+/* The same with the trusted commits given (sync_trusted_add over every ref), not read. */
+int sync_fast_connected_known(git_repository *repo, const git_oid *tips, size_t ntips,
+	const struct sync_oidset *trusted, char *why, size_t n);
+/* Add what ref makes trusted (a branch's or remote-tracking target, a tag peeled): 0, -1. */
+int sync_trusted_add(struct sync_oidset *known, git_reference *ref);
 
 /* --- review.c: the review of one fetched branch, carried from one pull to the next */
 #define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */

@@ -783,6 +783,32 @@ static void fast_connectivity_ref_tips(void **state)
 		git_reference_create(&ref, repo, "refs/remotes/ai-dev/w", &base2, 1, NULL), 0);
 	git_reference_free(ref);
 	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+
+	/* the pull's variant: the trusted set as given, the refs not read again */
+	{
+		struct sync_oidset given = {0};
+
+		assert_int_equal(
+			sync_fast_connected_known(repo, &c, 1, &given, why, sizeof(why)), -1);
+		assert_int_equal(git_reference_lookup(&ref, repo, "refs/remotes/ai-dev/w"), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_true(sync_oidset_has(&given, &base2));
+		assert_int_equal(
+			sync_fast_connected_known(repo, &c, 1, &given, why, sizeof(why)), 1);
+		sync_oidset_free(&given);
+		/* what sync_trusted_add takes: not a ref outside heads, tags and remotes */
+		assert_int_equal(git_reference_create(&ref, repo, "refs/notes/x", &base2, 1, NULL), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_int_equal(given.n, 0);
+		assert_int_equal(git_reference_create(&ref, repo, "refs/tags/v2", &tagid, 1, NULL), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_true(sync_oidset_has(&given, &base2)); /* peeled */
+		assert_false(sync_oidset_has(&given, &tagid));
+		sync_oidset_free(&given);
+	}
 	git_repository_free(repo);
 }
 
