@@ -58,6 +58,54 @@ struct sync_reftab {
 	size_t n;
 };
 
+/* Every ref with the object it resolves to: the download's haves (haves.c). */
+struct sync_allrefs {
+	char **names;
+	git_oid *ids;
+	size_t n, cap;
+};
+
+static void sync_allrefs_free(struct sync_allrefs *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->names[i]);
+	free(a->names);
+	free(a->ids);
+	memset(a, 0, sizeof(*a));
+}
+
+static int sync_allrefs_add(struct sync_allrefs *a, git_reference *ref)
+{
+	git_reference *res = NULL;
+	int r = 0;
+
+	if (git_reference_type(ref) != GIT_REFERENCE_DIRECT &&
+		git_reference_resolve(&res, ref) < 0) {
+		git_error_clear();
+		return 0; /* dangling: libgit2's own walk skips it too */
+	}
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+		char **nn = realloc(a->names, cap * sizeof(*nn));
+		git_oid *ni = nn ? realloc(a->ids, cap * sizeof(*ni)) : NULL;
+
+		if (nn)
+			a->names = nn;
+		if (!ni) {
+			git_reference_free(res);
+			return -1;
+		}
+		a->ids = ni;
+		a->cap = cap;
+	}
+	if (!(a->names[a->n] = strdup(git_reference_name(ref))))
+		r = -1;
+	else
+		git_oid_cpy(&a->ids[a->n++], git_reference_target(res ? res : ref));
+	git_reference_free(res);
+	return r;
+}
+
 static int sync_refent_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct sync_refent *)a)->name, ((const struct sync_refent *)b)->name);
@@ -101,11 +149,13 @@ static int sync_reftab_add(struct sync_reftab *t, size_t *cap, git_reference *re
 
 /*
  * One pass over every ref: the remote-tracking refs under PREFIX (ending in '/'), the
- * owner's branches, and in *known what the history check trusts (*known_ok 0 when there
- * were too many refs for it: the check is then left to git). 0, or -1 (said).
+ * owner's branches, every ref's target (the download's haves), and in *known what the
+ * history check trusts (*known_ok 0 when there were too many refs for it: the check is
+ * then left to git). Read before the download: it writes objects only. 0, or -1 (said).
  */
 static int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab *tracked,
-	struct sync_reftab *locals, struct sync_oidset *known, int *known_ok)
+	struct sync_reftab *locals, struct sync_allrefs *all, struct sync_oidset *known,
+	int *known_ok)
 {
 	git_reference_iterator *it = NULL;
 	git_reference *ref;
@@ -125,6 +175,8 @@ static int sync_refs_load(git_repository *repo, const char *prefix, struct sync_
 			ret = sync_reftab_add(tracked, &tcap, ref, plen);
 		else if (!strncmp(n, "refs/heads/", 11))
 			ret = sync_reftab_add(locals, &lcap, ref, 11);
+		if (ret == 0)
+			ret = sync_allrefs_add(all, ref);
 		if (*known_ok && sync_trusted_add(known, ref) < 0)
 			*known_ok = 0;
 		git_reference_free(ref);
@@ -507,6 +559,9 @@ int sync_do_pull(struct sync_ctx *x)
 	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
 	struct sync_reftab tracked = {0}, locals = {0};
 	struct sync_oidset known = {0};
+	struct sync_allrefs all = {0};
+	git_repository *dlrepo = NULL;
+	git_remote *dlremote = NULL, *rem = x->remote;
 	int known_ok = 0;
 	git_oid head_id;
 	int have_head = 0;
@@ -545,13 +600,36 @@ int sync_do_pull(struct sync_ctx *x)
 	/* The connectivity check runs git: fail before downloading anything without it. */
 	if (sync_git_check() < 0)
 		goto out;
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
+	if (sync_refs_load(x->repo, prefix, &tracked, &locals, &all, &known, &known_ok) < 0)
+		goto out;
+	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
+	git_error_clear();
+	/*
+	 * The download negotiates with the refs just read, from memory (haves.c); should
+	 * that handle not be made, the ordinary remote does the same, reading them again.
+	 */
+	if (sync_haves_repo(&dlrepo, x->repo, (const char *const *)all.names, all.ids, all.n) ==
+		0) {
+		git_remote_create_options ro;
+
+		git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+		ro.repository = dlrepo;
+		ro.flags =
+			GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+		if (git_remote_create_with_opts(&dlremote, x->url, &ro) == 0)
+			rem = dlremote;
+	}
+	git_error_clear();
+	sync_trace("refs read (%zu), download handle %s", all.n,
+		rem == dlremote ? "in memory" : "the repository");
 	sync_callbacks(x, &cb);
-	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
+	if (git_remote_connect(rem, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
 		sync_git_fail(x, "connecting to the agent");
 		goto out;
 	}
 	sync_trace("connected, advertisement read");
-	if (git_remote_ls(&heads, &nheads, x->remote) < 0) {
+	if (git_remote_ls(&heads, &nheads, rem) < 0) {
 		sync_git_fail(x, "listing the agent's branches");
 		goto out;
 	}
@@ -613,7 +691,7 @@ int sync_do_pull(struct sync_ctx *x)
 		fo.update_fetchhead = 0;
 		fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 		/* Objects only: refs are written below, one by one, after the checks. */
-		if (git_remote_download(x->remote, &arr, &fo) < 0) {
+		if (git_remote_download(rem, &arr, &fo) < 0) {
 			sync_git_fail(x, "fetching from the agent");
 			goto out;
 		}
@@ -623,7 +701,7 @@ int sync_do_pull(struct sync_ctx *x)
 			fputc('\n', stderr), x->progress_shown = 0;
 	}
 	sync_trace("downloaded (%zu branches)", nb);
-	git_remote_disconnect(x->remote);
+	git_remote_disconnect(rem);
 	x->conn.err[0] = '\0';
 	sync_trace("disconnected");
 	/*
@@ -633,14 +711,10 @@ int sync_do_pull(struct sync_ctx *x)
 	 * only once the history is known complete; a review that fails on an incomplete
 	 * history is reported as that.
 	 */
-	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
-	if (sync_refs_load(x->repo, prefix, &tracked, &locals, &known, &known_ok) < 0)
-		goto out;
-	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
-	git_error_clear();
 	if (sync_check_start(x, br, nb, known_ok ? &known : NULL, &check) < 0)
 		goto out;
-	sync_trace("history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
+	sync_trace(
+		"history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
 		char track[SYNC_REF_MAX + 160];
@@ -672,7 +746,8 @@ int sync_do_pull(struct sync_ctx *x)
 				.walk_limit = SYNC_HISTORY_WALK};
 			struct sync_review rv;
 
-			if ((le = sync_reftab_find(&locals, b->name)) && !git_oid_is_zero(&le->id)) {
+			if ((le = sync_reftab_find(&locals, b->name)) &&
+				!git_oid_is_zero(&le->id)) {
 				b->have_local = 1;
 				in.against = &le->id;
 				in.have_local = 1;
@@ -874,6 +949,9 @@ out:
 	sync_reftab_free(&tracked);
 	sync_reftab_free(&locals);
 	sync_oidset_free(&known);
+	sync_allrefs_free(&all);
+	git_remote_free(dlremote);
+	git_repository_free(dlrepo);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);

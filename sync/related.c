@@ -232,7 +232,8 @@ int sync_memos_equal(const struct sync_memos *a, const struct sync_memos *b)
 	if (a->n != b->n)
 		return 0;
 	for (size_t i = 0; i < a->n; i++)
-		if (strcmp(a->v[i].ref, b->v[i].ref) || !git_oid_equal(&a->v[i].tip, &b->v[i].tip) ||
+		if (strcmp(a->v[i].ref, b->v[i].ref) ||
+			!git_oid_equal(&a->v[i].tip, &b->v[i].tip) ||
 			!git_oid_equal(&a->v[i].against, &b->v[i].against))
 			return 0;
 	return 1;

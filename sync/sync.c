@@ -533,8 +533,9 @@ void sync_trace(const char *fmt, ...)
 
 		on = getenv("OCSB_SYNC_TRACE") != NULL;
 		if (on && f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
-			(void)sscanf(p + 2, "%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-					    "%*s %*s %*s %*s %*s %llu",
+			(void)sscanf(p + 2,
+				"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %*s %*s %*s %*s %llu",
 				&st);
 		if (f)
 			fclose(f);

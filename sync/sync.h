@@ -485,6 +485,13 @@ void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb);
 
 /* pull.c: `ocsb sync pull`. 0, 1 (--strict and something flagged), or -1 (logged). */
 int sync_do_pull(struct sync_ctx *x);
+/*
+ * A second handle on repo's object database whose refs are the n given (names, targets)
+ * held in memory, read-only (haves.c): libgit2's download negotiates with them instead of
+ * reading every ref of the repository again. 0, or -1 (libgit2's error set).
+ */
+int sync_haves_repo(git_repository **out, git_repository *repo, const char *const *names,
+	const git_oid *ids, size_t n);
 void sync_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* remote.c: `ocsb sync init --host`. 0 or -1 (logged). */
 int sync_do_init(struct sync_opts *o);

@@ -798,11 +798,13 @@ static void fast_connectivity_ref_tips(void **state)
 			sync_fast_connected_known(repo, &c, 1, &given, why, sizeof(why)), 1);
 		sync_oidset_free(&given);
 		/* what sync_trusted_add takes: not a ref outside heads, tags and remotes */
-		assert_int_equal(git_reference_create(&ref, repo, "refs/notes/x", &base2, 1, NULL), 0);
+		assert_int_equal(
+			git_reference_create(&ref, repo, "refs/notes/x", &base2, 1, NULL), 0);
 		assert_int_equal(sync_trusted_add(&given, ref), 0);
 		git_reference_free(ref);
 		assert_int_equal(given.n, 0);
-		assert_int_equal(git_reference_create(&ref, repo, "refs/tags/v2", &tagid, 1, NULL), 0);
+		assert_int_equal(
+			git_reference_create(&ref, repo, "refs/tags/v2", &tagid, 1, NULL), 0);
 		assert_int_equal(sync_trusted_add(&given, ref), 0);
 		git_reference_free(ref);
 		assert_true(sync_oidset_has(&given, &base2)); /* peeled */
