@@ -814,6 +814,69 @@ static void fast_connectivity_ref_tips(void **state)
 	git_repository_free(repo);
 }
 
+/*
+ * The download's handle (haves.c): the given refs from memory, globbed as libgit2 does,
+ * nothing written through it, objects shared with the repository.
+ */
+static void haves_handle(void **state)
+{
+	git_repository *repo, *r2;
+	git_oid t0, a, b, blob;
+	git_reference *ref;
+	git_reference_iterator *it;
+	git_revwalk *walk;
+	const char *names[] = {"refs/remotes/ai-dev/x/y", "refs/heads/main"};
+	const char *name;
+	git_oid ids[2];
+	size_t n = 0, walked = 0;
+	const char *gd = unit_path("h.git");
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
+	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
+	commit_tree_on(repo, &t0, NULL, 0, &a);
+	commit_tree_on(repo, &t0, &a, 1, &b);
+	/* a ref of the repository that is not given: not seen through the handle */
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/other", &a, 1, NULL), 0);
+	git_reference_free(ref);
+	git_oid_cpy(&ids[0], &b);
+	git_oid_cpy(&ids[1], &a);
+	assert_int_equal(sync_haves_repo(&r2, repo, names, ids, 2), 0);
+
+	assert_int_equal(git_reference_lookup(&ref, r2, "refs/remotes/ai-dev/x/y"), 0);
+	assert_true(git_oid_equal(git_reference_target(ref), &b));
+	git_reference_free(ref);
+	assert_int_equal(git_reference_lookup(&ref, r2, "refs/heads/other"), GIT_ENOTFOUND);
+	/* a glob's '*' takes '/' too, as libgit2's own refdb does */
+	assert_int_equal(git_reference_iterator_glob_new(&it, r2, "refs/remotes/*"), 0);
+	while (git_reference_next_name(&name, it) == 0) {
+		assert_string_equal(name, "refs/remotes/ai-dev/x/y");
+		n++;
+	}
+	git_reference_iterator_free(it);
+	assert_int_equal(n, 1);
+	/* what the negotiation does: every ref under refs/, both tips and their history */
+	assert_int_equal(git_revwalk_new(&walk, r2), 0);
+	assert_int_equal(git_revwalk_push_glob(walk, "refs/*"), 0);
+	while (git_revwalk_next(&t0, walk) == 0)
+		walked++;
+	git_revwalk_free(walk);
+	assert_int_equal(walked, 2);
+	/* read-only */
+	assert_true(git_reference_create(&ref, r2, "refs/heads/new", &a, 1, NULL) < 0);
+	assert_int_equal(git_reference_lookup(&ref, repo, "refs/heads/new"), GIT_ENOTFOUND);
+	/* objects written through it land in the repository's store */
+	assert_int_equal(git_blob_create_from_buffer(&blob, r2, "via handle\n", 11), 0);
+	{
+		git_blob *bl;
+
+		assert_int_equal(git_blob_lookup(&bl, repo, &blob), 0);
+		git_blob_free(bl);
+	}
+	git_repository_free(r2);
+	git_repository_free(repo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -834,6 +897,7 @@ int main(void)
 			fast_connectivity_types, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity_ref_tips, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
