@@ -425,20 +425,29 @@ static void two_level_tree(git_repository *repo, const char *c1, const char *c2,
 		*ret_sub = sub;
 }
 
+/* A repository NAME whose main is one commit (base) on the tree two_level_tree makes (t0). */
+static git_repository *repo_with_main(const char *name, git_oid *t0, git_oid *base)
+{
+	git_repository *repo;
+	git_reference *ref;
+
+	assert_int_equal(git_repository_init(&repo, unit_path(name), 1), 0);
+	two_level_tree(repo, "one\n", "two\n", t0, NULL, NULL);
+	commit_tree_on(repo, t0, NULL, 0, base);
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", base, 1, NULL), 0);
+	git_reference_free(ref);
+	return repo;
+}
+
 static void fast_connectivity(void **state)
 {
 	git_repository *repo;
 	git_oid t0, base, t, c, blob, sub, r, chain, bogus, pair[2];
 	char why[600];
 	const char *gd = unit_path("c.git");
-	git_reference *ref;
 
 	(void)state;
-	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
-	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
-	commit_tree_on(repo, &t0, NULL, 0, &base);
-	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
-	git_reference_free(ref);
+	repo = repo_with_main("c.git", &t0, &base);
 
 	/* complete: a new file in the subtree */
 	two_level_tree(repo, "one\n", "two, changed\n", &t, NULL, NULL);
@@ -747,11 +756,7 @@ static void fast_connectivity_ref_tips(void **state)
 	const char *gd = unit_path("t.git");
 
 	(void)state;
-	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
-	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
-	commit_tree_on(repo, &t0, NULL, 0, &base);
-	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
-	git_reference_free(ref);
+	repo = repo_with_main("t.git", &t0, &base);
 	two_level_tree(repo, "one\n", "base2 only\n", &t2, &b2, NULL);
 	commit_tree_on(repo, &t2, &base, 1, &base2);
 	two_level_tree(repo, "c\n", "base2 only\n", &t3, NULL, NULL);
