@@ -330,26 +330,19 @@ void sync_oidset_free(struct sync_oidset *s)
 int sync_trusted_add(struct sync_oidset *known, git_reference *ref)
 {
 	const char *n = git_reference_name(ref);
-	int tag = !strncmp(n, "refs/tags/", 10), r = 0;
-	const git_oid *id;
-	git_object *o = NULL;
 
 	/*
-	 * A branch's target is taken as it is, without reading it (500 branches: 500 object
-	 * reads saved): were it not a commit, no commit could have its id, and one trusted
-	 * tip less only means more checking. Tags are peeled (annotated).
+	 * A ref's target is taken as it is, without reading it (500 branches and 3,000 tags:
+	 * 3,500 object reads saved): were it not a commit (an annotated tag), no commit could
+	 * have its id, and one trusted commit less only means more checking.
 	 */
-	if ((!tag && strncmp(n, "refs/heads/", 11) && strncmp(n, "refs/remotes/", 13)) ||
+	if ((strncmp(n, "refs/heads/", 11) && strncmp(n, "refs/tags/", 10) &&
+		    strncmp(n, "refs/remotes/", 13)) ||
 		git_reference_type(ref) != GIT_REFERENCE_DIRECT)
 		return 0;
-	id = git_reference_target(ref);
-	if (tag)
-		id = git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0 ? git_object_id(o) : NULL;
-	if (id && (known->n >= FAST_MAX_REFS || sync_oidset_add(known, id) < 0))
-		r = -1;
-	git_object_free(o);
-	git_error_clear();
-	return r;
+	if (known->n >= FAST_MAX_REFS || sync_oidset_add(known, git_reference_target(ref)) < 0)
+		return -1;
+	return 0;
 }
 
 /* The commits the owner's branches, tags and remote-tracking refs point at. */

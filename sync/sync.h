@@ -345,7 +345,7 @@ int sync_fast_connected(
 /* The same with the trusted commits given (sync_trusted_add over every ref), not read. */
 int sync_fast_connected_known(git_repository *repo, const git_oid *tips, size_t ntips,
 	const struct sync_oidset *trusted, char *why, size_t n);
-/* Add what ref makes trusted (a branch's or remote-tracking target, a tag peeled): 0, -1. */
+/* Add what ref makes trusted (a branch's, tag's or remote-tracking ref's target): 0, -1. */
 int sync_trusted_add(struct sync_oidset *known, git_reference *ref);
 
 /* --- review.c: the review of one fetched branch, carried from one pull to the next */
