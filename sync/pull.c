@@ -42,163 +42,6 @@ struct sync_branch {
 	size_t since_commits, since_files, since_ins, since_del;
 };
 
-/*
- * The refs under one prefix, read with one iteration and sorted by name: 500 branches
- * looked up one by one cost a stat of packed-refs and an open per lookup, three lookups
- * per branch.
- */
-struct sync_refent {
-	char *name; /* after the prefix */
-	git_oid id;
-	int direct;
-};
-
-struct sync_reftab {
-	struct sync_refent *v;
-	size_t n;
-};
-
-/* Every ref with the object it resolves to: the download's haves (haves.c). */
-struct sync_allrefs {
-	char **names;
-	git_oid *ids;
-	size_t n, cap;
-};
-
-static void sync_allrefs_free(struct sync_allrefs *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->names[i]);
-	free(a->names);
-	free(a->ids);
-	memset(a, 0, sizeof(*a));
-}
-
-static int sync_allrefs_add(struct sync_allrefs *a, git_reference *ref)
-{
-	git_reference *res = NULL;
-	int r = 0;
-
-	if (git_reference_type(ref) != GIT_REFERENCE_DIRECT &&
-		git_reference_resolve(&res, ref) < 0) {
-		git_error_clear();
-		return 0; /* dangling: libgit2's own walk skips it too */
-	}
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		char **nn = realloc(a->names, cap * sizeof(*nn));
-		git_oid *ni = nn ? realloc(a->ids, cap * sizeof(*ni)) : NULL;
-
-		if (nn)
-			a->names = nn;
-		if (!ni) {
-			git_reference_free(res);
-			return -1;
-		}
-		a->ids = ni;
-		a->cap = cap;
-	}
-	if (!(a->names[a->n] = strdup(git_reference_name(ref))))
-		r = -1;
-	else
-		git_oid_cpy(&a->ids[a->n++], git_reference_target(res ? res : ref));
-	git_reference_free(res);
-	return r;
-}
-
-static int sync_refent_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct sync_refent *)a)->name, ((const struct sync_refent *)b)->name);
-}
-
-static void sync_reftab_free(struct sync_reftab *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->v[i].name);
-	free(t->v);
-	memset(t, 0, sizeof(*t));
-}
-
-static int sync_reftab_add(struct sync_reftab *t, size_t *cap, git_reference *ref, size_t plen)
-{
-	struct sync_refent *e;
-	git_reference *res = NULL;
-
-	if (t->n == *cap) {
-		struct sync_refent *nv = realloc(t->v, (*cap ? 2 * *cap : 64) * sizeof(*nv));
-
-		if (!nv)
-			return -1;
-		t->v = nv;
-		*cap = *cap ? 2 * *cap : 64;
-	}
-	e = &t->v[t->n];
-	memset(e, 0, sizeof(*e));
-	e->name = strdup(git_reference_name(ref) + plen);
-	if (!e->name)
-		return -1;
-	e->direct = git_reference_type(ref) == GIT_REFERENCE_DIRECT;
-	if (e->direct)
-		git_oid_cpy(&e->id, git_reference_target(ref));
-	else if (git_reference_resolve(&res, ref) == 0)
-		git_oid_cpy(&e->id, git_reference_target(res));
-	git_reference_free(res);
-	t->n++;
-	return 0;
-}
-
-/*
- * One pass over every ref: the remote-tracking refs under PREFIX (ending in '/'), the
- * owner's branches, every ref's target (the download's haves), and in *known what the
- * history check trusts (*known_ok 0 when there were too many refs for it: the check is
- * then left to git). Read before the download: it writes objects only. 0, or -1 (said).
- */
-static int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab *tracked,
-	struct sync_reftab *locals, struct sync_allrefs *all, struct sync_oidset *known,
-	int *known_ok)
-{
-	git_reference_iterator *it = NULL;
-	git_reference *ref;
-	size_t plen = strlen(prefix), tcap = 0, lcap = 0;
-	int ret = 0;
-
-	*known_ok = 1;
-	if (git_reference_iterator_new(&it, repo) < 0) {
-		git_error_clear();
-		*known_ok = 0;
-		return 0; /* no refs: lookups find nothing */
-	}
-	while (ret == 0 && git_reference_next(&ref, it) == 0) {
-		const char *n = git_reference_name(ref);
-
-		if (!strncmp(n, prefix, plen))
-			ret = sync_reftab_add(tracked, &tcap, ref, plen);
-		else if (!strncmp(n, "refs/heads/", 11))
-			ret = sync_reftab_add(locals, &lcap, ref, 11);
-		if (ret == 0)
-			ret = sync_allrefs_add(all, ref);
-		if (*known_ok && sync_trusted_add(known, ref) < 0)
-			*known_ok = 0;
-		git_reference_free(ref);
-	}
-	git_reference_iterator_free(it);
-	git_error_clear();
-	if (ret < 0) {
-		log_err("out of memory");
-		return -1;
-	}
-	qsort(tracked->v, tracked->n, sizeof(*tracked->v), sync_refent_cmp);
-	qsort(locals->v, locals->n, sizeof(*locals->v), sync_refent_cmp);
-	return 0;
-}
-
-static const struct sync_refent *sync_reftab_find(const struct sync_reftab *t, const char *name)
-{
-	struct sync_refent key = {.name = (char *)name};
-
-	return t->n ? bsearch(&key, t->v, t->n, sizeof(*t->v), sync_refent_cmp) : NULL;
-}
-
 static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch, const char *path,
 	unsigned flags, unsigned newflags)
 {
@@ -595,6 +438,7 @@ int sync_do_pull(struct sync_ctx *x)
 
 	if (sync_memo_load(common, &memo) < 0 || sync_rmemo_load(common, &rmemo) < 0)
 		goto out;
+	sync_rmemos_sort(&rmemo);
 	sync_trace("locked, temporary packs checked, memos loaded");
 
 	/* The connectivity check runs git: fail before downloading anything without it. */
@@ -742,7 +586,7 @@ int sync_do_pull(struct sync_ctx *x)
 		{
 			struct sync_review_in in = {.tip = &b->tip,
 				.old = b->have_old ? &b->old : NULL,
-				.memo = sync_rmemo_find(&rmemo, track),
+				.memo = sync_rmemo_bsearch(&rmemo, track),
 				.walk_limit = SYNC_HISTORY_WALK};
 			struct sync_review rv;
 
@@ -820,18 +664,19 @@ int sync_do_pull(struct sync_ctx *x)
 		if (strncmp(memo.v[i].ref, prefix, strlen(prefix)) != 0)
 			(void)sync_memo_add(
 				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
-	for (size_t i = 0; i < rmemo.n; i++) {
-		if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix)) != 0) {
-			if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
-				rmemo_dirty = 1;
-		} else {
-			size_t k;
+	{
+		/* rmemo2 holds this pull's branches so far: found by bisection over their order. */
+		size_t n2 = rmemo2.n, *ord = sync_rmemos_order(&rmemo2);
 
-			for (k = 0; k < rmemo2.n && strcmp(rmemo2.v[k].ref, rmemo.v[i].ref); k++)
-				;
-			if (k == rmemo2.n)
-				rmemo_dirty = 1; /* a branch gone: its entry goes */
+		for (size_t i = 0; i < rmemo.n; i++) {
+			if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix)) != 0) {
+				if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
+					rmemo_dirty = 1;
+			} else if (!ord || !sync_rmemos_has(&rmemo2, ord, n2, rmemo.v[i].ref)) {
+				rmemo_dirty = 1; /* a branch gone (or no memory): rewritten */
+			}
 		}
+		free(ord);
 	}
 	if (rmemo_dirty) {
 		r = sync_rmemo_save(common, &rmemo2);

@@ -304,8 +304,8 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
  * sync_memo_commit flushes, closes and renames it over path (0 or -errno; tmp removed on
  * failure).
  */
-FILE *sync_memo_begin(const char *gitdir, const char *name, int empty, char *path, char *tmp,
-	size_t n, int *err);
+FILE *sync_memo_begin(
+	const char *gitdir, const char *name, int empty, char *path, char *tmp, size_t n, int *err);
 /* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
 int sync_memo_commit(FILE *f, const char *tmp, const char *path);
@@ -384,6 +384,16 @@ struct sync_rmemos {
 /* Missing, a link, too big or damaged: fewer entries, never an error. 0 or -ENOMEM. */
 int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms);
 const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref);
+/* By ref, for sync_rmemo_bsearch (500 branches: 125,000 strcmp of a linear find saved). */
+void sync_rmemos_sort(struct sync_rmemos *ms);
+const struct sync_rmemo *sync_rmemo_bsearch(const struct sync_rmemos *ms, const char *ref);
+/*
+ * The indices of ms's entries in ref order (malloc'd, NULL: no memory); then whether ref
+ * is among those n entries (n: ms->n when the order was made; entries appended to ms
+ * later keep the indices valid and are not searched).
+ */
+size_t *sync_rmemos_order(const struct sync_rmemos *ms);
+int sync_rmemos_has(const struct sync_rmemos *ms, const size_t *ord, size_t n, const char *ref);
 /* Move *m (its stats) to the end of ms. 0 or -ENOMEM (m untouched). */
 int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
@@ -484,6 +494,41 @@ void sync_git_fail(struct sync_ctx *x, const char *what);
 void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb);
 
 /* pull.c: `ocsb sync pull`. 0, 1 (--strict and something flagged), or -1 (logged). */
+/*
+ * The refs under one prefix, read with one iteration and sorted by name: 500 branches
+ * looked up one by one cost a stat of packed-refs and an open per lookup, three lookups
+ * per branch.
+ */
+struct sync_refent {
+	char *name; /* after the prefix */
+	git_oid id;
+	int direct;
+};
+
+struct sync_reftab {
+	struct sync_refent *v;
+	size_t n;
+};
+
+/* Every ref with the object it resolves to: the download's haves (haves.c). */
+struct sync_allrefs {
+	char **names;
+	git_oid *ids;
+	size_t n, cap;
+};
+void sync_allrefs_free(struct sync_allrefs *a);
+void sync_reftab_free(struct sync_reftab *t);
+const struct sync_refent *sync_reftab_find(const struct sync_reftab *t, const char *name);
+/*
+ * One pass over every ref: the remote-tracking refs under PREFIX (ending in '/'), the
+ * owner's branches, every ref's target (the download's haves), and in *known what the
+ * history check trusts (*known_ok 0 when there were too many refs for it: the check is
+ * then left to git). Read before the download: it writes objects only. 0, or -1 (said).
+ */
+int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab *tracked,
+	struct sync_reftab *locals, struct sync_allrefs *all, struct sync_oidset *known,
+	int *known_ok);
+
 int sync_do_pull(struct sync_ctx *x);
 /*
  * A second handle on repo's object database whose refs are the n given (names, targets)

@@ -880,6 +880,45 @@ static void haves_handle(void **state)
 	git_repository_free(repo);
 }
 
+/* The review memos found by bisection: sorted, found, absent; the order of a prefix. */
+static void rmemo_lookup(void **state)
+{
+	struct sync_rmemos ms = {0};
+	const char *refs[] = {
+		"refs/remotes/a/z", "refs/remotes/a/b", "refs/remotes/b/a", "refs/remotes/a/m"};
+	size_t *ord = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		struct sync_rmemo m = {0};
+
+		/* the order of the first three, made before the fourth arrives */
+		if (i == 3)
+			assert_non_null(ord = sync_rmemos_order(&ms));
+		snprintf(m.ref, sizeof(m.ref), "%s", refs[i]);
+		m.commits = i;
+		assert_int_equal(sync_rmemo_push(&ms, &m), 0);
+	}
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/b/a"));
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/z"));
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/b"));
+	assert_false(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/m")); /* came later */
+	assert_false(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/c"));
+	free(ord);
+	sync_rmemos_sort(&ms);
+	for (size_t i = 0; i < 4; i++) {
+		const struct sync_rmemo *m = sync_rmemo_bsearch(&ms, refs[i]);
+
+		assert_non_null(m);
+		assert_int_equal(m->commits, i);
+		assert_ptr_equal(m, sync_rmemo_find(&ms, refs[i]));
+	}
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a/c"));
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a"));
+	sync_rmemos_free(&ms);
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a/b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +940,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity_ref_tips, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test(rmemo_lookup),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
