@@ -70,6 +70,7 @@ static void sync_usage(FILE *f)
 		"Run inside a project listed in /etc/ocsb/ocsb.conf. See ocsb(1), SYNC.\n"
 		"Exit status: 0 done, 1 failed, 2 usage; pull --strict: %d when the review gate\n"
 		"flags anything (the refs are fetched all the same).\n"
+		"OCSB_SYNC_TRACE=1: a pull prints its phases (ms) on stderr.\n"
 		"The review gate's flags (pull):\n",
 		SYNC_EXIT_FLAGGED);
 	sync_flags_print(f);

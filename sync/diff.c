@@ -327,6 +327,24 @@ void sync_oidset_free(struct sync_oidset *s)
 	memset(s, 0, sizeof(*s));
 }
 
+int sync_trusted_add(struct sync_oidset *known, git_reference *ref)
+{
+	const char *n = git_reference_name(ref);
+
+	/*
+	 * A ref's target is taken as it is, without reading it (500 branches and 3,000 tags:
+	 * 3,500 object reads saved): were it not a commit (an annotated tag), no commit could
+	 * have its id, and one trusted commit less only means more checking.
+	 */
+	if ((strncmp(n, "refs/heads/", 11) && strncmp(n, "refs/tags/", 10) &&
+		    strncmp(n, "refs/remotes/", 13)) ||
+		git_reference_type(ref) != GIT_REFERENCE_DIRECT)
+		return 0;
+	if (known->n >= FAST_MAX_REFS || sync_oidset_add(known, git_reference_target(ref)) < 0)
+		return -1;
+	return 0;
+}
+
 /* The commits the owner's branches, tags and remote-tracking refs point at. */
 static int ref_tips(git_repository *repo, struct sync_oidset *out)
 {
@@ -337,17 +355,7 @@ static int ref_tips(git_repository *repo, struct sync_oidset *out)
 	if (git_reference_iterator_new(&it, repo) < 0)
 		return -1;
 	while (ret == 0 && git_reference_next(&ref, it) == 0) {
-		const char *n = git_reference_name(ref);
-		git_object *o = NULL;
-
-		if ((!strncmp(n, "refs/heads/", 11) || !strncmp(n, "refs/tags/", 10) ||
-			    !strncmp(n, "refs/remotes/", 13)) &&
-			git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
-			git_reference_peel(&o, ref, GIT_OBJECT_COMMIT) == 0) {
-			if (out->n >= FAST_MAX_REFS || sync_oidset_add(out, git_object_id(o)) < 0)
-				ret = -1;
-		}
-		git_object_free(o);
+		ret = sync_trusted_add(out, ref);
 		git_reference_free(ref);
 	}
 	git_reference_iterator_free(it);
@@ -428,7 +436,14 @@ out:
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n)
 {
-	struct sync_oidset known = {0}, seen = {0};
+	return sync_fast_connected_known(repo, tips, ntips, NULL, why, n);
+}
+
+int sync_fast_connected_known(git_repository *repo, const git_oid *tips, size_t ntips,
+	const struct sync_oidset *trusted, char *why, size_t n)
+{
+	struct sync_oidset own = {0}, seen = {0};
+	const struct sync_oidset *known = trusted ? trusted : &own;
 	struct oidstack queue = {0};
 	size_t entries = 0;
 	int ret = 0;
@@ -436,7 +451,7 @@ int sync_fast_connected(
 	why[0] = '\0';
 	if (git_repository_is_shallow(repo) != 0)
 		goto out; /* a cut history looks incomplete here: git knows where it is cut */
-	if (ref_tips(repo, &known) < 0)
+	if (!trusted && ref_tips(repo, &own) < 0)
 		goto out;
 	for (size_t i = 0; i < ntips; i++)
 		if (oidstack_push(&queue, &tips[i]) < 0)
@@ -447,7 +462,7 @@ int sync_fast_connected(
 		unsigned parents;
 		int r;
 
-		if (sync_oidset_has(&known, &id) || sync_oidset_has(&seen, &id))
+		if (sync_oidset_has(known, &id) || sync_oidset_has(&seen, &id))
 			continue;
 		if (seen.n >= FAST_MAX_COMMITS || sync_oidset_add(&seen, &id) < 0)
 			goto out;
@@ -472,7 +487,7 @@ int sync_fast_connected(
 	}
 	ret = 1;
 out:
-	sync_oidset_free(&known);
+	sync_oidset_free(&own);
 	sync_oidset_free(&seen);
 	free(queue.v);
 	git_error_clear();

@@ -270,9 +270,10 @@ static void sync_incomplete(struct sync_ctx *x, const char *bad, const char *why
 /*
  * Start the check: 0 with *g running git rev-list (sync_check_finish gives its verdict),
  * 0 with g->pid < 0 when it is decided already (complete), -1 when it failed (said).
+ * known: what the owner's refs name (sync_refs_load); NULL leaves the check to git.
  */
-static int sync_check_start(
-	struct sync_ctx *x, const struct sync_branch *br, size_t nb, struct sync_git *g)
+static int sync_check_start(struct sync_ctx *x, const struct sync_branch *br, size_t nb,
+	const struct sync_oidset *known, struct sync_git *g)
 {
 	static const char *const args[] = {"rev-list", "--objects", "--quiet", "--stdin", "--not",
 		"--branches", "--tags", "--remotes", NULL};
@@ -302,8 +303,11 @@ static int sync_check_start(
 		}
 	}
 	git_error_clear();
-	/* A few new commits on top of the owner's refs: checked here, without running git. */
-	{
+	/*
+	 * A few new commits on top of the owner's refs (known: the commits they name, read
+	 * before this pull wrote any ref): checked here, without running git.
+	 */
+	if (known) {
 		git_oid *ids = calloc(nb, sizeof(*ids));
 		char raw[600];
 
@@ -313,7 +317,7 @@ static int sync_check_start(
 		}
 		for (size_t i = 0; i < nb; i++)
 			git_oid_cpy(&ids[i], &br[i].tip);
-		r = sync_fast_connected(x->repo, ids, nb, raw, sizeof(raw));
+		r = sync_fast_connected_known(x->repo, ids, nb, known, raw, sizeof(raw));
 		free(ids);
 		if (r != 0) {
 			if (r < 0)
@@ -390,13 +394,20 @@ int sync_do_pull(struct sync_ctx *x)
 	struct buf *bstat = NULL;
 	git_remote_callbacks cb;
 	git_fetch_options fo;
-	git_reference_iterator *it = NULL;
 	git_reference *ref;
 	char prefix[SYNC_REF_MAX + 20], objects[PATH_MAX];
 	const char *common = git_repository_commondir(x->repo);
 	struct timespec start;
 	struct sync_memos memo = {0}, memo2 = {0};
 	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
+	struct sync_reftab tracked = {0}, locals = {0};
+	struct sync_oidset known = {0};
+	struct sync_allrefs all = {0};
+	git_repository *dlrepo = NULL;
+	git_remote *dlremote = NULL, *rem = x->remote;
+	int known_ok = 0;
+	git_oid head_id;
+	int have_head = 0;
 	int rmemo_dirty = 0, review_r = 0;
 	struct sync_git check = {.pid = -1, .in = -1, .out = -1, .err = -1};
 	const struct sync_branch *review_bad = NULL;
@@ -427,16 +438,42 @@ int sync_do_pull(struct sync_ctx *x)
 
 	if (sync_memo_load(common, &memo) < 0 || sync_rmemo_load(common, &rmemo) < 0)
 		goto out;
+	sync_rmemos_sort(&rmemo);
+	sync_trace("locked, temporary packs checked, memos loaded");
 
 	/* The connectivity check runs git: fail before downloading anything without it. */
 	if (sync_git_check() < 0)
 		goto out;
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
+	if (sync_refs_load(x->repo, prefix, &tracked, &locals, &all, &known, &known_ok) < 0)
+		goto out;
+	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
+	git_error_clear();
+	/*
+	 * The download negotiates with the refs just read, from memory (haves.c); should
+	 * that handle not be made, the ordinary remote does the same, reading them again.
+	 */
+	if (sync_haves_repo(&dlrepo, x->repo, (const char *const *)all.names, all.ids, all.n) ==
+		0) {
+		git_remote_create_options ro;
+
+		git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+		ro.repository = dlrepo;
+		ro.flags =
+			GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+		if (git_remote_create_with_opts(&dlremote, x->url, &ro) == 0)
+			rem = dlremote;
+	}
+	git_error_clear();
+	sync_trace("refs read (%zu), download handle %s", all.n,
+		rem == dlremote ? "in memory" : "the repository");
 	sync_callbacks(x, &cb);
-	if (git_remote_connect(x->remote, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
+	if (git_remote_connect(rem, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
 		sync_git_fail(x, "connecting to the agent");
 		goto out;
 	}
-	if (git_remote_ls(&heads, &nheads, x->remote) < 0) {
+	sync_trace("connected, advertisement read");
+	if (git_remote_ls(&heads, &nheads, rem) < 0) {
 		sync_git_fail(x, "listing the agent's branches");
 		goto out;
 	}
@@ -498,7 +535,7 @@ int sync_do_pull(struct sync_ctx *x)
 		fo.update_fetchhead = 0;
 		fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
 		/* Objects only: refs are written below, one by one, after the checks. */
-		if (git_remote_download(x->remote, &arr, &fo) < 0) {
+		if (git_remote_download(rem, &arr, &fo) < 0) {
 			sync_git_fail(x, "fetching from the agent");
 			goto out;
 		}
@@ -507,8 +544,10 @@ int sync_do_pull(struct sync_ctx *x)
 		if (x->progress_shown)
 			fputc('\n', stderr), x->progress_shown = 0;
 	}
-	git_remote_disconnect(x->remote);
+	sync_trace("downloaded (%zu branches)", nb);
+	git_remote_disconnect(rem);
 	x->conn.err[0] = '\0';
+	sync_trace("disconnected");
 	/*
 	 * Before any ref is written the fetched history must be complete (git rev-list, or
 	 * the in-process check for a few commits). The review reads the same objects and
@@ -516,21 +555,20 @@ int sync_do_pull(struct sync_ctx *x)
 	 * only once the history is known complete; a review that fails on an incomplete
 	 * history is reported as that.
 	 */
-	if (sync_check_start(x, br, nb, &check) < 0)
+	if (sync_check_start(x, br, nb, known_ok ? &known : NULL, &check) < 0)
 		goto out;
+	sync_trace(
+		"history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
 	for (size_t i = 0; i < nb; i++) {
 		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 160], local[SYNC_REF_MAX + 20];
-		git_reference *old = NULL;
-		git_oid lid;
+		char track[SYNC_REF_MAX + 160];
+		const struct sync_refent *te, *le;
 
 		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
-		snprintf(local, sizeof(local), "refs/heads/%s", b->name);
-		if (git_reference_lookup(&old, x->repo, track) == 0 && git_reference_target(old)) {
-			git_oid_cpy(&b->old, git_reference_target(old));
+		if ((te = sync_reftab_find(&tracked, b->name)) && te->direct) {
+			git_oid_cpy(&b->old, &te->id);
 			b->have_old = 1;
 		}
-		git_reference_free(old);
 		if (!b->have_old)
 			b->state = "new";
 		else if (git_oid_equal(&b->old, &b->tip))
@@ -548,22 +586,22 @@ int sync_do_pull(struct sync_ctx *x)
 		{
 			struct sync_review_in in = {.tip = &b->tip,
 				.old = b->have_old ? &b->old : NULL,
-				.memo = sync_rmemo_find(&rmemo, track),
+				.memo = sync_rmemo_bsearch(&rmemo, track),
 				.walk_limit = SYNC_HISTORY_WALK};
 			struct sync_review rv;
-			git_oid hid;
 
-			if (git_reference_name_to_id(&lid, x->repo, local) == 0) {
+			if ((le = sync_reftab_find(&locals, b->name)) &&
+				!git_oid_is_zero(&le->id)) {
 				b->have_local = 1;
-				in.against = &lid;
+				in.against = &le->id;
 				in.have_local = 1;
-			} else if (git_reference_name_to_id(&hid, x->repo, "HEAD") == 0) {
+			} else if (have_head) {
 				const struct sync_memo *m = sync_memo_find(&memo, track);
 
-				in.against = &hid;
+				in.against = &head_id;
 				in.unrelated_hint = m &&
 					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
-						&hid, SYNC_MEMO_WALK) == 1;
+						&head_id, SYNC_MEMO_WALK) == 1;
 			}
 			git_error_clear();
 			r = sync_review_branch(x, b, &in, &rv, &fl, &nfl, &bstat[i]);
@@ -594,8 +632,10 @@ int sync_do_pull(struct sync_ctx *x)
 			sync_review_free(&rv);
 		}
 	}
+	sync_trace("reviewed");
 	if (sync_check_finish(x, &check) < 0)
 		goto out;
+	sync_trace("history checked");
 	if (review_bad) {
 		sync_review_failed(x, review_bad, review_r, review_err);
 		goto out;
@@ -617,26 +657,26 @@ int sync_do_pull(struct sync_ctx *x)
 		git_reference_free(nref);
 		sync_ensure_reflog(x, track, &b->tip, msg);
 	}
+	sync_trace("refs written");
 
-	/* Agent branches that disappeared: remove their remote-tracking refs, and say so. */
-	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/*", x->ns);
 	/* What this pull learnt replaces its namespace's memo; other agents' entries stay. */
 	for (size_t i = 0; i < memo.n; i++)
-		if (strncmp(memo.v[i].ref, prefix, strlen(prefix) - 1) != 0)
+		if (strncmp(memo.v[i].ref, prefix, strlen(prefix)) != 0)
 			(void)sync_memo_add(
 				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
-	for (size_t i = 0; i < rmemo.n; i++) {
-		if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix) - 1) != 0) {
-			if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
-				rmemo_dirty = 1;
-		} else {
-			size_t k;
+	{
+		/* rmemo2 holds this pull's branches so far: found by bisection over their order. */
+		size_t n2 = rmemo2.n, *ord = sync_rmemos_order(&rmemo2);
 
-			for (k = 0; k < rmemo2.n && strcmp(rmemo2.v[k].ref, rmemo.v[i].ref); k++)
-				;
-			if (k == rmemo2.n)
-				rmemo_dirty = 1; /* a branch gone: its entry goes */
+		for (size_t i = 0; i < rmemo.n; i++) {
+			if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix)) != 0) {
+				if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
+					rmemo_dirty = 1;
+			} else if (!ord || !sync_rmemos_has(&rmemo2, ord, n2, rmemo.v[i].ref)) {
+				rmemo_dirty = 1; /* a branch gone (or no memory): rewritten */
+			}
 		}
+		free(ord);
 	}
 	if (rmemo_dirty) {
 		r = sync_rmemo_save(common, &rmemo2);
@@ -644,31 +684,39 @@ int sync_do_pull(struct sync_ctx *x)
 			log_warn("%s%s: %s (the next pull may be slower)", common,
 				"ocsb-sync.review", strerror(-r));
 	}
-	r = sync_memo_save(common, &memo2);
+	/* Unchanged: not rewritten (an empty one is saved: that removes a stale file). */
+	r = memo2.n && sync_memos_equal(&memo, &memo2) ? 0 : sync_memo_save(common, &memo2);
 	if (r < 0)
 		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
 			strerror(-r));
-	if (git_reference_iterator_glob_new(&it, x->repo, prefix) == 0) {
-		size_t plen = strlen(prefix) - 1;
+	sync_trace("memos saved%s", rmemo_dirty ? " (review memo rewritten)" : "");
+	/*
+	 * Agent branches that disappeared: remove their remote-tracking refs, and say so
+	 * (the table was read before this pull wrote refs: it has no new name).
+	 */
+	for (size_t k = 0; k < tracked.n; k++) {
+		const struct sync_refent *e = &tracked.v[k];
+		char full[SYNC_REF_MAX + 200], hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
+		int found = 0;
 
-		while (git_reference_next(&ref, it) == 0) {
-			const char *name = git_reference_name(ref);
-			int found = 0;
-
-			for (size_t i = 0; i < nb && !found; i++)
-				found = !strcmp(name + plen, br[i].name);
-			if (!found && git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-				char hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
-
+		if (!e->direct)
+			continue;
+		for (size_t i = 0; i < nb && !found; i++)
+			found = !strcmp(e->name, br[i].name);
+		if (found)
+			continue;
+		snprintf(full, sizeof(full), "%s%s", prefix, e->name);
+		if (git_reference_lookup(&ref, x->repo, full) == 0) {
+			if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
 				git_oid_tostr(hex, sizeof(hex), git_reference_target(ref));
-				snprintf(line, sizeof(line), "%s\t%s", name + plen, hex);
+				snprintf(line, sizeof(line), "%s\t%s", e->name, hex);
 				if (git_reference_delete(ref) == 0)
 					strv_push(&deleted, line);
 			}
 			git_reference_free(ref);
 		}
-		git_reference_iterator_free(it);
 	}
+	git_error_clear();
 
 	if (x->o->json) {
 		printf("{\"agent\":");
@@ -736,12 +784,19 @@ int sync_do_pull(struct sync_ctx *x)
 		}
 	}
 	/* For scripts and hooks: a flag is a distinct outcome, not a failure of the pull. */
+	sync_trace("deleted refs checked, printed");
 	ret = x->o->strict && nfl ? 1 : 0;
 out:
 	sync_memos_free(&memo);
 	sync_memos_free(&memo2);
 	sync_rmemos_free(&rmemo);
 	sync_rmemos_free(&rmemo2);
+	sync_reftab_free(&tracked);
+	sync_reftab_free(&locals);
+	sync_oidset_free(&known);
+	sync_allrefs_free(&all);
+	git_remote_free(dlremote);
+	git_repository_free(dlrepo);
 	if (bstat)
 		for (size_t i = 0; i < nheads; i++)
 			buf_free(&bstat[i]);

@@ -227,6 +227,18 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 	return sync_memo_commit(f, tmp, path);
 }
 
+int sync_memos_equal(const struct sync_memos *a, const struct sync_memos *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i].ref, b->v[i].ref) ||
+			!git_oid_equal(&a->v[i].tip, &b->v[i].tip) ||
+			!git_oid_equal(&a->v[i].against, &b->v[i].against))
+			return 0;
+	return 1;
+}
+
 void sync_memos_free(struct sync_memos *ms)
 {
 	free(ms->v);

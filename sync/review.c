@@ -678,6 +678,7 @@ static int full_base(git_repository *repo, const git_oid *tip, const git_oid *ag
 int sync_review_run(git_repository *repo, const struct sync_review_in *in, struct sync_review *rv)
 {
 	git_tree *tipt = NULL, *baset = NULL, *oldt = NULL;
+	git_commit *tipc = NULL;
 	struct stat_cache cache;
 	const struct sync_rmemo *m = in->memo;
 	struct sync_history h = {0};
@@ -766,14 +767,16 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		(void)bloom_build(repo, in->tip, &rv->base, rv->commits, &rv->memo);
 	}
 
-	if (commit_tree(repo, in->tip, &tipt) < 0 ||
-		(rv->have_base && commit_tree(repo, &rv->base, &baset) < 0))
+	/* The trees are read when a diff needs them (not for the memo's diff of the same tip). */
+	if (git_commit_lookup(&tipc, repo, in->tip) < 0)
 		goto out;
 
 	/* --- what is new since the last pull */
 	if (in->old && !git_oid_equal(in->old, in->tip)) {
 		size_t behind;
 
+		if (git_commit_tree(&tipt, tipc) < 0)
+			goto out;
 		rv->have_since = 1;
 		if (stepped)
 			rv->since_commits = h.new_commits;
@@ -811,6 +814,9 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			goto out;
 	}
 	if (r > 0) {
+		if ((!tipt && git_commit_tree(&tipt, tipc) < 0) ||
+			(rv->have_base && commit_tree(repo, &rv->base, &baset) < 0))
+			goto out;
 		r = review_trees(
 			repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
 		if (r < 0) {
@@ -846,6 +852,7 @@ out:
 	git_tree_free(tipt);
 	git_tree_free(baset);
 	git_tree_free(oldt);
+	git_commit_free(tipc);
 	if (ret < 0) {
 		sync_rpart_free(&rv->whole);
 		sync_rpart_free(&rv->since);

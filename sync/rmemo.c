@@ -295,6 +295,63 @@ const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const cha
 	return NULL;
 }
 
+static int rmemo_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct sync_rmemo *)a)->ref, ((const struct sync_rmemo *)b)->ref);
+}
+
+void sync_rmemos_sort(struct sync_rmemos *ms)
+{
+	if (ms->n)
+		qsort(ms->v, ms->n, sizeof(*ms->v), rmemo_cmp);
+}
+
+const struct sync_rmemo *sync_rmemo_bsearch(const struct sync_rmemos *ms, const char *ref)
+{
+	struct sync_rmemo key;
+
+	if (!ms->n)
+		return NULL;
+	snprintf(key.ref, sizeof(key.ref), "%s", ref);
+	return bsearch(&key, ms->v, ms->n, sizeof(*ms->v), rmemo_cmp);
+}
+
+static int rmemo_idx_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct sync_rmemo *v = ctx;
+
+	return strcmp(v[*(const size_t *)a].ref, v[*(const size_t *)b].ref);
+}
+
+size_t *sync_rmemos_order(const struct sync_rmemos *ms)
+{
+	size_t *ord = calloc(ms->n ? ms->n : 1, sizeof(*ord));
+
+	for (size_t k = 0; ord && k < ms->n; k++)
+		ord[k] = k;
+	if (ord)
+		qsort_r(ord, ms->n, sizeof(*ord), rmemo_idx_cmp, ms->v);
+	return ord;
+}
+
+int sync_rmemos_has(const struct sync_rmemos *ms, const size_t *ord, size_t n, const char *ref)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ms->v[ord[mid]].ref, ref);
+
+		if (!c)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m)
 {
 	struct sync_rmemo *nv = realloc(ms->v, (ms->n + 1) * sizeof(*nv));

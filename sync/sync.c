@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -514,12 +515,50 @@ out:
 
 /* --- entry points */
 
+/*
+ * OCSB_SYNC_TRACE=1: one line on stderr per phase, milliseconds since the process
+ * started (its start time from /proc, 10 ms steps; then CLOCK_BOOTTIME). For profiling.
+ */
+void sync_trace(const char *fmt, ...)
+{
+	static int on = -1;
+	static double t0;
+	struct timespec ts;
+	va_list ap;
+
+	if (on < 0) {
+		FILE *f = fopen("/proc/self/stat", "re");
+		unsigned long long st = 0;
+		char line[1024], *p = NULL;
+
+		on = getenv("OCSB_SYNC_TRACE") != NULL;
+		if (on && f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+			(void)sscanf(p + 2,
+				"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+				"%*s %*s %*s %*s %*s %llu",
+				&st);
+		if (f)
+			fclose(f);
+		t0 = (double)st * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+	}
+	if (!on)
+		return;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	fprintf(stderr, "ocsb trace %8.1f ms: ", (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - t0);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 static void sync_lib_init(void)
 {
+	sync_trace("start");
 	git_libgit2_init();
 	/* Fetched content is hostile: refuse malformed objects and check every hash. */
 	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 1);
 	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 1);
+	sync_trace("libgit2 initialized");
 }
 
 void sync_opts_defaults(struct sync_opts *o)
@@ -543,6 +582,7 @@ int sync_run(const char *sub, struct sync_opts *o)
 		return r < 0 ? 1 : 0;
 	}
 	r = sync_open(&x, o);
+	sync_trace("opened");
 	if (r == 0) {
 		if (!strcmp(sub, "push"))
 			r = sync_do_push(&x);

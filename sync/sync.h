@@ -304,11 +304,13 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
  * sync_memo_commit flushes, closes and renames it over path (0 or -errno; tmp removed on
  * failure).
  */
-FILE *sync_memo_begin(const char *gitdir, const char *name, int empty, char *path, char *tmp,
-	size_t n, int *err);
+FILE *sync_memo_begin(
+	const char *gitdir, const char *name, int empty, char *path, char *tmp, size_t n, int *err);
 /* out = gitdir "/" name suffix; -ENAMETOOLONG when it does not fit. */
 int sync_gitdir_path(const char *gitdir, const char *name, const char *suffix, char *out, size_t n);
 int sync_memo_commit(FILE *f, const char *tmp, const char *path);
+/* Same entries in the same order (a pull that learnt nothing leaves the file alone). */
+int sync_memos_equal(const struct sync_memos *a, const struct sync_memos *b);
 void sync_memos_free(struct sync_memos *ms);
 
 /* --- diff.c: what changed between two trees, opening only the subtrees that differ */
@@ -340,6 +342,11 @@ void sync_deltas_free(struct sync_deltas *d);
  */
 int sync_fast_connected(
 	git_repository *repo, const git_oid *tips, size_t ntips, char *why, size_t n);
+/* The same with the trusted commits given (sync_trusted_add over every ref), not read. */
+int sync_fast_connected_known(git_repository *repo, const git_oid *tips, size_t ntips,
+	const struct sync_oidset *trusted, char *why, size_t n);
+/* Add what ref makes trusted (a branch's, tag's or remote-tracking ref's target): 0, -1. */
+int sync_trusted_add(struct sync_oidset *known, git_reference *ref);
 
 /* --- review.c: the review of one fetched branch, carried from one pull to the next */
 #define SYNC_REVIEW_MAX_PATHS 500000 /* changed paths a review lists before giving up */
@@ -377,6 +384,16 @@ struct sync_rmemos {
 /* Missing, a link, too big or damaged: fewer entries, never an error. 0 or -ENOMEM. */
 int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms);
 const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref);
+/* By ref, for sync_rmemo_bsearch (500 branches: 125,000 strcmp of a linear find saved). */
+void sync_rmemos_sort(struct sync_rmemos *ms);
+const struct sync_rmemo *sync_rmemo_bsearch(const struct sync_rmemos *ms, const char *ref);
+/*
+ * The indices of ms's entries in ref order (malloc'd, NULL: no memory); then whether ref
+ * is among those n entries (n: ms->n when the order was made; entries appended to ms
+ * later keep the indices valid and are not searched).
+ */
+size_t *sync_rmemos_order(const struct sync_rmemos *ms);
+int sync_rmemos_has(const struct sync_rmemos *ms, const size_t *ord, size_t n, const char *ref);
 /* Move *m (its stats) to the end of ms. 0 or -ENOMEM (m untouched). */
 int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
@@ -477,7 +494,50 @@ void sync_git_fail(struct sync_ctx *x, const char *what);
 void sync_callbacks(struct sync_ctx *x, git_remote_callbacks *cb);
 
 /* pull.c: `ocsb sync pull`. 0, 1 (--strict and something flagged), or -1 (logged). */
+/*
+ * The refs under one prefix, read with one iteration and sorted by name: 500 branches
+ * looked up one by one cost a stat of packed-refs and an open per lookup, three lookups
+ * per branch.
+ */
+struct sync_refent {
+	char *name; /* after the prefix */
+	git_oid id;
+	int direct;
+};
+
+struct sync_reftab {
+	struct sync_refent *v;
+	size_t n;
+};
+
+/* Every ref with the object it resolves to: the download's haves (haves.c). */
+struct sync_allrefs {
+	char **names;
+	git_oid *ids;
+	size_t n, cap;
+};
+void sync_allrefs_free(struct sync_allrefs *a);
+void sync_reftab_free(struct sync_reftab *t);
+const struct sync_refent *sync_reftab_find(const struct sync_reftab *t, const char *name);
+/*
+ * One pass over every ref: the remote-tracking refs under PREFIX (ending in '/'), the
+ * owner's branches, every ref's target (the download's haves), and in *known what the
+ * history check trusts (*known_ok 0 when there were too many refs for it: the check is
+ * then left to git). Read before the download: it writes objects only. 0, or -1 (said).
+ */
+int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab *tracked,
+	struct sync_reftab *locals, struct sync_allrefs *all, struct sync_oidset *known,
+	int *known_ok);
+
 int sync_do_pull(struct sync_ctx *x);
+/*
+ * A second handle on repo's object database whose refs are the n given (names, targets)
+ * held in memory, read-only (haves.c): libgit2's download negotiates with them instead of
+ * reading every ref of the repository again. 0, or -1 (libgit2's error set).
+ */
+int sync_haves_repo(git_repository **out, git_repository *repo, const char *const *names,
+	const git_oid *ids, size_t n);
+void sync_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* remote.c: `ocsb sync init --host`. 0 or -1 (logged). */
 int sync_do_init(struct sync_opts *o);
 

@@ -22,6 +22,7 @@ struct sync_link {
 	ssh_session session; /* owned */
 	ssh_channel channel; /* owned */
 	int open;
+	int traced; /* the first reply after a write was traced */
 };
 
 struct sync_sub;
@@ -116,14 +117,17 @@ void sync_link_stderr(struct sync_link *l, char *out, size_t n)
 void sync_link_close(struct sync_link *l)
 {
 	if (l->channel) {
+		sync_trace("ssh: closing the channel");
 		ssh_channel_close(l->channel);
 		ssh_channel_free(l->channel);
 		l->channel = NULL;
 	}
 	if (l->session) {
+		sync_trace("ssh: disconnecting");
 		ssh_disconnect(l->session);
 		ssh_free(l->session);
 		l->session = NULL;
+		sync_trace("ssh: disconnected");
 	}
 	l->open = 0;
 }
@@ -151,6 +155,9 @@ int sync_link_read(struct sync_link *l, char *buffer, size_t buf_size, size_t *b
 		r = ssh_channel_read_timeout(l->channel, buffer, want, 0, 1000);
 		if (r > 0) {
 			c->bytes_read += (uint64_t)r;
+			if (!l->traced)
+				sync_trace("first %d bytes read after the last write", r);
+			l->traced = 1;
 			/* Backstop for what the progress callback cannot see (ref advertisement). */
 			if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
 				return sync_fail(c,
@@ -187,6 +194,8 @@ int sync_link_write(struct sync_link *l, const char *buffer, size_t len)
 
 	if (!l->open)
 		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
+	sync_trace("writing %zu bytes", len);
+	l->traced = 0;
 	while (len) {
 		uint32_t chunk = len > 65536 ? 65536 : (uint32_t)len;
 		int r;
@@ -321,11 +330,13 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 		ssh_options_set(l->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
 		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
 		return sync_fail(c, "setting ssh options: %s", ssh_get_error(l->session));
+	sync_trace("ssh: connecting");
 	if (ssh_connect(l->session) != SSH_OK)
 		return sync_fail(c, "cannot connect to %s port %u: %s (is sshd running?)", c->host,
 			c->port, ssh_get_error(l->session));
 	if (sync_known_host(l) < 0 || sync_auth(l) < 0)
 		return -1;
+	sync_trace("ssh: host key checked, authenticated");
 	tmo = c->io_timeout_s;
 	ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo);
 	l->channel = ssh_channel_new(l->session);
@@ -336,6 +347,7 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 		return sync_fail(c, "running %s on %s@%s: %s", service, c->user, c->host,
 			ssh_get_error(l->session));
 	l->open = 1;
+	sync_trace("ssh: %s started", service);
 	return 0;
 }
 

@@ -200,6 +200,18 @@ setup_bigfile() { # one commit adding a BIG_MB MiB file
 	BR=big
 }
 
+# traced CASE: one ocsb sync pull with OCSB_SYNC_TRACE=1 (its phases); with PERF=1 also
+# under perf record, and the top of its profile (symbols, self time).
+traced() {
+	local pre=()
+	[ "${PERF:-}" = 1 ] && pre=(perf record -q -g -o "$E2E_SCRATCH/perf.data" --)
+	echo "# trace $SHAPE $1:"
+	"${pre[@]}" setpriv --reuid="$OWNER" --regid="$OWNER" --init-groups --reset-env \
+		env -C "$PROJECT" OCSB_SYNC_TRACE=1 \
+		"$OCSB" sync pull 2>&1 >/dev/null | sed 's/^/#     /'
+	[ "${PERF:-}" = 1 ] && perf report -i "$E2E_SCRATCH/perf.data" --stdio --no-children \
+		--sort dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -"${PERF_LINES:-40}" | sed 's/^/#     /'
+}
 row() { # row LABEL "ocsb runs" "git runs"
 	local mo mg
 	# shellcheck disable=SC2086
@@ -266,6 +278,11 @@ for SHAPE in $SHAPES; do
 		no+=("$(run ocsb_pull)")
 		ng+=("$(run git_fetch)")
 	done
+	if [ -n "${TRACE:-}" ]; then # one traced pull of each kind (OCSB_SYNC_TRACE)
+		aone "$BR" t1
+		traced one-commit
+		traced no-change
+	fi
 	echo "# shape $SHAPE (median of $RUNS interleaved runs)"
 	row "initial:" "$(ms_of "${io[@]}")" "$(ms_of "${ig[@]}")"
 	row "one-commit:" "$(ms_of "${oo[@]}")" "$(ms_of "${og[@]}")"

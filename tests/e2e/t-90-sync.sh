@@ -201,6 +201,15 @@ agit branch -q -D tmp
 check_output "a branch the agent deleted is reported" '^ai-dev/tmp: deleted' ocsb_owner sync pull
 check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify refs/remotes/ai-dev/tmp
 
+# --- OCSB_SYNC_TRACE=1: the pull's phases on stderr; nothing without it
+check_output "OCSB_SYNC_TRACE=1 prints the pull's phases" \
+	'^ocsb trace +[0-9.]+ ms: history checked' \
+	as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
+_capture ocsb_owner sync pull
+if [ "$_rc" -eq 0 ] && ! grep -q 'ocsb trace' <<<"$_out"; then
+	pass "without OCSB_SYNC_TRACE, no trace line"
+else fail "without OCSB_SYNC_TRACE, no trace line" "$_out"; fi
+
 # --- a history unrelated to the owner's HEAD: the pull remembers that (so the next one
 # skips a walk of both histories) and notices when it stops being true
 rt=$(as_user "$AGENT" sh -c "cd '$AREPO' && printf '100644 blob %s\tr.txt\n' \$(echo r | git hash-object -w --stdin) | git mktree")
@@ -209,12 +218,18 @@ check_output "an agent branch with no history in common with HEAD is fetched" \
 	'^ai-dev/scratch: new' ocsb_owner sync pull
 check_output "the pull remembers that it shares nothing with HEAD" \
 	'^refs/remotes/ai-dev/scratch [0-9a-f]{40} [0-9a-f]{40}$' as_owner cat "$PROJECT/.git/ocsb-sync.unrelated"
+ino=$(stat -c %i "$PROJECT/.git/ocsb-sync.unrelated")
+ocsb_owner sync pull >/dev/null 2>&1
+check "a pull that learnt nothing new leaves that memo's file alone (same inode)" \
+	test "$(stat -c %i "$PROJECT/.git/ocsb-sync.unrelated")" = "$ino"
 rt2=$(as_user "$AGENT" sh -c "cd '$AREPO' && printf '100644 blob %s\tr.txt\n' \$(echo r2 | git hash-object -w --stdin) | git mktree")
 agit branch -q -f scratch "$(agit commit-tree -p scratch -m second "$rt2")"
 check_output "one more commit on it: one commit to review" \
 	'^ai-dev/scratch: updated .*, 1 commit to review' ocsb_owner sync pull
 check "the memo was carried forward to the new tip" \
 	grep -q "^refs/remotes/ai-dev/scratch $(agit rev-parse scratch) " "$PROJECT/.git/ocsb-sync.unrelated"
+check "positive control: carrying it forward rewrote the file (a new inode)" \
+	test "$(stat -c %i "$PROJECT/.git/ocsb-sync.unrelated")" != "$ino"
 # The agent merges the owner's history in: the branch is related to HEAD now, and the
 # review must start from the merge base again (a stale memo would say "1 commit").
 agit branch -q -f scratch "$(agit commit-tree -p scratch -p owner-main -m merge "$rt2")"

@@ -313,6 +313,23 @@ static void memo_file(void **state)
 	assert_non_null(sync_memo_find(&ms, "refs/remotes/ai-dev/x"));
 	assert_true(git_oid_equal(&sync_memo_find(&ms, "refs/remotes/ai-dev@h/y")->tip, &b));
 	assert_null(sync_memo_find(&ms, "refs/remotes/ai-dev/y"));
+	{ /* what a pull compares before it rewrites the file */
+		struct sync_memos o = {0};
+
+		assert_int_equal(sync_memo_add(&o, "refs/remotes/ai-dev/x", &a, &b), 0);
+		assert_false(sync_memos_equal(&ms, &o));
+		assert_int_equal(sync_memo_add(&o, "refs/remotes/ai-dev@h/y", &b, &a), 0);
+		assert_true(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[1].against, &b);
+		assert_false(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[1].against, &a);
+		git_oid_cpy(&o.v[0].tip, &b);
+		assert_false(sync_memos_equal(&ms, &o));
+		git_oid_cpy(&o.v[0].tip, &a);
+		o.v[0].ref[strlen(o.v[0].ref) - 1] = 'w';
+		assert_false(sync_memos_equal(&ms, &o));
+		sync_memos_free(&o);
+	}
 	sync_memos_free(&ms);
 	/* damaged lines are dropped, good ones kept */
 	text = "refs/remotes/ai-dev/x 1111111111111111111111111111111111111111 "
@@ -408,20 +425,29 @@ static void two_level_tree(git_repository *repo, const char *c1, const char *c2,
 		*ret_sub = sub;
 }
 
+/* A repository NAME whose main is one commit (base) on the tree two_level_tree makes (t0). */
+static git_repository *repo_with_main(const char *name, git_oid *t0, git_oid *base)
+{
+	git_repository *repo;
+	git_reference *ref;
+
+	assert_int_equal(git_repository_init(&repo, unit_path(name), 1), 0);
+	two_level_tree(repo, "one\n", "two\n", t0, NULL, NULL);
+	commit_tree_on(repo, t0, NULL, 0, base);
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", base, 1, NULL), 0);
+	git_reference_free(ref);
+	return repo;
+}
+
 static void fast_connectivity(void **state)
 {
 	git_repository *repo;
 	git_oid t0, base, t, c, blob, sub, r, chain, bogus, pair[2];
 	char why[600];
 	const char *gd = unit_path("c.git");
-	git_reference *ref;
 
 	(void)state;
-	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
-	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
-	commit_tree_on(repo, &t0, NULL, 0, &base);
-	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/main", &base, 1, NULL), 0);
-	git_reference_free(ref);
+	repo = repo_with_main("c.git", &t0, &base);
 
 	/* complete: a new file in the subtree */
 	two_level_tree(repo, "one\n", "two, changed\n", &t, NULL, NULL);
@@ -713,6 +739,186 @@ static void oidset_basics(void **state)
 	assert_false(sync_oidset_has(&set, &id));
 }
 
+/*
+ * The commits the owner's refs point at are trusted as complete (as rev-list --not
+ * --branches --tags --remotes trusts them): a branch's, tag's or remote-tracking ref's
+ * target as it is, never read. base2 lacks its new blob; c on base2 is complete only when
+ * a ref names base2. An annotated tag (not peeled) trusts nothing more: more checking.
+ */
+static void fast_connectivity_ref_tips(void **state)
+{
+	git_repository *repo;
+	git_oid t0, base, t2, base2, b2, t3, c, tagid;
+	git_reference *ref;
+	git_object *target;
+	git_signature *sig;
+	char why[600];
+	const char *gd = unit_path("t.git");
+
+	(void)state;
+	repo = repo_with_main("t.git", &t0, &base);
+	two_level_tree(repo, "one\n", "base2 only\n", &t2, &b2, NULL);
+	commit_tree_on(repo, &t2, &base, 1, &base2);
+	two_level_tree(repo, "c\n", "base2 only\n", &t3, NULL, NULL);
+	commit_tree_on(repo, &t3, &base2, 1, &c);
+	drop_loose(gd, &b2);
+	/* control: nothing names base2, the walk reaches it and finds the blob missing */
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "missing blob"));
+
+	/* a lightweight tag on base2: trusted */
+	assert_int_equal(git_reference_create(&ref, repo, "refs/tags/light", &base2, 1, NULL), 0);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+	assert_int_equal(git_reference_delete(ref), 0);
+	git_reference_free(ref);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+
+	/* an annotated tag is not peeled: base2 is not trusted through it */
+	assert_int_equal(git_signature_new(&sig, "T", "t@example.com", 1700000000, 0), 0);
+	assert_int_equal(git_object_lookup(&target, repo, &base2, GIT_OBJECT_COMMIT), 0);
+	assert_int_equal(git_tag_create(&tagid, repo, "v1", target, sig, "v1\n", 0), 0);
+	git_object_free(target);
+	git_signature_free(sig);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), -1);
+
+	/* a remote-tracking ref on base2: its target trusted as it is */
+	assert_int_equal(
+		git_reference_create(&ref, repo, "refs/remotes/ai-dev/w", &base2, 1, NULL), 0);
+	git_reference_free(ref);
+	assert_int_equal(sync_fast_connected(repo, &c, 1, why, sizeof(why)), 1);
+
+	/* the pull's variant: the trusted set as given, the refs not read again */
+	{
+		struct sync_oidset given = {0};
+
+		assert_int_equal(
+			sync_fast_connected_known(repo, &c, 1, &given, why, sizeof(why)), -1);
+		assert_int_equal(git_reference_lookup(&ref, repo, "refs/remotes/ai-dev/w"), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_true(sync_oidset_has(&given, &base2));
+		assert_int_equal(
+			sync_fast_connected_known(repo, &c, 1, &given, why, sizeof(why)), 1);
+		sync_oidset_free(&given);
+		/* what sync_trusted_add takes: not a ref outside heads, tags and remotes */
+		assert_int_equal(
+			git_reference_create(&ref, repo, "refs/notes/x", &base2, 1, NULL), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_int_equal(given.n, 0);
+		assert_int_equal(
+			git_reference_create(&ref, repo, "refs/tags/v2", &tagid, 1, NULL), 0);
+		assert_int_equal(sync_trusted_add(&given, ref), 0);
+		git_reference_free(ref);
+		assert_true(sync_oidset_has(&given, &tagid)); /* as it is, not peeled */
+		assert_false(sync_oidset_has(&given, &base2));
+		sync_oidset_free(&given);
+	}
+	git_repository_free(repo);
+}
+
+/*
+ * The download's handle (haves.c): the given refs from memory, globbed as libgit2 does,
+ * nothing written through it, objects shared with the repository.
+ */
+static void haves_handle(void **state)
+{
+	git_repository *repo, *r2;
+	git_oid t0, a, b, blob;
+	git_reference *ref;
+	git_reference_iterator *it;
+	git_revwalk *walk;
+	const char *names[] = {"refs/remotes/ai-dev/x/y", "refs/heads/main"};
+	const char *name;
+	git_oid ids[2];
+	size_t n = 0, walked = 0;
+	const char *gd = unit_path("h.git");
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, gd, 1), 0);
+	two_level_tree(repo, "one\n", "two\n", &t0, NULL, NULL);
+	commit_tree_on(repo, &t0, NULL, 0, &a);
+	commit_tree_on(repo, &t0, &a, 1, &b);
+	/* a ref of the repository that is not given: not seen through the handle */
+	assert_int_equal(git_reference_create(&ref, repo, "refs/heads/other", &a, 1, NULL), 0);
+	git_reference_free(ref);
+	git_oid_cpy(&ids[0], &b);
+	git_oid_cpy(&ids[1], &a);
+	assert_int_equal(sync_haves_repo(&r2, repo, names, ids, 2), 0);
+
+	assert_int_equal(git_reference_lookup(&ref, r2, "refs/remotes/ai-dev/x/y"), 0);
+	assert_true(git_oid_equal(git_reference_target(ref), &b));
+	git_reference_free(ref);
+	assert_int_equal(git_reference_lookup(&ref, r2, "refs/heads/other"), GIT_ENOTFOUND);
+	/* a glob's '*' takes '/' too, as libgit2's own refdb does */
+	assert_int_equal(git_reference_iterator_glob_new(&it, r2, "refs/remotes/*"), 0);
+	while (git_reference_next_name(&name, it) == 0) {
+		assert_string_equal(name, "refs/remotes/ai-dev/x/y");
+		n++;
+	}
+	git_reference_iterator_free(it);
+	assert_int_equal(n, 1);
+	/* what the negotiation does: every ref under refs/, both tips and their history */
+	assert_int_equal(git_revwalk_new(&walk, r2), 0);
+	assert_int_equal(git_revwalk_push_glob(walk, "refs/*"), 0);
+	while (git_revwalk_next(&t0, walk) == 0)
+		walked++;
+	git_revwalk_free(walk);
+	assert_int_equal(walked, 2);
+	/* read-only */
+	assert_true(git_reference_create(&ref, r2, "refs/heads/new", &a, 1, NULL) < 0);
+	assert_int_equal(git_reference_lookup(&ref, repo, "refs/heads/new"), GIT_ENOTFOUND);
+	/* objects written through it land in the repository's store */
+	assert_int_equal(git_blob_create_from_buffer(&blob, r2, "via handle\n", 11), 0);
+	{
+		git_blob *bl;
+
+		assert_int_equal(git_blob_lookup(&bl, repo, &blob), 0);
+		git_blob_free(bl);
+	}
+	git_repository_free(r2);
+	git_repository_free(repo);
+}
+
+/* The review memos found by bisection: sorted, found, absent; the order of a prefix. */
+static void rmemo_lookup(void **state)
+{
+	struct sync_rmemos ms = {0};
+	const char *refs[] = {
+		"refs/remotes/a/z", "refs/remotes/a/b", "refs/remotes/b/a", "refs/remotes/a/m"};
+	size_t *ord = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++) {
+		struct sync_rmemo m = {0};
+
+		/* the order of the first three, made before the fourth arrives */
+		if (i == 3)
+			assert_non_null(ord = sync_rmemos_order(&ms));
+		snprintf(m.ref, sizeof(m.ref), "%s", refs[i]);
+		m.commits = i;
+		assert_int_equal(sync_rmemo_push(&ms, &m), 0);
+	}
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/b/a"));
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/z"));
+	assert_true(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/b"));
+	assert_false(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/m")); /* came later */
+	assert_false(sync_rmemos_has(&ms, ord, 3, "refs/remotes/a/c"));
+	free(ord);
+	sync_rmemos_sort(&ms);
+	for (size_t i = 0; i < 4; i++) {
+		const struct sync_rmemo *m = sync_rmemo_bsearch(&ms, refs[i]);
+
+		assert_non_null(m);
+		assert_int_equal(m->commits, i);
+		assert_ptr_equal(m, sync_rmemo_find(&ms, refs[i]));
+	}
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a/c"));
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a"));
+	sync_rmemos_free(&ms);
+	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a/b"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +937,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(tree_diff_bomb, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity_types, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			fast_connectivity_ref_tips, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test(rmemo_lookup),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
