@@ -192,6 +192,15 @@ int agentd_setup(struct agentd *d)
 	 */
 	if (netwatch_open(d) < 0)
 		return -1;
+	/* Kept: a restore must not wait for the kernel's cleanup when a socket closes. */
+	d->nl_sock = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
+	if (d->nl_sock && mnl_socket_bind(d->nl_sock, 0, MNL_SOCKET_AUTOPID) < 0) {
+		mnl_socket_close(d->nl_sock);
+		d->nl_sock = NULL;
+	}
+	if (!d->nl_sock)
+		log_warn("netlock: no kept netfilter socket (%s): each restore opens its own",
+			strerror(errno));
 	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
 		netlock_verify(&d->nl, err, sizeof(err)) != 0) {
 		log_err("netlock: %s: nothing of the agent is started", err);
@@ -475,6 +484,8 @@ void agentd_free(struct agentd *d)
 		mnl_socket_close(d->guard_sock);
 	if (d->nft_sock)
 		mnl_socket_close(d->nft_sock);
+	if (d->nl_sock)
+		mnl_socket_close(d->nl_sock);
 	config_free(&d->cfg);
 	egress_free(&d->egress);
 	secretd_free(d);

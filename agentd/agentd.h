@@ -155,6 +155,7 @@ struct agentd {
 	int nftfd;
 	void *nft_sock; /* owned: struct mnl_socket */
 	void *guard_sock; /* owned: struct mnl_socket that owns the guard table */
+	void *nl_sock; /* owned: kept for the table's restores and read-backs (netlock_apply_sock) */
 	struct src nft_src;
 	int ctlfd;
 	struct src ctl_src;

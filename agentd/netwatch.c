@@ -159,7 +159,7 @@ void netwatch_event(struct agentd *d)
 		return;
 	}
 	t0 = mono_us();
-	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
+	if (netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0)
 		return;
 	d->found_ms = (double)(mono_us() - t0) / 1e3;
 	netwatch_enforce(d, err);
@@ -173,8 +173,8 @@ int netwatch_enforce(struct agentd *d, const char *why)
 
 	if (fault_active(d)) {
 		snprintf(err, sizeof(err), "apply refused (test hook OCSB_FAULT_NETLOCK)");
-	} else if (netlock_apply(&d->nl, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
-		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
+	} else if (netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
+		(t1 = mono_us()) && netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
 		long long t2 = mono_us();
 
 		d->last_restore_ms = (double)(t2 - t0) / 1e3;
@@ -380,8 +380,8 @@ void freeze_tick(struct agentd *d)
 	} else {
 		procs_signal_uid(d->agent.uid, SIGSTOP, 0);
 	}
-	if (!fault_active(d) && netlock_apply(&d->nl, err, sizeof(err)) == 0 &&
-		netlock_verify(&d->nl, err, sizeof(err)) == 0) {
+	if (!fault_active(d) && netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
+		netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
 		d->netlock_restores++;
 		d->netlock_error[0] = '\0';
 		log_warn("netlock: restored after a freeze");

@@ -104,6 +104,16 @@ int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen);
 int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen);
 
 struct mnl_socket;
+/*
+ * The same two through `nl`, a bound NETLINK_NETFILTER socket the caller keeps open
+ * (ocsb-agentd's restore: closing a netfilter socket makes the kernel wait for the cleanup
+ * of earlier transactions, an RCU grace period, tens of ms on a loaded machine). Whatever
+ * an earlier, abandoned exchange left queued on it is discarded first.
+ */
+int netlock_apply_sock(
+	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen);
+int netlock_verify_sock(
+	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen);
 /* Install the guard through `owner`, a bound NETLINK_NETFILTER socket the caller keeps open. */
 int netlock_guard_apply(
 	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen);

@@ -328,6 +328,14 @@ int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
 	return netlock_apply_on(s, NULL, err, errlen);
 }
 
+int netlock_apply_sock(
+	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen)
+{
+	if (nl)
+		netlock_drain(nl);
+	return netlock_apply_on(s, nl, err, errlen);
+}
+
 int netlock_guard_apply(
 	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen)
 {

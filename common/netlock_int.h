@@ -129,6 +129,8 @@ void netlock_seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 const char *netlock_hint(int e);
 struct mnl_socket *netlock_socket(int *ret_err);
+/* Discard what is queued on nl (answers to an exchange given up on). */
+void netlock_drain(struct mnl_socket *nl);
 int netlock_query(struct mnl_socket *nl, struct nlmsghdr *req, mnl_cb_t cb, void *data);
 uint32_t netlock_seq(void);
 const char *netlock_str(const char *s);

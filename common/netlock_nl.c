@@ -78,6 +78,18 @@ struct mnl_socket *netlock_socket(int *ret_err)
 	return nl;
 }
 
+void netlock_drain(struct mnl_socket *nl)
+{
+	char buf[4096];
+
+	for (;;) {
+		ssize_t n = recv(mnl_socket_get_fd(nl), buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0 && errno != ENOBUFS && errno != EINTR)
+			return;
+	}
+}
+
 /* Wait for the socket to be readable: 0, or -ETIMEDOUT / -errno. */
 int netlock_wait(struct mnl_socket *nl, long deadline)
 {

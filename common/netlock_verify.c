@@ -370,11 +370,12 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_sp
 	return rc;
 }
 
-int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
+static int netlock_verify_on(
+	const struct netlock_spec *s, struct mnl_socket *given, char *err, size_t errlen)
 {
 	struct netlock_rule nr[NETLOCK_MAX_RULES];
 	struct netlock_live live = {0};
-	struct mnl_socket *nl = NULL;
+	struct mnl_socket *nl = given;
 	size_t n;
 	int rc, e = 0;
 
@@ -382,8 +383,9 @@ int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
 		netlock_seterr(err, errlen, "invalid spec (uid 0, or port out of range)");
 		return -1;
 	}
-	nl = netlock_socket(&e);
-	if (!nl) {
+	if (nl)
+		netlock_drain(nl);
+	else if (!(nl = netlock_socket(&e))) {
 		netlock_seterr(err, errlen, "netfilter netlink socket: %s", strerror(e));
 		return -1;
 	}
@@ -408,6 +410,18 @@ int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
 		}
 	}
 	netlock_live_free(&live);
-	mnl_socket_close(nl);
+	if (!given)
+		mnl_socket_close(nl);
 	return rc;
+}
+
+int netlock_verify(const struct netlock_spec *s, char *err, size_t errlen)
+{
+	return netlock_verify_on(s, NULL, err, errlen);
+}
+
+int netlock_verify_sock(
+	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen)
+{
+	return netlock_verify_on(s, nl, err, errlen);
 }

@@ -11,6 +11,9 @@
  *   65533 are unaffected.
  */
 #define _GNU_SOURCE
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nf_tables.h>
+
 #include "netlock_unit.h"
 
 static const struct netlock_spec spec_proxy = {.uid = 1000, .proxy_port = 3128};
@@ -686,6 +689,57 @@ static void live_apply_verify_remove(void **state)
 	assert_int_not_equal(netlock_exists(), 1);
 }
 
+/*
+ * ocsb-agentd's kept socket: apply and verify through one socket, many times, and an
+ * answer left queued by an exchange given up on (a dump request never read) does not
+ * confuse the next one (without the drain, its sequence number fails the next read).
+ */
+static int fn_kept_socket(void *arg, int outfd)
+{
+	const struct netlock_spec *s = &spec_all;
+	struct mnl_socket *nl;
+	char err[1024], buf[8192];
+	struct nlmsghdr *h;
+	int r;
+
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	nl = mnl_socket_open(NETLINK_NETFILTER);
+	LCHECK(outfd, nl && mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) == 0, "socket");
+	for (int i = 0; i < 5; i++) {
+		LCHECK(outfd, netlock_apply_sock(s, nl, err, sizeof(err)) == 0, "apply %d: %s", i, err);
+		r = netlock_verify_sock(s, nl, err, sizeof(err));
+		LCHECK(outfd, r == 0, "verify %d: %d %s", i, r, err);
+	}
+	/* Leave the answers of a table dump queued on the socket, unread. */
+	h = mnl_nlmsg_put_header(buf);
+	h->nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+	h->nlmsg_seq = 1;
+	mnl_nlmsg_put_extra_header(h, sizeof(struct nfgenmsg));
+	LCHECK(outfd, mnl_socket_sendto(nl, h, h->nlmsg_len) >= 0, "dump request");
+	r = netlock_verify_sock(s, nl, err, sizeof(err));
+	LCHECK(outfd, r == 0, "verify after a stale answer: %d %s", r, err);
+	LCHECK(outfd, mnl_socket_sendto(nl, h, h->nlmsg_len) >= 0, "dump request");
+	LCHECK(outfd, netlock_apply_sock(s, nl, err, sizeof(err)) == 0, "apply after a stale answer: %s", err);
+	/* Control: the table it verifies is the one in the kernel (a change is seen). */
+	LCHECK(outfd, netlock_remove(err, sizeof(err)) == 0, "%s", err);
+	r = netlock_verify_sock(s, nl, err, sizeof(err));
+	LCHECK(outfd, r == 1, "the removed table verified: %d %s", r, err);
+	mnl_socket_close(nl);
+	return 0;
+}
+
+static void kept_socket(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_kept_socket, NULL, &o, &r), 0);
+	child_report(&r, "kept socket");
+	spawn_result_free(&r);
+}
+
 #define DIR_TEST(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -701,6 +755,7 @@ int main(void)
 		cmocka_unit_test(exprs_canon_ranges),
 		cmocka_unit_test(unprivileged_errors),
 		cmocka_unit_test(answer_after_deadline),
+		cmocka_unit_test(kept_socket),
 		DIR_TEST(oracle_nft_encoding),
 		DIR_TEST(live_apply_verify_remove),
 	};
