@@ -184,7 +184,7 @@ struct agentd {
 	double last_restore_ms;
 	double found_ms; /* the read-back that found the table altered (for the log) */
 	char netlock_error[512];
-	char stale_agents[1024]; /* registry names without an account, as last said */
+	char stale_agents[1024]; /* the registry's entries told of (netlock_registry), as last said */
 	int stopping;
 	int fault_apply; /* test hook: the next restore fails */
 	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */

@@ -77,8 +77,7 @@ int netwatch_agents(struct agentd *d)
 	}
 	/* Said once per change: a stale name stays until ocsb-provision forgets it. */
 	if (stale[0] && strcmp(stale, d->stale_agents) != 0)
-		log_warn("netlock: %s/ocsb/agents: no account for %s: left out of the set",
-			d->paths.varlib, stale);
+		log_warn("netlock: %s/ocsb/agents: %s", d->paths.varlib, stale);
 	snprintf(d->stale_agents, sizeof(d->stale_agents), "%s", stale);
 	if (s.n_others == d->nl.n_others &&
 		memcmp(s.others, d->nl.others, s.n_others * sizeof(s.others[0])) == 0)

@@ -50,8 +50,10 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 		return -EINVAL;
 	if (s->n_inject > NETLOCK_MAX_INJECT || s->n_others > NETLOCK_MAX_AGENTS)
 		return -EINVAL;
+	/* The proxy's uid in the set would force squid's own egress through itself. */
 	for (size_t i = 0; i < s->n_others; i++)
-		if (s->others[i] == 0 || s->others[i] == (uid_t)-1)
+		if (s->others[i] == 0 || s->others[i] == (uid_t)-1 ||
+			(s->proxy_uid && s->others[i] == s->proxy_uid))
 			return -EINVAL;
 	for (size_t i = 0; i < s->n_inject; i++)
 		if (s->inject_ports[i] == 0 || s->inject_ports[i] > 65535)

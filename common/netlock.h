@@ -121,10 +121,22 @@ int netlock_guard_apply(
 int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen);
 
 /*
+ * An agent's uid: useradd's range for users (login.defs UID_MIN-UID_MAX). ocsb-provision
+ * makes or adopts no agent outside it; below it, and nobody (65534), are system accounts.
+ */
+#define AGENT_UID_MIN 1000
+#define AGENT_UID_MAX 60000
+#define NETLOCK_INJECT_USER "ocsb-inject" /* INJ_USER of inject/inject.h */
+/* 1 if uid is in the agents' range. */
+int netlock_agent_uid(uid_t uid);
+
+/*
  * The agents registry into s->others: the account of each <varlib>/ocsb/agents/<name>, but
- * `skip` (an agent being removed; NULL: none). A name without an account (deleted by hand)
- * or of uid 0 is left out and named in `stale` ("" if none). 0, or -errno (the directory
- * unreadable; a missing one is an empty registry).
+ * `skip` (an agent being removed; NULL: none). A uid outside the agents' range, the
+ * proxy's or ocsb-inject's is left out. A name without an account (deleted by hand) keeps
+ * the uid its entry records ("uid N", if an agent's), since processes may still run under
+ * it; without one it is left out. Each such entry is told in `stale`, "; "-separated ("" if
+ * none). 0, or -errno (the directory unreadable; a missing one is an empty registry).
  */
 int netlock_registry(
 	struct netlock_spec *s, const char *varlib, const char *skip, char *stale, size_t n);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
+#include "fileops.h"
 #include "netlock.h"
 #include "netlock_int.h"
 #include "paths.h"
@@ -255,21 +257,79 @@ int netlock_live_agents(uid_t *uids, size_t max)
 
 /* ---- the registry ---- */
 
-static void netlock_note(char *out, size_t n, const char *name)
+#define NETLOCK_STR_(x) #x
+#define NETLOCK_STR(x) NETLOCK_STR_(x)
+
+int netlock_agent_uid(uid_t uid)
 {
+	return uid >= AGENT_UID_MIN && uid <= AGENT_UID_MAX;
+}
+
+static void netlock_note(char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void netlock_note(char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
 	size_t len;
 
 	if (!out || n == 0)
 		return;
 	len = strlen(out);
-	snprintf(out + len, n - len, "%s%s", len ? ", " : "", name);
+	if (len + 3 >= n)
+		return;
+	if (len)
+		len += (size_t)snprintf(out + len, n - len, "; ");
+	va_start(ap, fmt);
+	vsnprintf(out + len, n - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The "uid N" line ocsb-provision recorded in an entry, or (uid_t)-1. */
+static uid_t netlock_recorded_uid(const char *dir, const char *name)
+{
+	char path[4096], *data = NULL, *s, *end;
+	unsigned long v;
+	uid_t uid = (uid_t)-1;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+		fo_read(path, 4096, &data, NULL) < 0)
+		return uid;
+	s = strstr(data, "\nuid ");
+	if (s) {
+		errno = 0;
+		v = strtoul(s + 5, &end, 10);
+		if (errno == 0 && end != s + 5 && (*end == '\n' || *end == '\0') && v < (uid_t)-1)
+			uid = (uid_t)v;
+	}
+	free(data);
+	return uid;
+}
+
+/*
+ * Whose uid it is when an agent must not have it: a system account (squid's own egress
+ * forced through itself would cut every agent off), the proxy's, or ocsb-inject's (its
+ * upstream connections would be blocked). NULL for an agent's.
+ */
+static const char *netlock_not_agent(uid_t uid, uid_t proxy, uid_t inject)
+{
+	if (proxy && uid == proxy)
+		return "the proxy's";
+	if (inject && uid == inject)
+		return NETLOCK_INJECT_USER "'s";
+	if (!netlock_agent_uid(uid))
+		return "outside the agents' range " NETLOCK_STR(AGENT_UID_MIN) "-" NETLOCK_STR(
+			AGENT_UID_MAX);
+	return NULL;
 }
 
 int netlock_registry(
 	struct netlock_spec *s, const char *varlib, const char *skip, char *stale, size_t n)
 {
 	char dir[4096];
+	struct user_info iu;
 	struct dirent *e;
+	uid_t proxy = netlock_proxy_uid(), inject = 0;
 	DIR *d;
 	int rc = 0;
 
@@ -278,24 +338,48 @@ int netlock_registry(
 	s->n_others = 0;
 	if (path_join(dir, sizeof(dir), varlib, "ocsb/agents") < 0)
 		return -ENAMETOOLONG;
+	if (user_lookup(NETLOCK_INJECT_USER, &iu) == 0)
+		inject = iu.uid;
 	d = opendir(dir);
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d)) != NULL) {
 		struct user_info u;
+		const char *whose;
+		uid_t uid;
 
 		if (e->d_name[0] == '.' || (skip && strcmp(e->d_name, skip) == 0))
 			continue;
 		/* The name is what ocsb registered; its account's uid is what sockets carry. */
-		if (user_lookup(e->d_name, &u) < 0 || u.uid == 0 || u.uid == (uid_t)-1) {
-			netlock_note(stale, n, e->d_name);
-			continue;
+		if (user_lookup(e->d_name, &u) == 0) {
+			uid = u.uid;
+			whose = netlock_not_agent(uid, proxy, inject);
+			if (whose) {
+				netlock_note(stale, n, "%s has uid %u, %s: left out", e->d_name,
+					(unsigned)uid, whose);
+				continue;
+			}
+		} else {
+			/*
+			 * An account deleted by hand may leave processes running under its uid:
+			 * the uid recorded at provisioning stays locked until a purge forgets
+			 * the entry. Without one, there is nothing to lock.
+			 */
+			uid = netlock_recorded_uid(dir, e->d_name);
+			if (uid == (uid_t)-1 || netlock_not_agent(uid, proxy, inject)) {
+				netlock_note(stale, n, "no account for %s: left out", e->d_name);
+				continue;
+			}
+			netlock_note(stale, n,
+				"no account for %s: its recorded uid %u stays in the set until "
+				"ocsb-provision --remove --purge forgets it",
+				e->d_name, (unsigned)uid);
 		}
 		if (s->n_others == NETLOCK_MAX_AGENTS) {
 			rc = -E2BIG;
 			break;
 		}
-		s->others[s->n_others++] = u.uid;
+		s->others[s->n_others++] = uid;
 	}
 	closedir(d);
 	return rc;

@@ -16,12 +16,10 @@
 #include "fileops.h"
 #include "loginshell.h"
 #include "log.h"
+#include "netlock.h"
 #include "procs.h"
 #include "provision.h"
 #include "spawn.h"
-
-/* Below this uid an account belongs to the system, never to an agent. */
-#define AGENT_UID_MIN 1000
 
 /*
  * GECOS marks the account as ocsb's and carries umask=077 for pam_umask, so
@@ -275,10 +273,11 @@ int account_preflight(struct prov *p)
 		}
 		return 0;
 	}
-	if (p->agent.uid < AGENT_UID_MIN) {
-		log_err("'%s' is a system account (uid %u): the agent needs an account of its "
-			"own; choose another --agent name",
-			p->cfg.agent, (unsigned)p->agent.uid);
+	/* The netlock's registry locks no uid outside this range: an agent there would be free. */
+	if (!netlock_agent_uid(p->agent.uid)) {
+		log_err("'%s' is a system account (uid %u, outside %u-%u): the agent needs an "
+			"account of its own; choose another --agent name",
+			p->cfg.agent, (unsigned)p->agent.uid, AGENT_UID_MIN, AGENT_UID_MAX);
 		return -EEXIST;
 	}
 	if (p->have_owner && p->agent.uid == p->owner.uid) {
@@ -696,7 +695,7 @@ int account_purge(struct prov *p)
 
 	if (!p->agent_exists) {
 		/* A purge killed after userdel: finish the sweep, unless the uid was reused. */
-		if (state_uid(p, &uid) == 0 && uid >= AGENT_UID_MIN) {
+		if (state_uid(p, &uid) == 0 && netlock_agent_uid(uid)) {
 			if (user_lookup_uid(uid, &other) == 0)
 				log_warn("uid %u now belongs to %s: its files are not swept",
 					(unsigned)uid, other.name);

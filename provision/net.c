@@ -70,8 +70,8 @@ static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *s
 		return -1;
 	}
 	if (stale[0])
-		log_warn("%s/ocsb/agents: no account for %s: left out of the netlock (sudo "
-			 "ocsb-provision --config <its configuration> --remove --purge forgets it)",
+		log_warn("%s/ocsb/agents: %s (sudo ocsb-provision --config <its configuration> "
+			 "--remove --purge forgets an entry)",
 			p->paths.varlib, stale);
 	if (s->uid == 0) {
 		if (s->n_others == 0)

@@ -207,6 +207,36 @@ int secrets_set_put(
 	return 0;
 }
 
+int secrets_set_add_item(struct secret_set *s, const char *scope, const char *name,
+	const char *value, size_t len, const char *route, char *err, size_t errlen)
+{
+	const struct secret *e;
+	const char *how = NULL;
+	int i = secrets_set_find(s, scope, name), r;
+
+	if (!route)
+		route = "";
+	if (i < 0) {
+		r = secrets_set_put(s, scope, name, value, len);
+		if (r == 0 && route[0])
+			secrets_set_route(s, scope, name, route);
+		return r;
+	}
+	e = &s->e[i];
+	if (strcmp(e->route, route) != 0)
+		how = "with different routes";
+	else if (value && (!e->value || e->len != len || memcmp(e->value, value, len) != 0))
+		how = "with different values";
+	if (!how)
+		return 0;
+	seterr(err, errlen,
+		"%s (%s) is stored twice in the keyring, %s (an earlier replacement could not "
+		"remove the old item): run 'ocsb secrets %s%s rm %s', then set it again",
+		name, scope[0] ? scope : "global", how, scope[0] ? "--project " : "--global",
+		scope, name);
+	return -EEXIST;
+}
+
 int secrets_route_ok(const char *route)
 {
 	size_t n = strnlen(route, SECRETS_MAX_ROUTE + 1);

@@ -65,15 +65,21 @@ static int keyring_error(GError *e, const char *what, char *err, size_t errlen)
 	return none ? -EHOSTDOWN : -EIO;
 }
 
+/* A test hook: on only with OCSB_TEST_HOOKS=1 and the hook's own variable =1. */
+static int test_hook(const char *var)
+{
+	const char *h = getenv("OCSB_TEST_HOOKS"), *f = getenv(var);
+
+	return h && !strcmp(h, "1") && f && !strcmp(f, "1");
+}
+
 /*
- * Test hook, off unless OCSB_TEST_HOOKS=1: OCSB_TEST_KEYRING_STORE_FAIL=1 stores into a
- * collection that does not exist, so the keyring itself refuses the store (t-86).
+ * Test hook OCSB_TEST_KEYRING_STORE_FAIL: stores into a collection that does not exist, so
+ * the keyring itself refuses the store (t-86).
  */
 static const char *store_collection(void)
 {
-	const char *h = getenv("OCSB_TEST_HOOKS"), *f = getenv("OCSB_TEST_KEYRING_STORE_FAIL");
-
-	if (h && !strcmp(h, "1") && f && !strcmp(f, "1"))
+	if (test_hook("OCSB_TEST_KEYRING_STORE_FAIL"))
 		return "/org/freedesktop/secrets/collection/ocsb_test_none";
 	return SECRET_COLLECTION_DEFAULT;
 }
@@ -109,8 +115,15 @@ static int drop_others(const char *scope, const char *name, const char *route, c
 
 		if (attrs)
 			g_hash_table_unref(attrs);
-		if (!same && !secret_item_delete_sync(l->data, NULL, &e))
-			r = keyring_error(e, "replacing", err, errlen);
+		if (same)
+			continue;
+		/* Test hook OCSB_TEST_KEYRING_DROP_FAIL: the removal fails, both items stay (t-85). */
+		if (test_hook("OCSB_TEST_KEYRING_DROP_FAIL")) {
+			snprintf(err, errlen, "removal refused (test hook)");
+			r = -EIO;
+		} else if (!secret_item_delete_sync(l->data, NULL, &e)) {
+			r = keyring_error(e, "removing", err, errlen);
+		}
 	}
 	g_list_free_full(items, g_object_unref);
 	g_object_unref(svc);
@@ -121,8 +134,9 @@ int keyring_put(const char *scope, const char *name, const char *value, const ch
 	char *err, size_t errlen)
 {
 	GError *e = NULL;
-	char label[200];
+	char label[200], why[512];
 	gboolean ok;
+	int r;
 
 	snprintf(label, sizeof(label), "ocsb secret %s (%s)", name, scope[0] ? scope : "global");
 	if (route && route[0])
@@ -133,7 +147,15 @@ int keyring_put(const char *scope, const char *name, const char *value, const ch
 			"scope", scope_attr(scope), "name", name, NULL);
 	if (!ok)
 		return keyring_error(e, "storing", err, errlen);
-	return drop_others(scope, name, route, err, errlen);
+	r = drop_others(scope, name, route, why, sizeof(why));
+	/* Both items stay: said, and keyring_load refuses the pair until the owner clears it. */
+	if (r < 0)
+		snprintf(err, errlen,
+			"stored %s (%s); the old item of %s could not be removed: %s; run 'ocsb "
+			"secrets %s%s rm %s', then set it again",
+			name, scope[0] ? scope : "global", name, why,
+			scope[0] ? "--project " : "--global", scope, name);
+	return r;
 }
 
 int keyring_del(const char *scope, const char *name, char *err, size_t errlen)
@@ -209,12 +231,13 @@ int keyring_load(struct secret_set *s, int with_values, char *err, size_t errlen
 			}
 		}
 		/* Items someone else wrote with our schema but invalid: skipped. */
-		if (r == 0 && secrets_set_put(s, scope, name, data, len) == -ENOMEM) {
-			snprintf(err, errlen, "%s", secrets_alloc_error());
-			r = -ENOMEM;
+		if (r == 0) {
+			r = secrets_set_add_item(s, scope, name, data, len, route, err, errlen);
+			if (r == -ENOMEM)
+				snprintf(err, errlen, "%s", secrets_alloc_error());
+			else if (r != -EEXIST)
+				r = 0;
 		}
-		if (r == 0 && route)
-			secrets_set_route(s, scope, name, route);
 		if (v)
 			secret_value_unref(v);
 		g_hash_table_unref(attrs);

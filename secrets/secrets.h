@@ -81,6 +81,15 @@ int secrets_set_put(
 /* Marks (scope, name) injected through route ("" = exported). 0, -ENOENT, -EINVAL. */
 int secrets_set_route(
 	struct secret_set *s, const char *scope, const char *name, const char *route);
+/*
+ * One keyring item into s: value (NULL: names only) and route (NULL or "": exported). A
+ * second item of a (scope, name) already in s, with another route or value, is refused:
+ * which one won would hang on the keyring's listing order, and a key the owner moved to
+ * another route could go to the old one. 0 (added, or the same again), -EEXIST (err says
+ * what to do), -EINVAL (an invalid item: skip it), -ENOSPC, -ENOMEM.
+ */
+int secrets_set_add_item(struct secret_set *s, const char *scope, const char *name,
+	const char *value, size_t len, const char *route, char *err, size_t errlen);
 /* A route text as stored: printable ASCII, 1..SECRETS_MAX_ROUTE bytes. */
 int secrets_route_ok(const char *route);
 /*

@@ -166,12 +166,24 @@ nft delete element inet ocsb agents "{ $(id -u "$AGENT") }"
 check_fails "positive control: $AGENT's uid taken out by hand" in_set "$(id -u "$AGENT")"
 check_output "doctor (root) fails: the table does not cover $AGENT" "^FAIL +netlock +table inet ocsb does not cover $AGENT" doc
 
-# A registry entry whose account was deleted by hand is named and left out; the rest applies.
+# A registry entry whose account was deleted by hand is named; processes may still run under
+# its recorded uid, so that uid stays locked until a purge forgets the entry. The rest applies.
 (umask 077 && printf 'agent ghost\norigin created\nuid 4242\n' >/var/lib/ocsb/agents/ghost)
-check_output "a stale entry (no account ghost) is named" "no account for ghost" provision
+check_output "a stale entry (no account ghost) is named" "no account for ghost: its recorded uid 4242 stays in the set" provision
 check "and the table is right again: $AGENT's uid is back" in_set "$(id -u "$AGENT")"
-check_fails "ghost's recorded uid is not in the set" in_set 4242
+check "ghost's recorded uid stays in the set" in_set 4242
+(umask 077 && printf 'agent ghost\norigin created\n' >/var/lib/ocsb/agents/ghost)
+check_output "an entry without account or recorded uid is named" "no account for ghost: left out" provision
+check_fails "and then nothing of it is in the set" in_set 4242
 rm -f /var/lib/ocsb/agents/ghost
+# A registry name of a system account: squid's own egress through itself would cut every
+# agent off, so the proxy's uid never enters the set.
+proxy_uid=$(id -u proxy)
+(umask 077 && printf 'agent proxy\norigin created\n' >/var/lib/ocsb/agents/proxy)
+check_output "the entry proxy is named and left out" "proxy has uid $proxy_uid, the proxy's: left out" provision
+check_fails "the proxy's uid $proxy_uid is not in the set" in_set "$proxy_uid"
+rm -f /var/lib/ocsb/agents/proxy
+locked "a system account in the registry changes nothing"
 
 # ocsb-agentd (serving $AGENT, the agent of ocsb.conf) restores the set of both after a flush.
 start_agentd() {
@@ -199,7 +211,23 @@ check_output "control: $THREE reaches the internet through the proxy" "WEB allow
 check_output "--check is clean for $TWO while ocsb-agentd runs" '^ocsb-provision: 0 differences' prov_two --check
 kill "$AGENTD"
 wait "$AGENTD" 2>/dev/null
+# $THREE's account deleted by hand while a process of its uid runs: the uid stays locked.
+three_uid=$(id -u "$THREE")
+as_user "$THREE" setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+three_pid=$!
+sleep 0.2
+check "positive control: a process of $THREE runs" pgrep -u "$three_uid" sleep
+check "userdel -f -r $THREE while it runs" userdel -f -r "$THREE"
+check_fails "positive control: $THREE has no account" getent passwd "$THREE"
+check_output "the stale entry is named, its uid kept" "no account for $THREE: its recorded uid $three_uid stays in the set" provision
+check "$THREE's uid $three_uid stays in the set" in_set "$three_uid"
+by_uid() { setpriv --reuid="$three_uid" --regid="$three_uid" --clear-groups --reset-env "$@"; }
+check_fails "uid $three_uid's direct connection is still blocked" by_uid curl -sS --max-time 3 --noproxy '*' http://198.18.1.10/
+check_output "control: uid $three_uid reaches it through the proxy" "WEB allowed.test" by_uid curl -sS --max-time 5 -x http://127.0.0.1:3128 http://allowed.test/
+kill "$three_pid"
+wait "$three_pid" 2>/dev/null
 check_output "--remove --purge of $THREE" "^kept the nftables table inet ocsb" prov --config "$THREE_CONF" --remove --purge
+check_fails "the purge forgot $THREE: its uid has left the set" in_set "$three_uid"
 check_output "squid for the agents again, without ocsb-agentd" '^ocsb-provision: [0-9]' provision
 
 # --remove of one agent: its uid leaves the set, the other stays locked.

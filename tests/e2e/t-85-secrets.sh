@@ -67,6 +67,27 @@ check_output "rm" '^removed TEMP_KEY \(global\)' sec --global rm TEMP_KEY
 sec list >"$E2E_SCRATCH/list" 2>&1
 check_fails "rm: gone from list" grep TEMP_KEY "$E2E_SCRATCH/list"
 check_fails_output "rm of a missing secret" 'no secret TEMP_KEY' sec --global rm TEMP_KEY
+# set stores the new item, then removes the old one of that name. A removal that fails
+# (test hook) leaves two items: set says so and exits non-zero, and reading the keyring
+# refuses the pair (naming it and what to do) instead of merging it in listing order.
+sec_hook() { as_owner env OCSB_TEST_HOOKS=1 OCSB_TEST_KEYRING_DROP_FAIL=1 DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
+dup_items() { st search --all scope '*' name DUP_KEY 2>&1 | grep -c '^attribute.name = DUP_KEY'; }
+check_output "positive control: DUP_KEY stored, exported" '^stored DUP_KEY \(global, exported\)' sec --global set DUP_KEY <<<"dup-old"
+check_fails_output "a failed removal of the old item is said, with what to do" \
+	"stored DUP_KEY \(global\); the old item of DUP_KEY could not be removed: removal refused \(test hook\); run 'ocsb secrets --global rm DUP_KEY', then set it again" \
+	sec_hook --global set DUP_KEY --inject anthropic <<<"dup-new"
+check_output "positive control: both items are in the keyring" '^2$' dup_items
+check_fails_output "list refuses the two items of DUP_KEY, with what to do" \
+	"DUP_KEY \(global\) is stored twice in the keyring, with different routes .*run 'ocsb secrets --global rm DUP_KEY', then set it again" sec list
+check_fails_output "push refuses them too (nothing merged is sent)" 'DUP_KEY \(global\) is stored twice' sec push
+check_output "rm removes both" '^removed DUP_KEY \(global\)' sec --global rm DUP_KEY
+check_output "control: list works again" '^ANTHROPIC_API_KEY +global +exported' sec list
+sec --global set DUP_KEY <<<"dup-old" >/dev/null 2>&1
+check_output "control: without the hook the new route replaces the old item" \
+	'^stored DUP_KEY \(global, injected via anthropic\)' sec --global set DUP_KEY --inject anthropic <<<"dup-new"
+check_output "control: one item left" '^1$' dup_items
+check_output "control: listed once, injected" '^DUP_KEY +global +injected \(anthropic\)' sec list
+check_output "rm DUP_KEY" '^removed DUP_KEY \(global\)' sec --global rm DUP_KEY
 check_fails_output "a value on the command line is refused" 'never read from the command line' sec --global set SOME_KEY value
 check_fails_output "a reserved name is refused" "'LD_PRELOAD' is reserved" sec --global set LD_PRELOAD <<<x
 check_fails_output "a lower-case name is refused" 'invalid secret name' sec --global set api_key <<<x

@@ -5,6 +5,8 @@
  * route ports ocsb-provision reads from ocsb-agentd's guard.
  */
 #define _GNU_SOURCE
+#include <sys/mount.h>
+
 #include "netlock_unit.h"
 
 static const struct netlock_spec spec_two = {.uid = 1000,
@@ -47,6 +49,11 @@ static void render_invalid_others(void **state)
 	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
 	s.n_others = 1;
 	assert_int_equal(netlock_render_nft(&s, &b), 0);
+	/* The proxy's uid among the agents would force squid's egress through itself. */
+	s.proxy_uid = 1001;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s.proxy_uid = 13;
+	assert_int_equal(netlock_render_nft(&s, &b), 0);
 	buf_free(&b);
 }
 
@@ -55,7 +62,7 @@ static void render_invalid_others(void **state)
 static void registry_accounts_and_stale(void **state)
 {
 	struct netlock_spec s = {.uid = 1000};
-	char stale[256];
+	char stale[1024];
 	struct user_info nobody, daemon_u;
 
 	if (user_lookup("nobody", &nobody) < 0 || user_lookup("daemon", &daemon_u) < 0) {
@@ -73,16 +80,93 @@ static void registry_accounts_and_stale(void **state)
 	unit_write(unit_path("ocsb/agents/root"), "x\n", 2, 0600);
 	unit_write(unit_path("ocsb/agents/.nobody.tmp"), "x\n", 2, 0600);
 	assert_int_equal(netlock_registry(&s, unit_dir, NULL, stale, sizeof(stale)), 0);
-	assert_int_equal(s.n_others, 2);
-	assert_true((s.others[0] == nobody.uid && s.others[1] == daemon_u.uid) ||
-		(s.others[1] == nobody.uid && s.others[0] == daemon_u.uid));
-	/* Named, not fatal: an account deleted by hand, and uid 0 (never locked). */
-	assert_non_null(strstr(stale, "ocsb-no-such-account"));
-	assert_non_null(strstr(stale, "root"));
-	/* The agent being removed is left out. */
-	assert_int_equal(netlock_registry(&s, unit_dir, "daemon", stale, sizeof(stale)), 0);
+	/* System accounts are never agents: the proxy's egress through itself cuts everyone off. */
+	assert_int_equal(s.n_others, 0);
+	assert_non_null(strstr(stale, "nobody has uid 65534, outside the agents' range 1000-60000: "
+				      "left out"));
+	assert_non_null(strstr(stale, "daemon has uid "));
+	/* Named, not fatal: an account deleted by hand without a recorded uid, and uid 0. */
+	assert_non_null(strstr(stale, "no account for ocsb-no-such-account: left out"));
+	assert_non_null(strstr(stale, "root has uid 0"));
+
+	/*
+	 * An account deleted by hand may leave processes under its uid: the recorded uid stays
+	 * locked until a purge. Not one outside the agents' range, nor an unparsable one.
+	 */
+	unit_write(unit_path("ocsb/agents/ocsb-gone"), "agent ocsb-gone\norigin created\nuid 4242\n",
+		40, 0600);
+	unit_write(unit_path("ocsb/agents/ocsb-gone-sys"), "agent x\nuid 13\n", 16, 0600);
+	unit_write(unit_path("ocsb/agents/ocsb-gone-bad"), "agent x\nuid 42x\n", 17, 0600);
+	assert_int_equal(netlock_registry(&s, unit_dir, NULL, stale, sizeof(stale)), 0);
 	assert_int_equal(s.n_others, 1);
-	assert_int_equal(s.others[0], nobody.uid);
+	assert_int_equal(s.others[0], 4242);
+	assert_non_null(strstr(stale, "no account for ocsb-gone: its recorded uid 4242 stays in "
+				      "the set until ocsb-provision --remove --purge forgets it"));
+	assert_non_null(strstr(stale, "no account for ocsb-gone-sys: left out"));
+	assert_non_null(strstr(stale, "no account for ocsb-gone-bad: left out"));
+	/* The agent being removed is left out. */
+	assert_int_equal(netlock_registry(&s, unit_dir, "ocsb-gone", stale, sizeof(stale)), 0);
+	assert_int_equal(s.n_others, 0);
+}
+
+/*
+ * With a passwd of the test's own (bind-mounted in a private user+mount namespace): an
+ * agent-range account is taken (the control), the proxy's and ocsb-inject's are not even
+ * inside that range, and one above it is not.
+ */
+static int fn_registry_accounts(void *arg, int outfd)
+{
+	const char *dir = arg;
+	struct netlock_spec s = {.uid = 1000};
+	char path[4096], stale[1024], map[64];
+	uid_t uid = getuid();
+
+	snprintf(path, sizeof(path), "%s/passwd", dir);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+		dprintf(outfd, "SKIP unshare(CLONE_NEWUSER|CLONE_NEWNS): %s\n", strerror(errno));
+		return 2;
+	}
+	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+	if (write_proc("/proc/self/setgroups", "deny") < 0 ||
+		write_proc("/proc/self/uid_map", map) < 0 ||
+		mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		mount(path, "/etc/passwd", NULL, MS_BIND, NULL) < 0) {
+		dprintf(outfd, "SKIP a passwd of our own: %s\n", strerror(errno));
+		return 2;
+	}
+	LCHECK(outfd, netlock_proxy_uid() == 1005, "proxy %u", (unsigned)netlock_proxy_uid());
+	LCHECK(outfd, netlock_registry(&s, dir, NULL, stale, sizeof(stale)) == 0, "%s", stale);
+	LCHECK(outfd, s.n_others == 1 && s.others[0] == 1001, "%zu others: %s", s.n_others, stale);
+	LCHECK(outfd, strstr(stale, "proxy has uid 1005, the proxy's: left out"), "%s", stale);
+	LCHECK(outfd, strstr(stale, "ocsb-inject has uid 1006, ocsb-inject's: left out"), "%s",
+		stale);
+	LCHECK(outfd, strstr(stale, "ocsb-big has uid 60001, outside"), "%s", stale);
+	LCHECK(outfd, !strstr(stale, "ocsb-a1"), "%s", stale);
+	return 0;
+}
+
+static void registry_agent_range(void **state)
+{
+	static const char pw[] = "root:x:0:0::/root:/bin/sh\n"
+				 "proxy:x:1005:1005::/bin:/usr/sbin/nologin\n"
+				 "ocsb-inject:x:1006:1006::/nonexistent:/usr/sbin/nologin\n"
+				 "ocsb-a1:x:1001:1001::/home/ocsb-a1:/bin/sh\n"
+				 "ocsb-big:x:60001:60001::/home/ocsb-big:/bin/sh\n";
+	static const char *const names[] = {"proxy", "ocsb-inject", "ocsb-a1", "ocsb-big"};
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+	char rel[64];
+
+	unit_write(unit_path("passwd"), pw, sizeof(pw) - 1, 0644);
+	assert_int_equal(mkdir(unit_path("ocsb"), 0700), 0);
+	assert_int_equal(mkdir(unit_path("ocsb/agents"), 0700), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		snprintf(rel, sizeof(rel), "ocsb/agents/%s", names[i]);
+		unit_write(unit_path(rel), "x\n", 2, 0600);
+	}
+	assert_int_equal(spawn_fn(fn_registry_accounts, (void *)unit_dir, &o, &r), 0);
+	child_report(&r, "registry accounts");
+	spawn_result_free(&r);
 }
 
 /* ---- live, in a private user+net namespace ---- */
@@ -255,6 +339,7 @@ int main(void)
 		cmocka_unit_test(render_two_agents),
 		cmocka_unit_test(render_invalid_others),
 		DIR_TEST(registry_accounts_and_stale),
+		DIR_TEST(registry_agent_range),
 		cmocka_unit_test(live_set),
 		cmocka_unit_test(guard_routes_for_check),
 	};

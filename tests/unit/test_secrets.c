@@ -81,6 +81,52 @@ static void set_operations(void **state)
 	secrets_set_free(NULL);
 }
 
+/*
+ * Keyring items as keyring_load adds them: two items of one (scope, name), which a store
+ * whose removal of the old item failed leaves, are refused when their route or value
+ * differs, instead of merged in the keyring's listing order.
+ */
+static void keyring_items(void **state)
+{
+	struct secret_set *s = secrets_set_new();
+	char err[512] = "";
+
+	assert_non_null(s);
+	/* Control: distinct names, and the same item twice, load. */
+	assert_int_equal(secrets_set_add_item(s, "", "A_KEY", "a", 1, NULL, err, sizeof(err)), 0);
+	assert_int_equal(
+		secrets_set_add_item(s, "", "B_KEY", "b", 1, "https://new.test", err, sizeof(err)), 0);
+	assert_int_equal(
+		secrets_set_add_item(s, "", "B_KEY", "b", 1, "https://new.test", err, sizeof(err)), 0);
+	assert_int_equal(secrets_set_add_item(s, "shop", "B_KEY", "c", 1, "", err, sizeof(err)), 0);
+	assert_int_equal(s->n, 3);
+	assert_string_equal(s->e[1].route, "https://new.test");
+	assert_string_equal(s->e[2].route, "");
+	/* The key moved from one route host to another, the old item left behind. */
+	assert_int_equal(
+		secrets_set_add_item(s, "", "B_KEY", "b", 1, "https://old.test", err, sizeof(err)),
+		-EEXIST);
+	assert_string_equal(err,
+		"B_KEY (global) is stored twice in the keyring, with different routes (an earlier "
+		"replacement could not remove the old item): run 'ocsb secrets --global rm "
+		"B_KEY', then set it again");
+	assert_string_equal(s->e[1].route, "https://new.test");
+	/* Exported before, injected now: different routes too. */
+	assert_int_equal(secrets_set_add_item(s, "", "A_KEY", "a", 1, "anthropic", err, sizeof(err)),
+		-EEXIST);
+	/* The same route, another value; names only (no values) cannot tell. */
+	assert_int_equal(
+		secrets_set_add_item(s, "shop", "B_KEY", "d", 1, NULL, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "B_KEY (shop) is stored twice in the keyring, with different "
+				    "values"));
+	assert_non_null(strstr(err, "run 'ocsb secrets --project shop rm B_KEY'"));
+	assert_int_equal(secrets_set_add_item(s, "shop", "B_KEY", NULL, 0, "", err, sizeof(err)), 0);
+	/* An invalid item is for the caller to skip. */
+	assert_int_equal(
+		secrets_set_add_item(s, "", "PATH", "x", 1, NULL, err, sizeof(err)), -EINVAL);
+	secrets_set_free(s);
+}
+
 static void set_limits(void **state)
 {
 	struct secret_set *s = secrets_set_new();
@@ -357,6 +403,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(names),
 		cmocka_unit_test(set_operations),
+		cmocka_unit_test(keyring_items),
 		cmocka_unit_test(set_limits),
 		cmocka_unit_test(effective_and_env),
 		cmocka_unit_test(digest_changes),
