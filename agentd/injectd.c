@@ -34,6 +34,11 @@
  * Everything here is non-blocking: the hand-over is a few KiB into an empty socket.
  */
 
+/* config.c refuses an agent-ports range over the route ports by these numbers. */
+_Static_assert(OCSB_ROUTE_PORT_LO == INJ_PORT_BASE &&
+		OCSB_ROUTE_PORT_HI == INJ_PORT_BASE + INJ_MAX_ROUTES - 1,
+	"config.h's route ports are inject.h's");
+
 /* OpenCode's provider settings for one project, in the agent's root-owned run directory. */
 #define OC_CONFIG_FMT "opencode-inject.%s.json"
 
