@@ -153,6 +153,8 @@ int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_
 
 /* A listening socket on 127.0.0.1:port (CLOEXEC, non-blocking), or -1 with errno. */
 int inj_listen(unsigned port);
+/* head with the n descriptors fds attached (SCM_RIGHTS), in one message. */
+int inj_send_fds(int sock, const char *head, const int *fds, size_t n);
 /* lfd[i] (listener of INJ_PORT_BASE + i, -1 none) over sock, before the first hand-over. */
 int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES]);
 /* The injector's side: ret_lfd[i] as sent (CLOEXEC), -1 for none; -1 on anything else. */

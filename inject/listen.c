@@ -40,24 +40,17 @@ int inj_listen(unsigned port)
 #define HEAD_FMT "ocsb-listen %04x\n"
 #define HEAD_LEN 17
 
-int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES])
+int inj_send_fds(int sock, const char *head, const int *fds, size_t n)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * INJ_MAX_ROUTES)];
 	} cm;
-	int fds[INJ_MAX_ROUTES];
-	unsigned mask = 0, n = 0;
-	char head[HEAD_LEN + 1];
-	struct iovec iov = {head, HEAD_LEN};
+	struct iovec iov = {(void *)head, strlen(head)};
 	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
 
-	for (unsigned i = 0; i < INJ_MAX_ROUTES; i++)
-		if (lfd[i] >= 0) {
-			mask |= 1u << i;
-			fds[n++] = lfd[i];
-		}
-	snprintf(head, sizeof(head), HEAD_FMT, mask);
+	if (n > INJ_MAX_ROUTES)
+		return -1;
 	memset(&cm, 0, sizeof(cm));
 	if (n) {
 		m.msg_control = cm.b;
@@ -67,7 +60,23 @@ int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES])
 		cm.h.cmsg_len = CMSG_LEN(sizeof(int) * n);
 		memcpy(CMSG_DATA(&cm.h), fds, sizeof(int) * n);
 	}
-	return sendmsg(sock, &m, MSG_NOSIGNAL) == HEAD_LEN ? 0 : -1;
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)iov.iov_len ? 0 : -1;
+}
+
+int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES])
+{
+	int fds[INJ_MAX_ROUTES];
+	unsigned mask = 0;
+	size_t n = 0;
+	char head[HEAD_LEN + 1];
+
+	for (unsigned i = 0; i < INJ_MAX_ROUTES; i++)
+		if (lfd[i] >= 0) {
+			mask |= 1u << i;
+			fds[n++] = lfd[i];
+		}
+	snprintf(head, sizeof(head), HEAD_FMT, mask);
+	return inj_send_fds(sock, head, fds, n);
 }
 
 int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES])

@@ -91,34 +91,12 @@ static void listeners_arrive_in_their_slots(void **state)
 	close(sv[1]);
 }
 
-/* head as raw bytes with n descriptors attached. */
-static void send_raw(int sock, const char *head, const int *fds, size_t n)
-{
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 4)];
-	} cm;
-	struct iovec iov = {(void *)head, strlen(head)};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-
-	memset(&cm, 0, sizeof(cm));
-	if (n) {
-		m.msg_control = cm.b;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-		cm.h.cmsg_level = SOL_SOCKET;
-		cm.h.cmsg_type = SCM_RIGHTS;
-		cm.h.cmsg_len = CMSG_LEN(sizeof(int) * n);
-		memcpy(CMSG_DATA(&cm.h), fds, sizeof(int) * n);
-	}
-	assert_int_equal(sendmsg(sock, &m, 0), (ssize_t)strlen(head));
-}
-
 static int recv_of(const char *head, const int *fds, size_t n)
 {
 	int sv[2], got[INJ_MAX_ROUTES], r;
 
 	pair(sv);
-	send_raw(sv[0], head, fds, n);
+	assert_int_equal(inj_send_fds(sv[0], head, fds, n), 0);
 	r = inj_recv_listeners(sv[1], got);
 	for (int i = 0; r == 0 && i < INJ_MAX_ROUTES; i++)
 		if (got[i] >= 0)
