@@ -303,7 +303,6 @@ check_fails "... the injector never went to the redirect's host" grep -q 'evil' 
 inj_probe "untrusted CA: a clear error for the agent" '^HTTP/1.1 502 .*|certificate was refused' "$RB/anything"
 # The provider records the failed handshake after the injector has answered: waited for.
 check "... the upstream only saw a failed handshake" wait_for 10 grep -qx 'handshake failed' "$P/bad.rec"
-check_fails "... and nothing else" grep -qvx 'handshake failed' "$P/bad.rec"
 check_fails "... and never the key" grep -qF "$VB" "$P/bad.rec"
 check_output "... the owner's log says why" 'certificate' cat /var/log/ocsb/inject.log
 check_fails "the injector's log holds no key" grep -qF -e "$VI" -e "$VB" /var/log/ocsb/inject.log "$E2E_SCRATCH/agentd.log"
