@@ -230,7 +230,7 @@ int agentd_setup(struct agentd *d)
 	agent_cgroup_setup(d);
 	if (init_children(d) < 0)
 		return -1;
-	if (secretd_init(d) < 0)
+	if (injectd_hold_ports(d) < 0 || secretd_init(d) < 0)
 		return -1;
 	if (injectd_init(d) < 0)
 		return -1;

@@ -275,6 +275,8 @@ struct secret_set;
 int secretd_load(struct agentd *d, struct secret_set **ret);
 
 /* the credential injector: injectd.c */
+/* The route ports, bound before anything of the agent runs (and before secretd_init). */
+int injectd_hold_ports(struct agentd *d);
 int injectd_init(struct agentd *d);
 void injectd_free(struct agentd *d);
 void injectd_event(struct agentd *d, uint32_t events);

@@ -29,8 +29,15 @@
  * routes and keys go over a socketpair made for each incarnation (fd 4 in the injector):
  * never argv, the environment or a file. A push sends the new set to the running
  * injector; connections in flight keep the keys they started with (inject/daemon.c).
+ * The route ports are agentd's: bound once at start and handed to each incarnation
+ * (inject/listen.c), so no other account can take one while the injector is down.
  * Everything here is non-blocking: the hand-over is a few KiB into an empty socket.
  */
+
+/* config.c refuses an agent-ports range over the route ports by these numbers. */
+_Static_assert(OCSB_ROUTE_PORT_LO == INJ_PORT_BASE &&
+		OCSB_ROUTE_PORT_HI == INJ_PORT_BASE + INJ_MAX_ROUTES - 1,
+	"config.h's route ports are inject.h's");
 
 /* OpenCode's provider settings for one project, in the agent's root-owned run directory. */
 #define OC_CONFIG_FMT "opencode-inject.%s.json"
@@ -48,6 +55,7 @@ struct proj_env {
 
 struct injectd {
 	int sock; /* owned: agentd's end of the hand-over socket, -1 */
+	int lfd[INJ_MAX_ROUTES]; /* owned: listener of INJ_PORT_BASE + i, -1 when in use */
 	struct src src;
 	struct inj_route r[INJ_MAX_ROUTES]; /* without keys */
 	char provider[INJ_MAX_ROUTES][16]; /* the built-in provider of route i, "" generic */
@@ -108,6 +116,7 @@ static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys
 	struct inj_conf *c, char provider[][16], int quiet)
 {
 	size_t idx[INJ_MAX_ROUTES], n = routed(d, s, idx, quiet);
+	struct injectd *x = d->inject;
 	char err[256];
 
 	memset(c, 0, sizeof(*c));
@@ -115,6 +124,13 @@ static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys
 		const struct secret *e = &s->e[idx[i]];
 		struct inj_route *r = &c->r[c->n];
 
+		/* A port agentd could not hold (logged at start): never advertised. */
+		if (!x || x->lfd[i] < 0) {
+			if (!quiet)
+				log_err("inject: %s: 127.0.0.1:%u is not agentd's (not routed)",
+					e->name, INJ_PORT_BASE + (unsigned)i);
+			continue;
+		}
 		if (inj_route_spec(r, e->route, err, sizeof(err)) < 0) {
 			if (!quiet)
 				log_err("inject: %s: %s (not routed)", e->name, err);
@@ -385,7 +401,11 @@ int inject_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	p->pass_fd = sv[1];
 	fcntl(x->sock, F_SETFL, O_NONBLOCK);
 	r = agentd_watch(d, x->sock, &x->src, SRC_INJECT, x, EPOLLIN);
-	/* Buffered in the socket until the injector reads it. */
+	/* Buffered in the socket until the injector reads it: the listeners, then the routes. */
+	if (r == 0 && inj_send_listeners(x->sock, x->lfd) < 0) {
+		log_err("inject: route listeners not handed over: %s", strerror(errno));
+		r = -1;
+	}
 	if (r == 0)
 		r = handover(d, x, s);
 	secrets_set_free(s);
@@ -555,18 +575,70 @@ static int find_bin(struct injectd *x)
 	return 0;
 }
 
+/* Who holds 127.0.0.1:port (or *:port): the uid in /proc/net/tcp, -1 when not found. */
+static long port_holder(unsigned port)
+{
+	FILE *f = fopen("/proc/net/tcp", "re");
+	char line[512];
+	long uid = -1;
+
+	if (!f)
+		return -1;
+	while (uid < 0 && fgets(line, sizeof(line), f)) {
+		unsigned addr, p, st, u;
+
+		if (sscanf(line, " %*u: %8X:%4X %*X:%*X %2X %*X:%*X %*X:%*X %*X %u", &addr, &p,
+			    &st, &u) == 4 &&
+			p == port && (addr == 0 || addr == 0x0100007F))
+			uid = (long)u;
+	}
+	fclose(f);
+	return uid;
+}
+
+/*
+ * Every route port, bound as root before any agent process runs and held until agentd
+ * exits: a route's baseURL or insteadOf then always reaches this agentd's injector (or
+ * waits in the backlog while it restarts), never another account's listener.
+ */
+int injectd_hold_ports(struct agentd *d)
+{
+	struct injectd *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -1;
+	x->sock = -1;
+	d->inject = x;
+	for (unsigned i = 0; i < INJ_MAX_ROUTES; i++) {
+		unsigned port = INJ_PORT_BASE + i;
+		long uid;
+
+		x->lfd[i] = inj_listen(port);
+		if (x->lfd[i] >= 0)
+			continue;
+		uid = port_holder(port);
+		if (uid >= 0)
+			log_err("inject: 127.0.0.1:%u: %s, held by uid %ld (`ss -ltnp 'sport = "
+				":%u'` names the process): route %u is not served",
+				port, strerror(errno), uid, port, i);
+		else
+			log_err("inject: 127.0.0.1:%u: %s (`ss -tanp 'sport = :%u'` names the "
+				"process): route %u is not served",
+				port, strerror(errno), port, i);
+	}
+	return 0;
+}
+
 int injectd_init(struct agentd *d)
 {
 	struct child *c = &d->inject_child;
-	struct injectd *x = calloc(1, sizeof(*x));
+	struct injectd *x = d->inject;
 	struct secret_set *s = NULL;
 	struct user_info u;
 	const char *ca = getenv("OCSB_TEST_INJECT_CA");
 
 	if (!x)
 		return -1;
-	x->sock = -1;
-	d->inject = x;
 	snprintf(c->name, sizeof(c->name), "inject");
 	c->plan_child = inject_plan;
 	c->exec_child = inject_exec;
@@ -607,6 +679,9 @@ void injectd_free(struct agentd *d)
 	if (!x)
 		return;
 	sock_close(d, x);
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
+		if (x->lfd[i] >= 0)
+			close(x->lfd[i]);
 	free(x);
 	d->inject = NULL;
 }

@@ -186,6 +186,19 @@ static int kw_agent_ports(
 		snprintf(err, errlen, "port range %lu-%lu is empty", lo, hi);
 		return -1;
 	}
+	/*
+	 * The range is opened to every agent on the machine: over the route ports it would
+	 * let the other agents spend this agent's injected keys.
+	 */
+	if (lo <= OCSB_ROUTE_PORT_HI && hi >= OCSB_ROUTE_PORT_LO) {
+		snprintf(err, errlen,
+			"agent-ports %lu-%lu overlaps the injector's route ports %u-%u: choose a "
+			"range outside them (e.g. %lu-%u or %u-%lu)",
+			lo, hi, OCSB_ROUTE_PORT_LO, OCSB_ROUTE_PORT_HI,
+			lo < OCSB_ROUTE_PORT_LO ? lo : 1024, OCSB_ROUTE_PORT_LO - 1,
+			OCSB_ROUTE_PORT_HI + 1, hi > OCSB_ROUTE_PORT_HI ? hi : 65535);
+		return -1;
+	}
 	c->ports_lo = (unsigned)lo;
 	c->ports_hi = (unsigned)hi;
 	return 0;

@@ -51,6 +51,9 @@ struct ocsb_config {
 #define OCSB_DEFAULT_SSH_PORT 22
 #define OCSB_DEFAULT_PROXY_PORT 3128
 #define OCSB_DEFAULT_OPENCODE_PORT 4096
+/* The injector's route ports: INJ_PORT_BASE .. + INJ_MAX_ROUTES - 1 of inject/inject.h. */
+#define OCSB_ROUTE_PORT_LO 18400
+#define OCSB_ROUTE_PORT_HI 18415
 
 /* "4G", "512M", "100000K", "none" -> bytes (0 = none): limit-memory's values. */
 int config_parse_size(const char *s, uint64_t *out);

@@ -28,6 +28,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
 
+#include "config.h"
 #include "netlock.h"
 #include "netlock_int.h"
 
@@ -100,6 +101,16 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	for (size_t i = 0; i < s->n_inject; i++)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = s->uid),
 			M(NM_IP4_LOOPBACK), M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
+	/*
+	 * The rest of the route ports are no agent's, whatever agent-ports says (config.c
+	 * refuses such a range; this holds if a spec has one anyway): agentd's agent was
+	 * accepted just above, the machine's other agents are reset before the range rule.
+	 */
+	if (s->ports_lo && s->ports_lo <= OCSB_ROUTE_PORT_HI && s->ports_hi >= OCSB_ROUTE_PORT_LO)
+		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_REJECT_TCP_RESET, M(NM_FIB_LOCAL),
+			M(NM_DPORT_RANGE, .a = IPPROTO_TCP,
+				.b = s->ports_lo > OCSB_ROUTE_PORT_LO ? s->ports_lo : OCSB_ROUTE_PORT_LO,
+				.c = s->ports_hi < OCSB_ROUTE_PORT_HI ? s->ports_hi : OCSB_ROUTE_PORT_HI));
 	if (s->ports_lo)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_FIB_LOCAL),
 			M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = s->ports_lo, .c = s->ports_hi));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The injector's loop: the hand-over socket from ocsb-agentd, one listener per route, one
- * forked process per connection. A process holds the key set it was forked with, so a new
+ * The injector's loop: the hand-over socket from ocsb-agentd, the listener agentd holds for
+ * each route port (listen.c), one forked process per connection. A process holds the key set it was forked with, so a new
  * set (`ocsb secrets push`) applies to new connections while one in flight finishes with
  * its own. Usage lines go back to agentd over the same socket; nothing is written to disk.
  */
@@ -31,32 +31,15 @@ struct daemon {
 	int report_r, report_w; /* owned: the children's usage lines */
 	struct inj_conf conf; /* owned */
 	struct inj_tls *tls; /* owned */
-	int lfd[INJ_MAX_ROUTES]; /* owned: listener of conf.r[i], -1 when it could not bind */
+	int slot[INJ_MAX_ROUTES]; /* owned: agentd's listener of INJ_PORT_BASE + i, -1 none */
+	int lfd[INJ_MAX_ROUTES]; /* borrowed from slot: listener of conf.r[i], -1 none */
 	unsigned children;
 	struct buf in; /* the hand-over being read */
 	char rep[4096];
 	size_t rep_len;
 };
 
-int inj_listen(unsigned port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
-}
-
-/* A new hand-over: listeners kept for ports that stay, opened for new ones. */
+/* A new hand-over: each route on agentd's listener of its port; none is bound here. */
 static int apply(struct daemon *d, struct inj_conf *nc)
 {
 	int nl[INJ_MAX_ROUTES];
@@ -68,19 +51,16 @@ static int apply(struct daemon *d, struct inj_conf *nc)
 		return -1;
 	}
 	for (size_t i = 0; i < nc->n; i++) {
-		nl[i] = -1;
-		for (size_t j = 0; j < d->conf.n; j++)
-			if (d->lfd[j] >= 0 && d->conf.r[j].port == nc->r[i].port) {
-				nl[i] = d->lfd[j];
-				d->lfd[j] = -1;
-			}
-		if (nl[i] < 0 && (nl[i] = inj_listen(nc->r[i].port)) < 0)
-			log_err("route %s: cannot listen on 127.0.0.1:%u: %s", nc->r[i].name,
-				nc->r[i].port, strerror(errno));
+		unsigned p = nc->r[i].port;
+
+		nl[i] = p >= INJ_PORT_BASE && p < INJ_PORT_BASE + INJ_MAX_ROUTES
+			? d->slot[p - INJ_PORT_BASE]
+			: -1;
+		if (nl[i] < 0)
+			log_err("route %s: ocsb-agentd holds no listener on 127.0.0.1:%u: not "
+				"served",
+				nc->r[i].name, p);
 	}
-	for (size_t j = 0; j < d->conf.n; j++)
-		if (d->lfd[j] >= 0)
-			close(d->lfd[j]);
 	inj_conf_free(&d->conf);
 	inj_tls_free(d->tls);
 	d->conf = *nc;
@@ -111,9 +91,9 @@ static void child_serve(struct daemon *d, size_t i, int fd)
 	/* Ends with the injector: nothing of it outlives the supervisor's stop. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	/* Nothing but this connection and the report pipe. */
-	for (size_t j = 0; j < d->conf.n; j++)
-		if (d->lfd[j] >= 0)
-			close(d->lfd[j]);
+	for (size_t j = 0; j < INJ_MAX_ROUTES; j++)
+		if (d->slot[j] >= 0)
+			close(d->slot[j]);
 	close(d->report_r);
 	close(d->ctl);
 	r = inj_serve(fd, &d->conf.r[i], d->tls, SERVE_TIMEOUT_MS, &u, why, sizeof(why));
@@ -245,6 +225,11 @@ int inj_daemon(int ctl)
 	d.ctl = ctl;
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
 		d.lfd[i] = -1;
+	/* agentd's listeners come first on the socket, before any hand-over. */
+	if (inj_recv_listeners(ctl, d.slot) < 0) {
+		log_err("no route listeners from ocsb-agentd on the hand-over socket");
+		return -1;
+	}
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
 	d.report_r = p[0];
@@ -280,9 +265,9 @@ int inj_daemon(int ctl)
 			if (pf[k].revents & POLLIN)
 				accept_one(&d, map[k - 2]);
 	}
-	for (size_t i = 0; i < d.conf.n; i++)
-		if (d.lfd[i] >= 0)
-			close(d.lfd[i]);
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
+		if (d.slot[i] >= 0)
+			close(d.slot[i]);
 	inj_conf_free(&d.conf);
 	inj_tls_free(d.tls);
 	if (d.in.data)

@@ -149,13 +149,25 @@ void inj_conn_close(struct inj_conn *c);
 int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_ms,
 	struct inj_usage *u, char *why, size_t whylen);
 
-/* ---- the process: daemon.c ---- */
+/* ---- the route ports' listeners, held by ocsb-agentd: listen.c ---- */
 
 /* A listening socket on 127.0.0.1:port (CLOEXEC, non-blocking), or -1 with errno. */
 int inj_listen(unsigned port);
+/* head with the n descriptors fds attached (SCM_RIGHTS), in one message. */
+int inj_send_fds(int sock, const char *head, const int *fds, size_t n);
+/* lfd[i] (listener of INJ_PORT_BASE + i, -1 none) over sock, before the first hand-over. */
+int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES]);
+/* The injector's side: ret_lfd[i] as sent (CLOEXEC), -1 for none; -1 on anything else. */
+int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES]);
+
+/* ---- the process: daemon.c ---- */
+
 /* The usage line agentd gets for one request (see daemon.c); snprintf's result. */
 int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n);
-/* Serves until SIGTERM or until ctl (the socket to ocsb-agentd) closes. */
+/*
+ * Serves until SIGTERM or until ctl (the socket to ocsb-agentd) closes, on the listeners
+ * agentd sent first on ctl (inj_recv_listeners); it binds none itself.
+ */
 int inj_daemon(int ctl);
 
 /*

@@ -116,6 +116,31 @@ env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
 inj_pid() { pgrep -u ocsb-inject -x ocsb-inject | head -1; }
 start_agentd
 wait_for 60 running || fail "OpenCode answers" "$(tail -20 "$E2E_SCRATCH/agentd.log")"
+# squat SECONDS: bind (SO_REUSEADDR and SO_REUSEPORT, then listen) every route port
+# 127.0.0.1:18400..18415 every 20 ms for SECONDS, as the calling account; then the
+# control: the same account binds 127.0.0.1:18416, beside the routes.
+SQUAT='import errno, socket, sys, time
+end, tries, got, other = time.time() + float(sys.argv[1]), 0, set(), set()
+while True:
+    for p in range(18400, 18416):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            s.bind(("127.0.0.1", p)); s.listen(1); got.add(p)
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE: other.add(p)
+        s.close(); tries += 1
+    if time.time() >= end: break
+    time.sleep(0.02)
+c = socket.socket(); c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+c.bind(("127.0.0.1", 18416)); c.listen(1); c.close()
+print("squatted %s, other errors %s" % (sorted(got), sorted(other)) if got or other else
+      "EADDRINUSE every time (%d tries); control: 18416 bound" % tries)'
+check_output "another account cannot bind a route port (before the first push)" \
+	'^EADDRINUSE every time \([0-9]+ tries\); control: 18416 bound$' as_owner python3 -c "$SQUAT" 0
+check_output "nor the agent" '^EADDRINUSE every time \([0-9]+ tries\); control: 18416 bound$' \
+	as_user "$AGENT" python3 -c "$SQUAT" 0
 # --- OpenCode's place: agentd's test hook runs inject-probe.sh where OpenCode starts after
 # the push (its uid, environment, sandbox, netlock); the values reach it through a FIFO.
 T=$E2E_SCRATCH/t86oc
@@ -276,18 +301,22 @@ check_fails "... the injector never went to the redirect's host" grep -q 'evil' 
 # --- an upstream whose certificate does not verify never gets the key
 : >"$P/bad.rec"
 inj_probe "untrusted CA: a clear error for the agent" '^HTTP/1.1 502 .*|certificate was refused' "$RB/anything"
-check_output "... the upstream only saw a failed handshake" '^handshake failed$' cat "$P/bad.rec"
+# The provider records the failed handshake after the injector has answered: waited for.
+check "... the upstream only saw a failed handshake" wait_for 10 grep -qx 'handshake failed' "$P/bad.rec"
 check_fails "... and never the key" grep -qF "$VB" "$P/bad.rec"
 check_output "... the owner's log says why" 'certificate' cat /var/log/ocsb/inject.log
 check_fails "the injector's log holds no key" grep -qF -e "$VI" -e "$VB" /var/log/ocsb/inject.log "$E2E_SCRATCH/agentd.log"
 check_fails "the agent cannot read the injector's log" as_user "$AGENT" cat /var/log/ocsb/inject.log
 
 # --- the netlock opens exactly the route ports
-python3 -m http.server 18410 --bind 127.0.0.1 >/dev/null 2>&1 &
+python3 -m http.server 18416 --bind 127.0.0.1 >/dev/null 2>&1 &
 SRV=$!
-wait_port 127.0.0.1 18410 5
-check "positive control: root reaches a loopback port beside the routes" curl -sS -m 5 -o /dev/null http://127.0.0.1:18410/
-check_fails "the agent does not" as_user "$AGENT" curl -sS -m 5 -o /dev/null http://127.0.0.1:18410/
+wait_port 127.0.0.1 18416 5
+check "positive control: root reaches a loopback port beside the routes" curl -sS -m 5 -o /dev/null http://127.0.0.1:18416/
+check_fails "the agent does not" as_user "$AGENT" curl -sS -m 5 -o /dev/null http://127.0.0.1:18416/
+# A route slot without a route (18410): agentd holds it, the table still resets the agent.
+check_fails_output "nor a route port without a route" 'Connection reset|Recv failure|Failed to connect' \
+	as_user "$AGENT" curl -sS -m 5 -o /dev/null http://127.0.0.1:18410/
 kill "$SRV"
 
 # rec_block PATH: the last request the provider recorded for exactly PATH
@@ -320,11 +349,17 @@ check_output "ocsb usage --json" '"route":"ANTHROPIC_API_KEY","day":"[0-9-]+","r
 check_output "the usage file is root's and holds no key" '^644 root$' stat -c '%a %U' /var/lib/ocsb/inject/usage
 check_fails "... no key" grep -qF -e "$VI" -e "$VB" /var/lib/ocsb/inject/usage
 
-# --- the injector is supervised
+# --- the injector is supervised; its route ports stay agentd's while it is gone
 old=$(inj_pid)
+as_owner python3 -c "$SQUAT" 4 >"$E2E_SCRATCH/squat.out" 2>&1 &
+SQ=$!
+sleep 0.3
 kill -KILL "$old"
 new_inj() { local p; p=$(inj_pid); [ -n "$p" ] && [ "$p" != "$old" ]; }
 check "killed, it is started again" wait_for 15 new_inj
+wait "$SQ"
+check_output "no other account bound a route port during its restart (1 s backoff)" \
+	'^EADDRINUSE every time \([0-9]+ tries\); control: 18416 bound$' cat "$E2E_SCRATCH/squat.out"
 wait_for 10 bash -c "as_user $AGENT curl -sS -m 5 -d '{}' $R/v1/messages | grep -q INJECTED"
 check_output "... and serves the current key" 'INJECTED-ANSWER' probe -d "$MSG" "$R/v1/messages"
 check_output "... the current key" "^x-api-key: $VI2\$" rec_block /v1/messages

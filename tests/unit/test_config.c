@@ -169,6 +169,26 @@ static void bad_keywords(void **state)
 	expect_bad("agent-ports 80-90", "ocsb.conf:3: 80 is out of range (1024..65535)");
 }
 
+/* agent-ports is open to every agent: never over the route ports (18400-18415). */
+static void agent_ports_beside_routes(void **state)
+{
+	struct ocsb_config c;
+	char err[512];
+
+	expect_bad("agent-ports 18000-18999",
+		"ocsb.conf:3: agent-ports 18000-18999 overlaps the injector's route ports "
+		"18400-18415: choose a range outside them (e.g. 18000-18399 or 18416-18999)");
+	expect_bad("agent-ports 18415-18415", "ocsb.conf:3: agent-ports 18415-18415 overlaps");
+	expect_bad("agent-ports 18300-18400", "ocsb.conf:3: agent-ports 18300-18400 overlaps");
+	/* Controls: the adjacent ranges either side. */
+	assert_int_equal(parse(&c, "agent-ports 18000-18399\n", err, sizeof(err)), 0);
+	assert_int_equal(c.ports_hi, 18399);
+	config_free(&c);
+	assert_int_equal(parse(&c, "agent-ports 18416-18999\n", err, sizeof(err)), 0);
+	assert_int_equal(c.ports_lo, 18416);
+	config_free(&c);
+}
+
 static void duplicates(void **state)
 {
 	struct ocsb_config c;
@@ -553,6 +573,7 @@ int main(void)
 		cmocka_unit_test(bad_ports),
 		cmocka_unit_test(port_bounds),
 		cmocka_unit_test(bad_keywords),
+		cmocka_unit_test(agent_ports_beside_routes),
 		cmocka_unit_test(duplicates),
 		cmocka_unit_test(validate_users),
 		cmocka_unit_test(validate_ports),

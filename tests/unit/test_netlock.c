@@ -26,6 +26,12 @@ static const struct netlock_spec spec_all = {
 static const struct netlock_spec spec_squid = {.uid = 1000, .proxy_port = 3128, .proxy_uid = 13};
 static const struct netlock_spec spec_inject = {
 	.uid = 1000, .proxy_port = 3128, .inject_ports = {18400, 18401}, .n_inject = 2};
+static const struct netlock_spec spec_inject_range = {.uid = 1000,
+	.proxy_port = 3128,
+	.ports_lo = 18000,
+	.ports_hi = 18999,
+	.inject_ports = {18400, 18401},
+	.n_inject = 2};
 static const struct netlock_spec spec_agents = {.uid = 1000,
 	.others = {1001, 1002},
 	.n_others = 2,
@@ -84,6 +90,7 @@ static void render_full(void **state)
 		"meta skuid @agents jump agent\n"
 		"ct direction reply ct state established,related accept\n"
 		"ip daddr 127.0.0.1 tcp dport 65535 accept\n"
+		"fib daddr type local tcp dport 18400-18415 reject with tcp reset\n"
 		"fib daddr type local tcp dport 1-65535 accept\n"
 		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
 		"fib daddr type local reject with icmpx admin-prohibited\n"
@@ -148,6 +155,47 @@ static void render_inject_ports(void **state)
 	/* Control: without routes, no port of theirs is open. */
 	r = rules_of(&spec_proxy);
 	assert_null(strstr(r, "18400"));
+	free(r);
+}
+
+/*
+ * agent-ports over the route ports (config.c refuses it; a spec may still have one): the
+ * route ports are reset for every agent but agentd's, before the range accepts the rest.
+ */
+static void render_range_over_routes(void **state)
+{
+	struct netlock_spec s = spec_inject_range;
+	char *r = rules_of(&s), *base = rules_of(&spec_inject), *cut, want[2048];
+
+	/* spec_inject's rules (render_inject_ports) with the reset and the range after the
+	 * agent's own route accepts, before the local rejects. */
+	cut = strstr(base, "fib daddr type local meta l4proto tcp reject");
+	assert_non_null(cut);
+	snprintf(want, sizeof(want), "%.*s%s%s", (int)(cut - base), base,
+		"fib daddr type local tcp dport 18400-18415 reject with tcp reset\n"
+		"fib daddr type local tcp dport 18000-18999 accept\n",
+		cut);
+	assert_string_equal(r, want);
+	assert_non_null(strstr(r, "meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18401 accept\n"
+				  "fib daddr type local tcp dport 18400-18415 reject"));
+	free(base);
+	free(r);
+	/* Partly over them: only the covered route ports. */
+	s.ports_lo = 18410;
+	r = rules_of(&s);
+	assert_non_null(strstr(r, "fib daddr type local tcp dport 18410-18415 reject with tcp reset\n"
+				  "fib daddr type local tcp dport 18410-18999 accept\n"));
+	free(r);
+	/* Controls: a range beside them, and one ending right before them, get no such rule. */
+	s.ports_lo = 18416;
+	r = rules_of(&s);
+	assert_null(strstr(r, "18415"));
+	assert_non_null(strstr(r, "fib daddr type local tcp dport 18416-18999 accept\n"));
+	free(r);
+	s.ports_lo = 8000;
+	s.ports_hi = 18399;
+	r = rules_of(&s);
+	assert_null(strstr(r, "dport 18400-"));
 	free(r);
 }
 
@@ -434,10 +482,11 @@ static void oracle_nft_encoding(void **state)
 	oracle_one(&spec_range, 8);
 	oracle_one(&spec_dns, 9);
 	oracle_one(&spec_off, 6);
-	oracle_one(&spec_all, 10);
+	oracle_one(&spec_all, 11);
 	oracle_one(&spec_one_port, 8);
 	oracle_one(&spec_squid, 9);
 	oracle_one(&spec_inject, 11);
+	oracle_one(&spec_inject_range, 13);
 	oracle_one(&spec_agents, 9);
 }
 
@@ -501,7 +550,7 @@ static int fn_live(void *arg, int outfd)
 	LCHECK(outfd,
 		r == 1 &&
 			strcmp(err,
-				"netlock: chain agent has an extra rule 10: "
+				"netlock: chain agent has an extra rule 11: "
 				"[ immediate reg 0 accept ]") == 0,
 		"%d %s", r, err);
 	LCHECK(outfd, netlock_apply(s, err, sizeof(err)) == 0, "%s", err);
@@ -609,12 +658,12 @@ static int fn_live(void *arg, int outfd)
 	LCHECK(outfd, netlock_apply(s, err, sizeof(err)) == 0, "%s", err);
 	LCHECK(outfd, netlock_verify(s, err, sizeof(err)) == 0, "%s", err);
 
-	/* Another spec is a difference too (DNS switched off: rule 6 is no longer udp 53). */
+	/* Another spec is a difference too (DNS switched off: rule 7 is no longer udp 53). */
 	r = netlock_verify(
 		&(struct netlock_spec){
 			.uid = 65534, .proxy_port = 65535, .ports_lo = 1, .ports_hi = 65535},
 		err, sizeof(err));
-	LCHECK(outfd, r == 1 && strstr(err, "chain agent rule 6 differs: want \"meta l4proto tcp "),
+	LCHECK(outfd, r == 1 && strstr(err, "chain agent rule 7 differs: want \"meta l4proto tcp "),
 		"%d %s", r, err);
 	r = netlock_verify(&(struct netlock_spec){.uid = 65533,
 				   .proxy_port = 65535,
@@ -750,6 +799,7 @@ int main(void)
 		cmocka_unit_test(render_full),
 		cmocka_unit_test(render_proxy_uid),
 		cmocka_unit_test(render_inject_ports),
+		cmocka_unit_test(render_range_over_routes),
 		cmocka_unit_test(render_egress_off),
 		cmocka_unit_test(render_invalid),
 		cmocka_unit_test(exprs_canon_ranges),

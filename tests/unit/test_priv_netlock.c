@@ -440,33 +440,45 @@ static int fn_behaviour(void *arg, int outfd)
 #define AGENT2_UID 65533
 #define OTHER2_UID 65532
 #define P_ROUTE 18400
+#define P_ROUTE_FREE 18415 /* a route port without a route */
+#define P_IN_RANGE 18500 /* in the covering range, not a route port */
 
 static const struct probe route_probes[] = {
 	{"tcp 127.0.0.1 proxy", AF_INET, "127.0.0.1", P_PROXY, 0},
 	{"tcp 127.0.0.1 route", AF_INET, "127.0.0.1", P_ROUTE, 0},
 	{"tcp 127.0.0.1 other", AF_INET, "127.0.0.1", P_OTHER, 0},
+	{"tcp 127.0.0.1 route, free", AF_INET, "127.0.0.1", P_ROUTE_FREE, 0},
+	{"tcp 127.0.0.1 in range", AF_INET, "127.0.0.1", P_IN_RANGE, 0},
 };
-enum { RT_PROXY, RT_ROUTE, RT_OTHER, RT_N };
+enum { RT_PROXY, RT_ROUTE, RT_OTHER, RT_FREE, RT_RANGE, RT_N };
 
+/*
+ * Two agents in the set; arg non-NULL: with agent-ports 18000-18999 over the route ports
+ * in the spec (config.c refuses it; the table must hold anyway).
+ */
 static int fn_two_agents(void *arg, int outfd)
 {
+	int wide = arg != NULL;
 	struct netlock_spec s = {.uid = AGENT_UID,
 		.others = {AGENT2_UID},
 		.n_others = 1,
 		.proxy_port = P_PROXY,
+		.ports_lo = wide ? 18000 : 0,
+		.ports_hi = wide ? 18999 : 0,
 		.inject_ports = {P_ROUTE},
 		.n_inject = 1};
 	struct probe_res a[RT_N], b[RT_N], o[RT_N];
 	char err[1024];
 	pid_t pid;
 
-	(void)arg;
 	if (enter_netns(outfd) != 0)
 		return 2;
 	LCHECK(outfd,
 		listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0 &&
 			listen_on(AF_INET, "127.0.0.1", P_ROUTE, 0) >= 0 &&
-			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0,
+			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_ROUTE_FREE, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_IN_RANGE, 0) >= 0,
 		"listen: %s", strerror(errno));
 	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
 	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
@@ -495,11 +507,21 @@ static int fn_two_agents(void *arg, int outfd)
 	LCHECK(outfd, o[RT_OTHER].err == 0, "%s", strerror(o[RT_OTHER].err));
 	LCHECK(outfd, REFUSED_FAST(o[RT_ROUTE]), "uid %d reached the route: %s", OTHER2_UID,
 		strerror(o[RT_ROUTE].err));
+	/* A route port without a route: neither agent, range or not. */
+	LCHECK(outfd, REFUSED_FAST(a[RT_FREE]), "%s", strerror(a[RT_FREE].err));
+	LCHECK(outfd, REFUSED_FAST(b[RT_FREE]), "second agent reached a route port: %s",
+		strerror(b[RT_FREE].err));
+	/* The range's other ports: both agents with it (control), neither without. */
+	LCHECK(outfd, wide ? a[RT_RANGE].err == 0 : REFUSED_FAST(a[RT_RANGE]), "%s",
+		strerror(a[RT_RANGE].err));
+	LCHECK(outfd, wide ? b[RT_RANGE].err == 0 : REFUSED_FAST(b[RT_RANGE]), "%s",
+		strerror(b[RT_RANGE].err));
+	LCHECK(outfd, o[RT_RANGE].err == 0, "%s", strerror(o[RT_RANGE].err));
 	return 0;
 }
 
 /* fn in a child (it enters a network namespace of its own), as root. */
-static void run_as_root(int (*fn)(void *, int), const char *what)
+static void run_as_root(int (*fn)(void *, int), void *arg, const char *what)
 {
 	struct spawn_opts o = {.timeout_ms = 60000};
 	struct spawn_result r;
@@ -508,19 +530,27 @@ static void run_as_root(int (*fn)(void *, int), const char *what)
 		printf("# skip: %s needs root (run build/tests/test_priv_netlock as root)\n", what);
 		skip();
 	}
-	assert_int_equal(spawn_fn(fn, NULL, &o, &r), 0);
+	assert_int_equal(spawn_fn(fn, arg, &o, &r), 0);
 	child_report(&r, what);
 	spawn_result_free(&r);
 }
 
 static void two_agents_as_root(void **state)
 {
-	run_as_root(fn_two_agents, "two agents");
+	run_as_root(fn_two_agents, NULL, "two agents");
+}
+
+/* agent-ports over the route ports in the spec: still agentd's agent's alone. */
+static void two_agents_covering_range_as_root(void **state)
+{
+	static int wide = 1;
+
+	run_as_root(fn_two_agents, &wide, "two agents, agent-ports over the routes");
 }
 
 static void behaviour_as_root(void **state)
 {
-	run_as_root(fn_behaviour, "behaviour");
+	run_as_root(fn_behaviour, NULL, "behaviour");
 }
 
 int main(void)
@@ -529,6 +559,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(behaviour_as_root),
 		cmocka_unit_test(two_agents_as_root),
+		cmocka_unit_test(two_agents_covering_range_as_root),
 	};
 
 	if (geteuid() != 0) {
