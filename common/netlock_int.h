@@ -51,7 +51,8 @@ extern uint32_t netlock_flags;
 
 #define NETLOCK_CHAIN_OUTPUT "output"
 #define NETLOCK_CHAIN_AGENT "agent"
-#define NETLOCK_MAX_RULES (14 + 2 * NETLOCK_MAX_INJECT)
+/* The most netlock_rules() makes is 13 + 2 * NETLOCK_MAX_INJECT; room for one more kind. */
+#define NETLOCK_MAX_RULES (20 + 2 * NETLOCK_MAX_INJECT)
 #define NETLOCK_MAX_MATCH 3
 #define NETLOCK_TIMEOUT_MS 2000
 #define NETLOCK_RCVBUF 65536
