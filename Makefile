@@ -239,6 +239,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/ocsb-inject.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
