@@ -91,16 +91,18 @@ int netwatch_agents(struct agentd *d)
  * A table changed by ocsb-provision may hold an agent it just registered: the registry is
  * read again (it is root's), and the guard follows a new set of agents.
  */
-static void netwatch_registry(struct agentd *d)
+/* Re-read the agents registry; 1 when the set changed (the guard then holds the new one). */
+static int netwatch_registry(struct agentd *d)
 {
 	char err[512];
 
-	if (netwatch_agents(d) != 1 || !d->guard_sock)
-		return;
+	if (netwatch_agents(d) != 1)
+		return 0;
 	log_notice("netlock: the agents registry changed: %zu other agent%s", d->nl.n_others,
 		d->nl.n_others == 1 ? "" : "s");
-	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
+	if (d->guard_sock && netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
 		log_err("netlock guard: %s", err);
+	return 1;
 }
 
 /*
@@ -150,13 +152,18 @@ void netwatch_event(struct agentd *d)
 	}
 	if (!n && !overrun)
 		return;
-	netwatch_registry(d);
-	/* Deleted (the usual attack, `nft flush ruleset`): put it back without looking first. */
+	/*
+	 * Deleted (the usual attack, `nft flush ruleset`): put it back without looking first,
+	 * with the set known; the registry (a directory and an account lookup per entry, NSS
+	 * may be remote) is read after, and a changed set applied then.
+	 */
 	if (gone) {
 		snprintf(err, sizeof(err), "table inet %s deleted", NETLOCK_TABLE);
-		netwatch_enforce(d, err);
+		if (netwatch_enforce(d, err) == 0 && netwatch_registry(d))
+			netwatch_enforce(d, "the agents registry changed");
 		return;
 	}
+	netwatch_registry(d);
 	t0 = mono_us();
 	if (netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0)
 		return;
