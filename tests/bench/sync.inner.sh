@@ -212,6 +212,31 @@ traced() {
 	[ "${PERF:-}" = 1 ] && perf report -i "$E2E_SCRATCH/perf.data" --stdio --no-children \
 		--sort dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -"${PERF_LINES:-40}" | sed 's/^/#     /'
 }
+# traced_git CASE: the same for git fetch: its child processes (index-pack, rev-list) and
+# their times, from GIT_TRACE2_EVENT.
+traced_git() {
+	local ev=$E2E_SCRATCH/trace2.json
+	rm -f "$ev" && touch "$ev" && chmod 0666 "$ev"
+	echo "# trace git fetch $SHAPE $1:"
+	as_owner env -C "$PROJECT" GIT_TRACE2_EVENT="$ev" GIT_SSH_COMMAND="$GSSH" git fetch -q "$URL" \
+		"+refs/heads/*:refs/remotes/$AGENT/*"
+	python3 - "$ev" <<'PY' | sed 's/^/#     /'
+import json, sys
+start = {}
+t0 = None
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e.get("event") == "version" and t0 is None:
+        t0 = e.get("t_abs", 0)
+    if e.get("event") == "child_start":
+        start[(e["sid"], e["child_id"])] = (e.get("t_abs", 0), " ".join(e.get("argv", []))[:70])
+    if e.get("event") == "child_exit" and (e["sid"], e["child_id"]) in start:
+        ts, argv = start[(e["sid"], e["child_id"])]
+        print("git child %8.1f ms +%7.1f ms: %s" % ((ts - (t0 or ts)) * 1e3, e.get("t_rel", 0) * 1e3, argv))
+    if e.get("event") == "exit" and e.get("sid", "").count("/") == 0:
+        print("git exit  %8.1f ms" % ((e.get("t_abs", 0) - (t0 or 0)) * 1e3))
+PY
+}
 row() { # row LABEL "ocsb runs" "git runs"
 	local mo mg
 	# shellcheck disable=SC2086
@@ -264,6 +289,13 @@ for SHAPE in $SHAPES; do
 		restore
 		ig+=("$(run git_fetch)")
 	done
+	if [ -n "${TRACE:-}" ]; then # the initial pull traced, in the state the runs had
+		restore
+		traced initial
+		restore
+		traced_git initial
+		restore
+	fi
 	# one-commit: a pull after an earlier pull of the same branch (ocsb's own memo exists)
 	run ocsb_pull >/dev/null
 	for i in $(seq "$RUNS"); do

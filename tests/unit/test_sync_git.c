@@ -745,6 +745,45 @@ static void oidset_basics(void **state)
  * target as it is, never read. base2 lacks its new blob; c on base2 is complete only when
  * a ref names base2. An annotated tag (not peeled) trusts nothing more: more checking.
  */
+/*
+ * A history longer than the fast check's walk is left to git rev-list after reading its
+ * commits only: the tip's missing blob is not looked for (0, not -1), so no tree diff was
+ * spent on a walk that git redoes. The same history cut short is still checked (-1).
+ */
+static void fast_connectivity_long_walk(void **state)
+{
+	git_repository *repo;
+	git_oid t0, base, t, prev, tip, blob, top;
+	char why[600], content[32];
+	const char *gd = unit_path("l.git");
+
+	(void)state;
+	repo = repo_with_main("l.git", &t0, &base);
+	prev = base;
+	for (int i = 0; i < 300; i++) { /* FAST_MAX_COMMITS is 256 */
+		snprintf(content, sizeof(content), "step %d\n", i);
+		two_level_tree(repo, content, "two\n", &t, NULL, NULL);
+		commit_tree_on(repo, &t, &prev, 1, &tip);
+		prev = tip;
+	}
+	two_level_tree(repo, "last\n", "gone\n", &t, &blob, NULL);
+	commit_tree_on(repo, &t, &prev, 1, &top);
+	drop_loose(gd, &blob);
+	assert_int_equal(sync_fast_connected(repo, &top, 1, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	/* control: with a ref on the commit below the top, the walk is one commit long */
+	{
+		git_reference *ref;
+
+		assert_int_equal(
+			git_reference_create(&ref, repo, "refs/heads/near", &prev, 1, NULL), 0);
+		git_reference_free(ref);
+	}
+	assert_int_equal(sync_fast_connected(repo, &top, 1, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "missing blob"));
+	git_repository_free(repo);
+}
+
 static void fast_connectivity_ref_tips(void **state)
 {
 	git_repository *repo;
@@ -939,6 +978,8 @@ int main(void)
 			fast_connectivity_types, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			fast_connectivity_ref_tips, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			fast_connectivity_long_walk, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(rmemo_lookup),
 	};
