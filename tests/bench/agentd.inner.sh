@@ -60,6 +60,7 @@ stats() { # stats LABEL: figures of the probe's lines on stdin
 }
 python3 "$LOAD" probe "${IDLE_TRIALS:-100}" | stats "restore from outside, idle"
 refreshes0=$(grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log")
+any0=$(grep -c 'mirror: source changed: ' "$E2E_SCRATCH/agentd.log")
 starts0=$(grep -c 'opencode/shop: started' "$E2E_SCRATCH/agentd.log")
 n1=$(grep -c 'restored in' "$E2E_SCRATCH/agentd.log")
 python3 "$LOAD" load /run/ocsb/agentd.sock "$MIRDIR" 100000 >"$E2E_SCRATCH/load.out" 2>&1 &
@@ -89,6 +90,11 @@ sed -n 's/.*loop: a \([a-z-]*\) event held the loop \([0-9]*\) ms.*/\1 \2/p' "$E
 	awk '{n[$1]++; if ($2 > m[$1]) m[$1] = $2} END {for (k in n) printf "# loop held >= 10 ms by %s events: %d times, longest %d ms\n", k, n[k], m[k]}' | sort
 cat "$E2E_SCRATCH/load.out"
 echo "# during the load ($(($(date +%s) - t0)) s of probing): $(($(grep -c 'mirror: source changed: 10000 written' "$E2E_SCRATCH/agentd.log") - refreshes0)) full mirror refreshes (10000 written), $(($(grep -c 'opencode/shop: started' "$E2E_SCRATCH/agentd.log") - starts0)) OpenCode starts"
+# every refresh during the load, full or not: how many files each wrote and how long it took
+grep 'mirror: source changed: ' "$E2E_SCRATCH/agentd.log" | tail -n +$((any0 + 1)) |
+	sed -nE 's/.*: ([0-9]+) written, [0-9]+ removed in ([0-9]+) ms.*/\1 \2/p' | sort -n -k2 | awk '
+	{w[NR] = $1; t[NR] = $2; sw += $1} END {
+	if (NR) printf "# mirror refreshes during the load: %d, %d files written in all; refresh time p50 %d ms, max %d ms\n", NR, sw, t[int(NR * 0.5) + 1], t[NR] }'
 for i in $(seq 300); do running && break; sleep 0.2; done
 
 # OpenCode restart to healthy, after SIGKILL (the first restart waits the 1 s backoff).
