@@ -544,7 +544,20 @@ void sync_trace(const char *fmt, ...)
 	if (!on)
 		return;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	fprintf(stderr, "ocsb trace %8.1f ms: ", (double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - t0);
+	{
+		/* Resident memory now (statm's second field, in pages): where a pull grows. */
+		FILE *f = fopen("/proc/self/statm", "re");
+		unsigned long size = 0, res = 0;
+
+		if (f) {
+			if (fscanf(f, "%lu %lu", &size, &res) != 2)
+				res = 0;
+			fclose(f);
+		}
+		fprintf(stderr, "ocsb trace %8.1f ms %7lu KiB: ",
+			(double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - t0,
+			res * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+	}
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

@@ -203,7 +203,7 @@ check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify ref
 
 # --- OCSB_SYNC_TRACE=1: the pull's phases on stderr; nothing without it
 check_output "OCSB_SYNC_TRACE=1 prints the pull's phases" \
-	'^ocsb trace +[0-9.]+ ms: history checked' \
+	'^ocsb trace +[0-9.]+ ms +[0-9]+ KiB: history checked' \
 	as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
 _capture ocsb_owner sync pull
 if [ "$_rc" -eq 0 ] && ! grep -q 'ocsb trace' <<<"$_out"; then
