@@ -428,6 +428,11 @@ int sync_do_pull(struct sync_ctx *x)
 		log_err("%socsb-sync.lock: %s", common, strerror(-r));
 		goto out;
 	}
+	/*
+	 * The SSH handshake and the agent's upload-pack start (200-300 ms, the other side's
+	 * work mostly) overlap reading this repository's refs and memos.
+	 */
+	(void)sync_preconnect(&x->conn, "git-upload-pack");
 	snprintf(objects, sizeof(objects), "%sobjects", common);
 	r = sync_clean_tmp_packs(objects, &start, &removed);
 	if (r < 0)
@@ -808,6 +813,7 @@ out:
 	strv_free(&deleted);
 	if (check.pid >= 0)
 		sync_git_finish(&check, 1);
+	sync_preconnect_drop(&x->conn);
 	if (lockfd >= 0)
 		close(lockfd);
 	return ret;

@@ -80,9 +80,20 @@ struct sync_conn {
 	uint64_t bytes_read;
 	char err[1024]; /* first transport-level error, one line */
 	git_smart_subtransport_definition def;
+	struct sync_preconn *pre; /* owned: a connection opening meanwhile (pull), or NULL */
 };
 
 void sync_conn_init(struct sync_conn *c);
+/*
+ * Open the SSH connection and start `service` in a thread while the caller reads its
+ * repository (a pull's refs and memos): the transport's first action takes it over (its
+ * error, if it failed, is the action's). The thread has a copy of c's settings and its
+ * own error; c must stay valid until sync_preconnect_drop. 0, or -1 (nothing started:
+ * the transport connects as usual).
+ */
+int sync_preconnect(struct sync_conn *c, const char *service);
+/* Wait for a pre-connection nobody took and close it. */
+void sync_preconnect_drop(struct sync_conn *c);
 /* git_remote_callbacks.transport; payload must be the struct sync_conn. */
 int sync_transport_cb(git_transport **out, git_remote *owner, void *payload);
 /* Quote s for a POSIX shell: 'a'\''b'. -1 if it does not fit. */

@@ -6,6 +6,7 @@
  * (forced through git-shell by the key's command= option).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,86 @@ void sync_link_free(struct sync_link *l)
 	free(l);
 }
 
+/* --- the connection opened in a thread while the pull reads its repository */
+
+struct sync_preconn {
+	pthread_t thread;
+	struct sync_conn conn; /* a copy: its err is the thread's own */
+	struct sync_link link; /* link.c = &conn until taken */
+	const char *service;
+	int r;
+};
+
+static void *sync_preconn_run(void *arg)
+{
+	struct sync_preconn *p = arg;
+
+	p->r = sync_link_open(&p->link, p->service);
+	return NULL;
+}
+
+int sync_preconnect(struct sync_conn *c, const char *service)
+{
+	struct sync_preconn *p;
+
+	if (c->pre)
+		return -1;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -1;
+	p->conn = *c;
+	p->conn.pre = NULL;
+	p->conn.err[0] = '\0';
+	p->link.c = &p->conn;
+	p->service = service;
+	if (pthread_create(&p->thread, NULL, sync_preconn_run, p) != 0) {
+		free(p);
+		return -1;
+	}
+	c->pre = p;
+	sync_trace("ssh: %s: connection opening meanwhile", service);
+	return 0;
+}
+
+/* Wait for the thread; move its link into l (it is the caller's from now on). 0 or -1. */
+static int sync_preconn_take(struct sync_conn *c, struct sync_link *l, const char *service)
+{
+	struct sync_preconn *p = c->pre;
+	int r;
+
+	c->pre = NULL;
+	pthread_join(p->thread, NULL);
+	r = p->r;
+	if (r < 0 || strcmp(p->service, service) != 0) {
+		if (r < 0 && !c->err[0])
+			snprintf(c->err, sizeof(c->err), "%s", p->conn.err);
+		sync_link_close(&p->link);
+		free(p);
+		if (r < 0) {
+			git_error_set_str(GIT_ERROR_NET, c->err);
+			return -1;
+		}
+		return sync_link_open(l, service);
+	}
+	sync_link_close(l);
+	*l = p->link;
+	l->c = c;
+	free(p);
+	return 0;
+}
+
+void sync_preconnect_drop(struct sync_conn *c)
+{
+	struct sync_preconn *p = c->pre;
+
+	if (!p)
+		return;
+	c->pre = NULL;
+	pthread_join(p->thread, NULL);
+	sync_link_close(&p->link);
+	free(p);
+}
+
 static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *sub,
 	const char *url, git_smart_service_t action)
 {
@@ -404,8 +485,12 @@ static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtra
 	default:
 		return sync_fail(s->link.c, "unsupported git service %d", (int)action);
 	}
-	if (sync_link_open(&s->link, service) < 0)
+	if (s->link.c->pre) {
+		if (sync_preconn_take(s->link.c, &s->link, service) < 0)
+			return -1;
+	} else if (sync_link_open(&s->link, service) < 0) {
 		return -1;
+	}
 	*out = &s->stream.parent;
 	return 0;
 }

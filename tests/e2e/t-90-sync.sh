@@ -205,6 +205,15 @@ check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify ref
 check_output "OCSB_SYNC_TRACE=1 prints the pull's phases" \
 	'^ocsb trace +[0-9.]+ ms +[0-9]+ KiB: history checked' \
 	as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
+# The SSH connection opens while the pull reads its own repository: its thread starts
+# before the memos are loaded (the connection came after the refs were read, in series),
+# and the pull goes on through it.
+_capture as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
+c=$(grep -n 'connection opening meanwhile' <<<"$_out" | head -1 | cut -d: -f1)
+m=$(grep -n 'memos loaded' <<<"$_out" | head -1 | cut -d: -f1)
+if [ "$_rc" -eq 0 ] && [ -n "$c" ] && [ -n "$m" ] && [ "$c" -lt "$m" ]; then
+	pass "the connection is opened before the repository's memos are read"
+else fail "the connection is opened before the repository's memos are read" "$_out"; fi
 _capture ocsb_owner sync pull
 if [ "$_rc" -eq 0 ] && ! grep -q 'ocsb trace' <<<"$_out"; then
 	pass "without OCSB_SYNC_TRACE, no trace line"
