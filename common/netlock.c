@@ -56,15 +56,17 @@ static size_t netlock_range_rules(const struct netlock_spec *s, struct netlock_r
 			continue;
 		/*
 		 * The route ports are no agent's, whatever its range says (config.c and the
-		 * registry refuse such a range; this holds if a spec has one anyway): agentd's
-		 * agent was accepted just before, every other agent is reset here.
+		 * registry refuse such a range; this holds if a spec has one anyway): the
+		 * routes of agentd's agent were accepted just before, the rest is reset here.
 		 */
-		if (p.lo <= OCSB_ROUTE_PORT_HI && p.hi >= OCSB_ROUTE_PORT_LO)
+		if (p.lo <= OCSB_ROUTE_PORT_HI && p.hi >= OCSB_ROUTE_PORT_LO) {
+			unsigned lo = p.lo > OCSB_ROUTE_PORT_LO ? p.lo : OCSB_ROUTE_PORT_LO;
+			unsigned hi = p.hi < OCSB_ROUTE_PORT_HI ? p.hi : OCSB_ROUTE_PORT_HI;
+
 			r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_REJECT_TCP_RESET,
 				M(NM_SKUID, .a = uids[i]), M(NM_FIB_LOCAL),
-				M(NM_DPORT_RANGE, .a = IPPROTO_TCP,
-					.b = p.lo > OCSB_ROUTE_PORT_LO ? p.lo : OCSB_ROUTE_PORT_LO,
-					.c = p.hi < OCSB_ROUTE_PORT_HI ? p.hi : OCSB_ROUTE_PORT_HI));
+				M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = lo, .c = hi));
+		}
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = uids[i]),
 			M(NM_FIB_LOCAL), M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = p.lo, .c = p.hi));
 	}

@@ -356,12 +356,13 @@ static void netlock_entry_read(const char *dir, const char *name, struct netlock
 			 * hold, once; anything else gives it none (fail closed).
 			 */
 			if (ret->ports.lo) {
-				snprintf(ret->why, sizeof(ret->why), "line %u: a second ports line", ln);
+				snprintf(ret->why, sizeof(ret->why), "line %u: a second ports line",
+					ln);
 				bad = 1;
 			} else if (config_agent_ports(line + 6, &ret->ports.lo, &ret->ports.hi, err,
 					   sizeof(err)) < 0) {
-				snprintf(ret->why, sizeof(ret->why), "line %u: 'ports %.32s': %s", ln,
-					line + 6, err);
+				snprintf(ret->why, sizeof(ret->why), "line %u: 'ports %.32s': %s",
+					ln, line + 6, err);
 				bad = 1;
 			}
 			if (bad)
@@ -429,7 +430,8 @@ int netlock_registry(
 			if (rec.why[0])
 				netlock_note(stale, n,
 					"%s: %s: no agent-ports range for %s until sudo "
-					"ocsb-provision --config <its configuration> records it again",
+					"ocsb-provision --config <its configuration> records it "
+					"again",
 					e->d_name, rec.why, e->d_name);
 		} else {
 			/*

@@ -153,8 +153,8 @@ static int state_sync(struct prov *p)
 			r = prov_change(p, "record %s's agent-ports %u-%u in %s", p->cfg.agent,
 				p->cfg.ports_lo, p->cfg.ports_hi, path);
 		else
-			r = prov_change(p, "record in %s that %s has no agent-ports", path,
-				p->cfg.agent);
+			r = prov_change(
+				p, "record in %s that %s has no agent-ports", path, p->cfg.agent);
 		if (r && state_record(p, origin) < 0)
 			r = -1;
 		else if (r)

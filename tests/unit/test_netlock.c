@@ -98,7 +98,8 @@ static void render_full(void **state)
 		"meta skuid @agents jump agent\n"
 		"ct direction reply ct state established,related accept\n"
 		"ip daddr 127.0.0.1 tcp dport 65535 accept\n"
-		"meta skuid 65534 fib daddr type local tcp dport 18400-18415 reject with tcp reset\n"
+		"meta skuid 65534 fib daddr type local tcp dport 18400-18415 reject with tcp "
+		"reset\n"
 		"meta skuid 65534 fib daddr type local tcp dport 1-65535 accept\n"
 		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
 		"fib daddr type local reject with icmpx admin-prohibited\n"
@@ -185,22 +186,25 @@ static void render_range_over_routes(void **state)
 		"meta skuid 1000 fib daddr type local tcp dport 18000-18999 accept\n",
 		cut);
 	assert_string_equal(r, want);
-	assert_non_null(strstr(r, "meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18401 accept\n"
-				  "meta skuid 1000 fib daddr type local tcp dport 18400-18415 reject"));
+	assert_non_null(strstr(r,
+		"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18401 accept\n"
+		"meta skuid 1000 fib daddr type local tcp dport 18400-18415 reject"));
 	free(base);
 	free(r);
 	/* Partly over them: only the covered route ports. */
 	s.ports_lo = 18410;
 	r = rules_of(&s);
-	assert_non_null(strstr(r, "meta skuid 1000 fib daddr type local tcp dport 18410-18415 "
-				  "reject with tcp reset\n"
-				  "meta skuid 1000 fib daddr type local tcp dport 18410-18999 accept\n"));
+	assert_non_null(strstr(r,
+		"meta skuid 1000 fib daddr type local tcp dport 18410-18415 "
+		"reject with tcp reset\n"
+		"meta skuid 1000 fib daddr type local tcp dport 18410-18999 accept\n"));
 	free(r);
 	/* Controls: a range beside them, and one ending right before them, get no such rule. */
 	s.ports_lo = 18416;
 	r = rules_of(&s);
 	assert_null(strstr(r, "18415"));
-	assert_non_null(strstr(r, "meta skuid 1000 fib daddr type local tcp dport 18416-18999 accept\n"));
+	assert_non_null(
+		strstr(r, "meta skuid 1000 fib daddr type local tcp dport 18416-18999 accept\n"));
 	free(r);
 	s.ports_lo = 8000;
 	s.ports_hi = 18399;
@@ -258,18 +262,20 @@ static void render_agent_ranges(void **state)
 	r = rules_of(&s);
 	assert_null(strstr(r, "8000-8099"));
 	assert_null(strstr(r, "meta skuid 1000"));
-	assert_non_null(strstr(r, "meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept\n"
-				  "meta skuid 1002 fib daddr type local tcp dport 9100-9109 accept\n"));
+	assert_non_null(strstr(r,
+		"meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept\n"
+		"meta skuid 1002 fib daddr type local tcp dport 9100-9109 accept\n"));
 	free(r);
 	/* An other agent's range over the route ports: reset there for its uid, like uid's. */
 	s = spec_ranges;
 	s.others_ports[2] = (struct netlock_range){18000, 18999};
 	r = rules_of(&s);
-	assert_non_null(strstr(r, "meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept\n"
-				  "meta skuid 1001 fib daddr type local tcp dport 18400-18415 reject "
-				  "with tcp reset\n"
-				  "meta skuid 1001 fib daddr type local tcp dport 18000-18999 accept\n"
-				  "meta skuid 1002 "));
+	assert_non_null(strstr(r,
+		"meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept\n"
+		"meta skuid 1001 fib daddr type local tcp dport 18400-18415 reject "
+		"with tcp reset\n"
+		"meta skuid 1001 fib daddr type local tcp dport 18000-18999 accept\n"
+		"meta skuid 1002 "));
 	free(r);
 }
 
@@ -295,7 +301,8 @@ static void agent_ranges_same_uid(void **state)
 	assert_int_equal(p.lo, 0);
 	assert_int_equal(p.hi, 0);
 	r = rules_of(&s);
-	assert_non_null(strstr(r, "meta skuid 1001 fib daddr type local tcp dport 9005-9009 accept\n"));
+	assert_non_null(
+		strstr(r, "meta skuid 1001 fib daddr type local tcp dport 9005-9009 accept\n"));
 	assert_null(strstr(r, "9000-"));
 	free(r);
 	/* Disjoint, or one entry without a range: none. */
@@ -308,7 +315,8 @@ static void agent_ranges_same_uid(void **state)
 	assert_int_equal(p.lo, 0);
 	r = rules_of(&s);
 	assert_null(strstr(r, "meta skuid 1001"));
-	assert_non_null(strstr(r, "meta skuid 1002 fib daddr type local tcp dport 9100-9109 accept\n"));
+	assert_non_null(
+		strstr(r, "meta skuid 1002 fib daddr type local tcp dport 9100-9109 accept\n"));
 	free(r);
 	/* Not a range: refused like a bad ports_lo-ports_hi. */
 	s.others_ports[1] = (struct netlock_range){0, 9109};
@@ -333,9 +341,10 @@ static void render_max_rules(void **state)
 	for (const char *p = r; (p = strchr(p, '\n')); p++)
 		n++;
 	assert_int_equal(n, SPEC_MAX_RULES);
-	assert_non_null(strstr(r, "meta skuid 2063 fib daddr type local tcp dport 18400-18415 reject "
-				  "with tcp reset\n"
-				  "meta skuid 2063 fib daddr type local tcp dport 18063-18999 accept\n"));
+	assert_non_null(strstr(r,
+		"meta skuid 2063 fib daddr type local tcp dport 18400-18415 reject "
+		"with tcp reset\n"
+		"meta skuid 2063 fib daddr type local tcp dport 18063-18999 accept\n"));
 	free(r);
 	assert_int_equal(netlock_render_expr(&s, &b), 0);
 	n = 0;

@@ -194,7 +194,8 @@ static const struct {
 	{"ocsb-a1", "agent ocsb-a1\norigin created\nuid 1001\nports 9000-9009\n", 9000, 9009, NULL},
 	{"ocsb-a2", "agent ocsb-a2\norigin created\nuid 1002\n", 0, 0, NULL},
 	{"ocsb-a3", "agent ocsb-a3\nports 9000\n", 0, 0,
-		"ocsb-a3: line 2: 'ports 9000': '9000' is not a port range LOW-HIGH (e.g. 8000-8099): "
+		"ocsb-a3: line 2: 'ports 9000': '9000' is not a port range LOW-HIGH (e.g. "
+		"8000-8099): "
 		"no agent-ports range for ocsb-a3 until sudo ocsb-provision --config <its "
 		"configuration> records it again"},
 	{"ocsb-a4", "agent ocsb-a4\nports 18000-18999\n", 0, 0,
@@ -252,12 +253,14 @@ static int fn_registry_ports(void *arg, int outfd)
 
 		LCHECK(outfd, netlock_render_nft(&s, &b) == 0, "render");
 		LCHECK(outfd,
-			strstr(b.data, "meta skuid 1001 fib daddr type local tcp dport 9000-9009 "
-				       "accept\n") &&
-				strstr(b.data, "meta skuid 1009 fib daddr type local tcp dport "
-					       "9200-9200 accept\n") &&
-				!strstr(b.data, "meta skuid 1002 fib") &&
-				!strstr(b.data, "9300") && !strstr(b.data, "18000"),
+			strstr(b.data,
+				"meta skuid 1001 fib daddr type local tcp dport 9000-9009 "
+				"accept\n") &&
+				strstr(b.data,
+					"meta skuid 1009 fib daddr type local tcp dport "
+					"9200-9200 accept\n") &&
+				!strstr(b.data, "meta skuid 1002 fib") && !strstr(b.data, "9300") &&
+				!strstr(b.data, "18000"),
 			"%s", b.data);
 		buf_free(&b);
 	}
@@ -281,7 +284,8 @@ static void registry_ports(void **state)
 						 ports_cases[i].name),
 				0);
 		snprintf(rel, sizeof(rel), "ocsb/agents/%s", ports_cases[i].name);
-		unit_write(unit_path(rel), ports_cases[i].entry, strlen(ports_cases[i].entry), 0600);
+		unit_write(
+			unit_path(rel), ports_cases[i].entry, strlen(ports_cases[i].entry), 0600);
 	}
 	unit_write(unit_path("passwd"), pw.data, pw.len, 0644);
 	buf_free(&pw);
@@ -380,7 +384,8 @@ static int fn_live_ranges(void *arg, int outfd)
 	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
 	LCHECK(outfd,
 		run_nft("list", "chain", "inet ocsb agent", NULL, NULL, out, sizeof(out)) == 0 &&
-			strstr(out, "meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept"),
+			strstr(out,
+				"meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept"),
 		"%s", out);
 	/* Control: the same agents in another order are the same table. */
 	t = s;
@@ -394,8 +399,10 @@ static int fn_live_ranges(void *arg, int outfd)
 	t.others_ports[1] = (struct netlock_range){9000, 9019};
 	r = netlock_verify(&t, err, sizeof(err));
 	LCHECK(outfd,
-		r == 1 && strstr(err, "chain agent rule 4 differs: want \"meta skuid 1001 fib daddr "
-				      "type local tcp dport 9000-9019 accept\""),
+		r == 1 &&
+			strstr(err,
+				"chain agent rule 4 differs: want \"meta skuid 1001 fib daddr "
+				"type local tcp dport 9000-9019 accept\""),
 		"%d %s", r, err);
 	/* Its range gone from its entry: the live rule is one too many. */
 	t.others_ports[1] = (struct netlock_range){0, 0};
@@ -410,7 +417,8 @@ static int fn_live_ranges(void *arg, int outfd)
 	r = netlock_verify(&t, err, sizeof(err));
 	LCHECK(outfd, r == 1 && strstr(err, "set agents lacks uid 1003"), "%d %s", r, err);
 	LCHECK(outfd,
-		run_nft("add", "element", "inet ocsb agents", "{ 1003 }", NULL, out, sizeof(out)) == 0,
+		run_nft("add", "element", "inet ocsb agents", "{ 1003 }", NULL, out, sizeof(out)) ==
+			0,
 		"%s", out);
 	r = netlock_verify(&t, err, sizeof(err));
 	LCHECK(outfd,
@@ -423,21 +431,25 @@ static int fn_live_ranges(void *arg, int outfd)
 			run_nft("add", "rule", "inet ocsb agent",
 				"ct direction reply ct state established,related accept", NULL, out,
 				sizeof(out)) == 0 &&
-			run_nft("add", "rule", "inet ocsb agent", "ip daddr 127.0.0.1 tcp dport 3128 accept",
-				NULL, out, sizeof(out)) == 0 &&
 			run_nft("add", "rule", "inet ocsb agent",
-				"meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept", NULL,
-				out, sizeof(out)) == 0,
+				"ip daddr 127.0.0.1 tcp dport 3128 accept", NULL, out,
+				sizeof(out)) == 0 &&
+			run_nft("add", "rule", "inet ocsb agent",
+				"meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept",
+				NULL, out, sizeof(out)) == 0,
 		"%s", out);
 	r = netlock_verify(&s, err, sizeof(err));
 	LCHECK(outfd,
-		r == 1 && strstr(err, "chain agent rule 4 missing: want \"meta skuid 1001 fib daddr "
-				      "type local tcp dport 9000-9009 accept\""),
+		r == 1 &&
+			strstr(err,
+				"chain agent rule 4 missing: want \"meta skuid 1001 fib daddr "
+				"type local tcp dport 9000-9009 accept\""),
 		"%d %s", r, err);
 	/* A range rule for every agent (the pre-fix table's shape is drift too). */
 	LCHECK(outfd,
 		run_nft("add", "rule", "inet ocsb agent",
-			"fib daddr type local tcp dport 9000-9009 accept", NULL, out, sizeof(out)) == 0,
+			"fib daddr type local tcp dport 9000-9009 accept", NULL, out,
+			sizeof(out)) == 0,
 		"%s", out);
 	r = netlock_verify(&s, err, sizeof(err));
 	LCHECK(outfd, r == 1 && strstr(err, "chain agent rule 4 differs"), "%d %s", r, err);
@@ -451,7 +463,8 @@ static int fn_live_ranges(void *arg, int outfd)
 	LCHECK(outfd, r == 0, "%d %s", r, err);
 	max.others_ports[NETLOCK_MAX_AGENTS - 1].lo++;
 	r = netlock_verify(&max, err, sizeof(err));
-	LCHECK(outfd, r == 1 && strstr(err, "meta skuid 2063 fib daddr type local tcp dport 18064-"),
+	LCHECK(outfd,
+		r == 1 && strstr(err, "meta skuid 2063 fib daddr type local tcp dport 18064-"),
 		"%d %s", r, err);
 	return 0;
 }
