@@ -248,7 +248,10 @@ int child_sandbox_limits(void);
 
 /* netlock watch and freezing: netwatch.c */
 int netwatch_open(struct agentd *d);
-/* The machine's other agents (the registry) into d->nl: 1 changed, 0 same, -1 unreadable. */
+/*
+ * The machine's other agents and their agent-ports ranges (the registry) into d->nl: 1
+ * changed, 0 same, -1 unreadable.
+ */
 int netwatch_agents(struct agentd *d);
 void netwatch_event(struct agentd *d);
 int netwatch_enforce(struct agentd *d, const char *why);

@@ -79,19 +79,23 @@ int netwatch_agents(struct agentd *d)
 	if (stale[0] && strcmp(stale, d->stale_agents) != 0)
 		log_warn("netlock: %s/ocsb/agents: %s", d->paths.varlib, stale);
 	snprintf(d->stale_agents, sizeof(d->stale_agents), "%s", stale);
+	/* An agent's range is the registry's as much as its uid: a changed one is a change. */
 	if (s.n_others == d->nl.n_others &&
-		memcmp(s.others, d->nl.others, s.n_others * sizeof(s.others[0])) == 0)
+		memcmp(s.others, d->nl.others, s.n_others * sizeof(s.others[0])) == 0 &&
+		memcmp(s.others_ports, d->nl.others_ports,
+			s.n_others * sizeof(s.others_ports[0])) == 0)
 		return 0;
 	d->nl.n_others = s.n_others;
 	memcpy(d->nl.others, s.others, sizeof(s.others));
+	memcpy(d->nl.others_ports, s.others_ports, sizeof(s.others_ports));
 	return 1;
 }
 
 /*
- * A table changed by ocsb-provision may hold an agent it just registered: the registry is
- * read again (it is root's), and the guard follows a new set of agents.
+ * A table changed by ocsb-provision may hold an agent it just registered, or an agent's
+ * new range: the registry is read again (it is root's), and the guard follows it.
  */
-/* Re-read the agents registry; 1 when the set changed (the guard then holds the new one). */
+/* Re-read the agents registry; 1 when it changed (the guard then holds the new one). */
 static int netwatch_registry(struct agentd *d)
 {
 	char err[512];

@@ -166,19 +166,17 @@ static int kw_proxy_port(
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
 }
 
-static int kw_agent_ports(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+int config_agent_ports(const char *v, unsigned *ret_lo, unsigned *ret_hi, char *err, size_t errlen)
 {
-	struct ocsb_config *c = ctx;
 	unsigned long lo, hi;
-	char *dash = strchr(argv[0], '-'), first[16];
+	const char *dash = strchr(v, '-');
+	char first[16];
 
-	if (!dash || (size_t)(dash - argv[0]) >= sizeof(first)) {
-		snprintf(err, errlen, "'%.64s' is not a port range LOW-HIGH (e.g. 8000-8099)",
-			argv[0]);
+	if (!dash || (size_t)(dash - v) >= sizeof(first)) {
+		snprintf(err, errlen, "'%.64s' is not a port range LOW-HIGH (e.g. 8000-8099)", v);
 		return -1;
 	}
-	snprintf(first, sizeof(first), "%.*s", (int)(dash - argv[0]), argv[0]);
+	snprintf(first, sizeof(first), "%.*s", (int)(dash - v), v);
 	if (conf_uint(first, 1024, 65535, &lo, err, errlen) < 0 ||
 		conf_uint(dash + 1, 1024, 65535, &hi, err, errlen) < 0)
 		return -1;
@@ -187,8 +185,8 @@ static int kw_agent_ports(
 		return -1;
 	}
 	/*
-	 * The range is opened to every agent on the machine: over the route ports it would
-	 * let the other agents spend this agent's injected keys.
+	 * The route ports are ocsb-agentd's agent's alone: another agent's range over them
+	 * would let that agent spend the injected keys of agentd's.
 	 */
 	if (lo <= OCSB_ROUTE_PORT_HI && hi >= OCSB_ROUTE_PORT_LO) {
 		snprintf(err, errlen,
@@ -199,9 +197,17 @@ static int kw_agent_ports(
 			OCSB_ROUTE_PORT_HI + 1, hi > OCSB_ROUTE_PORT_HI ? hi : 65535);
 		return -1;
 	}
-	c->ports_lo = (unsigned)lo;
-	c->ports_hi = (unsigned)hi;
+	*ret_lo = (unsigned)lo;
+	*ret_hi = (unsigned)hi;
 	return 0;
+}
+
+static int kw_agent_ports(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	return config_agent_ports(argv[0], &c->ports_lo, &c->ports_hi, err, errlen);
 }
 
 static int kw_opencode_bin(
@@ -592,7 +598,8 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		c->proxy_port == OCSB_DEFAULT_PROXY_PORT ? "#" : "", c->proxy_port);
 	r |= buf_puts(o,
 		"\n# Loopback TCP ports the agent may connect to, for servers it runs\n"
-		"# itself (tests, dev servers); every other local port is refused.\n");
+		"# itself (tests, dev servers); every other local port is refused. The\n"
+		"# range is this agent's alone, not the machine's other agents'.\n");
 	if (c->ports_hi)
 		r |= buf_printf(o, "agent-ports %u-%u\n", c->ports_lo, c->ports_hi);
 	else

@@ -55,6 +55,11 @@ struct ocsb_config {
 #define OCSB_ROUTE_PORT_LO 18400
 #define OCSB_ROUTE_PORT_HI 18415
 
+/*
+ * "LOW-HIGH", an agent-ports range: 1024..65535, not empty, not over the route ports.
+ * 0, or -1 with the reason in err. ocsb.conf's keyword and the agents registry use it.
+ */
+int config_agent_ports(const char *v, unsigned *ret_lo, unsigned *ret_hi, char *err, size_t errlen);
 /* "4G", "512M", "100000K", "none" -> bytes (0 = none): limit-memory's values. */
 int config_parse_size(const char *s, uint64_t *out);
 

@@ -35,6 +35,44 @@
 const char *netlock_name = NETLOCK_TABLE;
 uint32_t netlock_flags;
 
+/*
+ * Each agent's agent-ports range, for its uid alone: one agent's local services (a
+ * database on 127.0.0.1:5432 its configuration opens) stay closed to every other agent,
+ * whichever configuration applied the table. By ascending uid, so every run that builds
+ * the table from the same agents builds the same rules (the registry's order is the
+ * directory's). How many rules were written to r: at most 2 * (NETLOCK_MAX_AGENTS + 1).
+ */
+static size_t netlock_range_rules(const struct netlock_spec *s, struct netlock_rule *r)
+{
+	uid_t uids[NETLOCK_MAX_AGENTS + 1];
+	size_t nu = netlock_set_uids(s, uids), n = 0;
+
+	for (size_t i = 0; i < nu; i++) {
+		struct netlock_range p = uids[i] == s->uid
+			? (struct netlock_range){s->ports_lo, s->ports_hi}
+			: netlock_others_range(s, uids[i]);
+
+		if (!p.lo)
+			continue;
+		/*
+		 * The route ports are no agent's, whatever its range says (config.c and the
+		 * registry refuse such a range; this holds if a spec has one anyway): the
+		 * routes of agentd's agent were accepted just before, the rest is reset here.
+		 */
+		if (p.lo <= OCSB_ROUTE_PORT_HI && p.hi >= OCSB_ROUTE_PORT_LO) {
+			unsigned lo = p.lo > OCSB_ROUTE_PORT_LO ? p.lo : OCSB_ROUTE_PORT_LO;
+			unsigned hi = p.hi < OCSB_ROUTE_PORT_HI ? p.hi : OCSB_ROUTE_PORT_HI;
+
+			r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_REJECT_TCP_RESET,
+				M(NM_SKUID, .a = uids[i]), M(NM_FIB_LOCAL),
+				M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = lo, .c = hi));
+		}
+		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = uids[i]),
+			M(NM_FIB_LOCAL), M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = p.lo, .c = p.hi));
+	}
+	return n;
+}
+
 /* The table of design invariant 2, in order; see netlock.h. */
 int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *ret_n)
 {
@@ -52,10 +90,15 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	if (s->n_inject > NETLOCK_MAX_INJECT || s->n_others > NETLOCK_MAX_AGENTS)
 		return -EINVAL;
 	/* The proxy's uid in the set would force squid's own egress through itself. */
-	for (size_t i = 0; i < s->n_others; i++)
+	for (size_t i = 0; i < s->n_others; i++) {
+		const struct netlock_range *p = &s->others_ports[i];
+
 		if (s->others[i] == 0 || s->others[i] == (uid_t)-1 ||
 			(s->proxy_uid && s->others[i] == s->proxy_uid))
 			return -EINVAL;
+		if ((p->lo == 0) != (p->hi == 0) || p->lo > p->hi || p->hi > 65535)
+			return -EINVAL;
+	}
 	for (size_t i = 0; i < s->n_inject; i++)
 		if (s->inject_ports[i] == 0 || s->inject_ports[i] > 65535)
 			return -EINVAL;
@@ -101,19 +144,7 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	for (size_t i = 0; i < s->n_inject; i++)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = s->uid),
 			M(NM_IP4_LOOPBACK), M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
-	/*
-	 * The rest of the route ports are no agent's, whatever agent-ports says (config.c
-	 * refuses such a range; this holds if a spec has one anyway): agentd's agent was
-	 * accepted just above, the machine's other agents are reset before the range rule.
-	 */
-	if (s->ports_lo && s->ports_lo <= OCSB_ROUTE_PORT_HI && s->ports_hi >= OCSB_ROUTE_PORT_LO)
-		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_REJECT_TCP_RESET, M(NM_FIB_LOCAL),
-			M(NM_DPORT_RANGE, .a = IPPROTO_TCP,
-				.b = s->ports_lo > OCSB_ROUTE_PORT_LO ? s->ports_lo : OCSB_ROUTE_PORT_LO,
-				.c = s->ports_hi < OCSB_ROUTE_PORT_HI ? s->ports_hi : OCSB_ROUTE_PORT_HI));
-	if (s->ports_lo)
-		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_FIB_LOCAL),
-			M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = s->ports_lo, .c = s->ports_hi));
+	n += netlock_range_rules(s, r + n);
 	/*
 	 * Every other local address (127/8, ::1, the host's LAN and bridge addresses)
 	 * hosts services of the owner: refused with a reset so clients fail at once.

@@ -26,7 +26,10 @@
  *       ct direction reply ct state established,related accept
  *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
  *       meta skuid <uid> ip daddr 127.0.0.1 tcp dport <inject_port> accept  (each route)
- *       fib daddr type local tcp dport <lo>-<hi> accept          (a range is set)
+ *       meta skuid <u> fib daddr type local tcp dport <a>-<b> reject with tcp reset
+ *                                           (each range over the route ports: the overlap)
+ *       meta skuid <u> fib daddr type local tcp dport <lo>-<hi> accept
+ *                                           (each agent u with a range, by ascending uid)
  *       fib daddr type local meta l4proto tcp reject with tcp reset
  *       fib daddr type local reject with icmpx admin-prohibited
  *       udp dport 53 accept; tcp dport 53 accept                 (dns_allow)
@@ -34,7 +37,10 @@
  *       reject with icmpx admin-prohibited } }
  *
  * A route of ocsb-inject is ocsb-agentd's agent's alone (uid, the agent of
- * /etc/ocsb/ocsb.conf): every other uid, the other agents included, gets a reset.
+ * /etc/ocsb/ocsb.conf): every other uid, the other agents included, gets a reset. An
+ * agent-ports range is its agent's alone too: the agent of the configuration that applies
+ * the table has its own (ports_lo-ports_hi), every other agent the one its registry entry
+ * records (others_ports), so no run opens one agent's local services to another.
  */
 #define NETLOCK_TABLE "ocsb"
 /*
@@ -48,13 +54,24 @@
 #define NETLOCK_SET "agents"
 #define NETLOCK_MAX_AGENTS 64
 
+/* A TCP port range on local addresses: lo-hi, 0/0 = none. */
+struct netlock_range {
+	unsigned lo, hi;
+};
+
 struct netlock_spec {
 	uid_t uid; /* ocsb-agentd's agent (the routes' only user); never 0 */
-	/* The machine's other agents, in the set with uid; repeats and uid itself are fine. */
+	/*
+	 * The machine's other agents, in the set with uid; repeats and uid itself are fine.
+	 * others_ports[i] is others[i]'s agent-ports range (0/0: none). uid's range is
+	 * ports_lo-ports_hi whatever others_ports says for it; a uid named twice gets the
+	 * ports both of its ranges allow.
+	 */
 	uid_t others[NETLOCK_MAX_AGENTS];
+	struct netlock_range others_ports[NETLOCK_MAX_AGENTS];
 	size_t n_others;
 	unsigned proxy_port; /* TCP port of the proxy on 127.0.0.1; 0 = no egress at all */
-	unsigned ports_lo, ports_hi; /* agent's TCP port range on local addresses; 0/0 = none */
+	unsigned ports_lo, ports_hi; /* uid's TCP port range on local addresses; 0/0 = none */
 	int dns_allow; /* 1: udp/tcp 53 to non-local addresses allowed */
 	uid_t proxy_uid; /* the proxy's own user: no new TCP to local addresses; 0 = no rule */
 	/* ocsb-inject's route listeners on 127.0.0.1, each one port exactly (issue 17). */
@@ -129,6 +146,11 @@ int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
 #define NETLOCK_INJECT_USER "ocsb-inject" /* INJ_USER of inject/inject.h */
 /* 1 if uid is in the agents' range. */
 int netlock_agent_uid(uid_t uid);
+/*
+ * The agent-ports range s gives `uid` among s->others: the ports every entry naming it
+ * allows (0/0: none, or no entry). s->ports_lo-ports_hi is s->uid's, not looked at here.
+ */
+struct netlock_range netlock_others_range(const struct netlock_spec *s, uid_t uid);
 
 /*
  * The agents registry into s->others: the account of each <varlib>/ocsb/agents/<name>, but
@@ -136,15 +158,19 @@ int netlock_agent_uid(uid_t uid);
  * proxy's or ocsb-inject's is left out. A name without an account (deleted by hand) keeps
  * the uid its entry records ("uid N", if an agent's), since processes may still run under
  * it; without one it is left out. Each such entry is told in `stale`, "; "-separated ("" if
- * none). 0, or -errno (the directory unreadable; a missing one is an empty registry).
+ * none). s->others_ports gets the agent-ports range the entry records ("ports LO-HI");
+ * none without that line, for an account deleted by hand, and for a line that is not a
+ * range agent-ports allows (told in `stale` too). 0, or -errno (the directory unreadable; a
+ * missing one is an empty registry).
  */
 int netlock_registry(
 	struct netlock_spec *s, const char *varlib, const char *skip, char *stale, size_t n);
 
 /*
  * ocsb-agentd's route ports, as its guard holds them (the guard is agentd's alone and
- * exists while it runs): s->uid becomes the routes' uid (the former one joins s->others)
- * and s->inject_ports their ports. The number of routes (0: no guard, or none), or -errno.
+ * exists while it runs): s->uid becomes the routes' uid (the former one joins s->others
+ * with its range; the new one's range is what s->others gives it) and s->inject_ports
+ * their ports. The number of routes (0: no guard, or none), or -errno.
  */
 int netlock_guard_routes(struct netlock_spec *s);
 

@@ -51,8 +51,13 @@ extern uint32_t netlock_flags;
 
 #define NETLOCK_CHAIN_OUTPUT "output"
 #define NETLOCK_CHAIN_AGENT "agent"
-/* The most netlock_rules() makes is 13 + 2 * NETLOCK_MAX_INJECT; room for one more kind. */
-#define NETLOCK_MAX_RULES (20 + 2 * NETLOCK_MAX_INJECT)
+/*
+ * The most netlock_rules() makes is 11 + 2 * NETLOCK_MAX_INJECT (a reset and an accept per
+ * route) + 2 * (NETLOCK_MAX_AGENTS + 1) (a reset and an accept per agent's range); room for
+ * one more kind. Every array of rules, and the batch's messages, are sized by it.
+ */
+#define NETLOCK_MAX_RULES (18 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1))
+/* The longest rule: meta skuid, fib daddr type local, tcp dport lo-hi (an agent's range). */
 #define NETLOCK_MAX_MATCH 3
 #define NETLOCK_TIMEOUT_MS 2000
 #define NETLOCK_RCVBUF 65536

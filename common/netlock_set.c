@@ -21,6 +21,7 @@
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
 #include <libnftnl/udata.h>
+#include "config.h"
 #include "fileops.h"
 #include "netlock.h"
 #include "netlock_int.h"
@@ -265,6 +266,33 @@ int netlock_agent_uid(uid_t uid)
 	return uid >= AGENT_UID_MIN && uid <= AGENT_UID_MAX;
 }
 
+struct netlock_range netlock_others_range(const struct netlock_spec *s, uid_t uid)
+{
+	struct netlock_range r = {0, 0};
+	int seen = 0;
+
+	/*
+	 * Two entries of one uid (an account deleted by hand whose uid a new agent got): the
+	 * kernel cannot tell their sockets apart, so the uid gets only what both allow.
+	 */
+	for (size_t i = 0; i < s->n_others && i < NETLOCK_MAX_AGENTS; i++) {
+		const struct netlock_range *p = &s->others_ports[i];
+
+		if (s->others[i] != uid)
+			continue;
+		if (!seen) {
+			r = *p;
+			seen = 1;
+			continue;
+		}
+		r.lo = r.lo > p->lo ? r.lo : p->lo;
+		r.hi = r.hi < p->hi ? r.hi : p->hi;
+		if (!p->lo || r.lo > r.hi)
+			r = (struct netlock_range){0, 0};
+	}
+	return r;
+}
+
 static void netlock_note(char *out, size_t n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -285,25 +313,63 @@ static void netlock_note(char *out, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The "uid N" line ocsb-provision recorded in an entry, or (uid_t)-1. */
-static uid_t netlock_recorded_uid(const char *dir, const char *name)
-{
-	char path[4096], *data = NULL, *s, *end;
-	unsigned long v;
-	uid_t uid = (uid_t)-1;
+/* What ocsb-provision recorded in an entry of the registry (provision/account.c). */
+struct netlock_entry {
+	uid_t uid; /* "uid N", or (uid_t)-1 */
+	struct netlock_range ports; /* "ports LO-HI"; 0/0 without a valid one */
+	char why[192]; /* why a ports line gives no range ("" if none) */
+};
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-		fo_read(path, 4096, &data, NULL) < 0)
-		return uid;
-	s = strstr(data, "\nuid ");
-	if (s) {
-		errno = 0;
-		v = strtoul(s + 5, &end, 10);
-		if (errno == 0 && end != s + 5 && (*end == '\n' || *end == '\0') && v < (uid_t)-1)
-			uid = (uid_t)v;
+static void netlock_entry_read(const char *dir, const char *name, struct netlock_entry *ret)
+{
+	char path[4096], *data = NULL, *line, *next;
+	unsigned ln = 0;
+	int bad = 0, r;
+
+	memset(ret, 0, sizeof(*ret));
+	ret->uid = (uid_t)-1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		r = -ENAMETOOLONG;
+	else
+		r = fo_read(path, 4096, &data, NULL);
+	if (r < 0) {
+		snprintf(ret->why, sizeof(ret->why), "%s", strerror(-r));
+		return;
+	}
+	for (line = data; line && *line; line = next) {
+		char err[128];
+		unsigned long v;
+		char *end;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		ln++;
+		if (strncmp(line, "uid ", 4) == 0 && ret->uid == (uid_t)-1) {
+			errno = 0;
+			v = strtoul(line + 4, &end, 10);
+			if (errno == 0 && end != line + 4 && *end == '\0' && v < (uid_t)-1)
+				ret->uid = (uid_t)v;
+		} else if (strncmp(line, "ports ", 6) == 0 && !bad) {
+			/*
+			 * Opens local services to the agent: only a range its own ocsb.conf could
+			 * hold, once; anything else gives it none (fail closed).
+			 */
+			if (ret->ports.lo) {
+				snprintf(ret->why, sizeof(ret->why), "line %u: a second ports line",
+					ln);
+				bad = 1;
+			} else if (config_agent_ports(line + 6, &ret->ports.lo, &ret->ports.hi, err,
+					   sizeof(err)) < 0) {
+				snprintf(ret->why, sizeof(ret->why), "line %u: 'ports %.32s': %s",
+					ln, line + 6, err);
+				bad = 1;
+			}
+			if (bad)
+				ret->ports = (struct netlock_range){0, 0};
+		}
 	}
 	free(data);
-	return uid;
 }
 
 /*
@@ -344,12 +410,14 @@ int netlock_registry(
 	if (!d)
 		return errno == ENOENT ? 0 : -errno;
 	while ((e = readdir(d)) != NULL) {
+		struct netlock_entry rec;
 		struct user_info u;
 		const char *whose;
 		uid_t uid;
 
 		if (e->d_name[0] == '.' || (skip && strcmp(e->d_name, skip) == 0))
 			continue;
+		netlock_entry_read(dir, e->d_name, &rec);
 		/* The name is what ocsb registered; its account's uid is what sockets carry. */
 		if (user_lookup(e->d_name, &u) == 0) {
 			uid = u.uid;
@@ -359,13 +427,21 @@ int netlock_registry(
 					(unsigned)uid, whose);
 				continue;
 			}
+			if (rec.why[0])
+				netlock_note(stale, n,
+					"%s: %s: no agent-ports range for %s until sudo "
+					"ocsb-provision --config <its configuration> records it "
+					"again",
+					e->d_name, rec.why, e->d_name);
 		} else {
 			/*
 			 * An account deleted by hand may leave processes running under its uid:
 			 * the uid recorded at provisioning stays locked until a purge forgets
-			 * the entry. Without one, there is nothing to lock.
+			 * the entry. Without one, there is nothing to lock. Nothing is opened
+			 * for what is left of a deleted account: no range.
 			 */
-			uid = netlock_recorded_uid(dir, e->d_name);
+			uid = rec.uid;
+			rec.ports = (struct netlock_range){0, 0};
 			if (uid == (uid_t)-1 || netlock_not_agent(uid, proxy, inject)) {
 				netlock_note(stale, n, "no account for %s: left out", e->d_name);
 				continue;
@@ -379,6 +455,7 @@ int netlock_registry(
 			rc = -E2BIG;
 			break;
 		}
+		s->others_ports[s->n_others] = rec.ports;
 		s->others[s->n_others++] = uid;
 	}
 	closedir(d);
@@ -509,9 +586,16 @@ int netlock_guard_routes(struct netlock_spec *s)
 	if (rt.n == 0)
 		return 0;
 	if (s->uid != rt.uid) {
+		struct netlock_range p;
+
 		if (s->n_others == NETLOCK_MAX_AGENTS)
 			return -E2BIG;
+		/* The ranges stay with their uids: the run's own goes with it into others. */
+		s->others_ports[s->n_others] = (struct netlock_range){s->ports_lo, s->ports_hi};
 		s->others[s->n_others++] = s->uid;
+		p = netlock_others_range(s, rt.uid);
+		s->ports_lo = p.lo;
+		s->ports_hi = p.hi;
 	}
 	s->uid = rt.uid;
 	for (size_t i = 0; i < rt.n; i++)

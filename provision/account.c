@@ -85,6 +85,24 @@ int state_root(struct prov *p)
 	return r;
 }
 
+/*
+ * The entry: the agent, whether ocsb created or adopted it, its uid once it exists, and
+ * its agent-ports range. The uid is kept so a purge interrupted after userdel can still
+ * find the uid's files; the range is what every other agent's run and ocsb-agentd give
+ * this agent in the netlock (netlock_registry): no line, no range.
+ */
+static int state_text(struct prov *p, const char *origin, struct buf *b)
+{
+	int r = buf_printf(b, "# written by ocsb-provision; do not edit\nagent %s\norigin %s\n",
+		p->cfg.agent, origin);
+
+	if (r == 0 && p->agent_exists)
+		r = buf_printf(b, "uid %u\n", (unsigned)p->agent.uid);
+	if (r == 0 && p->cfg.ports_lo)
+		r = buf_printf(b, "ports %u-%u\n", p->cfg.ports_lo, p->cfg.ports_hi);
+	return r;
+}
+
 int state_record(struct prov *p, const char *origin)
 {
 	char path[4096], dir[4096];
@@ -104,16 +122,46 @@ int state_record(struct prov *p, const char *origin)
 		return dfd;
 	}
 	close(dfd);
-	buf_printf(&b, "# written by ocsb-provision; do not edit\nagent %s\norigin %s\n",
-		p->cfg.agent, origin);
-	/* Kept so a purge interrupted after userdel can still find the uid's files. */
-	if (p->agent_exists)
-		buf_printf(&b, "uid %u\n", (unsigned)p->agent.uid);
-	r = fo_write(path, b.data, b.len, 0600, 0, 0);
+	r = state_text(p, origin, &b);
+	if (r == 0)
+		r = fo_write(path, b.data, b.len, 0600, 0, 0);
 	buf_free(&b);
 	if (r < 0)
 		log_err("%s: %s", path, strerror(-r));
 	return r;
+}
+
+/*
+ * Every run: the entry as this configuration has it, so a changed (or removed) agent-ports
+ * range reaches the other agents' runs and ocsb-agentd, and an entry written before ranges
+ * were recorded gets its line. Nothing to do before the account exists or is ours.
+ */
+static int state_sync(struct prov *p)
+{
+	char path[4096], origin[32];
+	struct buf b = {0};
+	int r = 0;
+
+	if (!p->agent_exists || state_origin(p, origin, sizeof(origin)) < 0)
+		return 0;
+	if (state_path(p, path, sizeof(path)) < 0 || state_text(p, origin, &b) < 0) {
+		log_err("%s/ocsb/agents/%s: path too long or out of memory", p->paths.varlib,
+			p->cfg.agent);
+		r = -1;
+	} else if (fo_same(path, b.data, b.len, 0600, 0, 0) != 1) {
+		if (p->cfg.ports_lo)
+			r = prov_change(p, "record %s's agent-ports %u-%u in %s", p->cfg.agent,
+				p->cfg.ports_lo, p->cfg.ports_hi, path);
+		else
+			r = prov_change(
+				p, "record in %s that %s has no agent-ports", path, p->cfg.agent);
+		if (r && state_record(p, origin) < 0)
+			r = -1;
+		else if (r)
+			prov_done(p);
+	}
+	buf_free(&b);
+	return r < 0 ? -1 : 0;
 }
 
 int state_other_agents(struct prov *p)
@@ -591,7 +639,7 @@ int account_ensure(struct prov *p)
 			prov_done(p);
 		}
 	}
-	if (fix_password(p) < 0)
+	if (state_sync(p) < 0 || fix_password(p) < 0)
 		return -1;
 	/* ocsb-shell runs cfg.shell, the real shell, after its Landlock scope. */
 	if (strcmp(p->agent.shell, p->login_shell) != 0 &&

@@ -46,10 +46,11 @@ static void netlock_uids_text(const struct netlock_spec *s, char *out, size_t n)
 }
 
 /*
- * The table of this machine: this configuration's proxy and ports, every agent of the
- * registry but `skip` (an agent being removed), and ocsb-agentd's route ports while its
- * guard holds them. The uid is this agent's, or with `skip` the first remaining one;
- * 0 then when none remains. 0, or -1 (said).
+ * The table of this machine: this configuration's proxy, this agent's ports, every agent of
+ * the registry but `skip` (an agent being removed) with the range its entry records, and
+ * ocsb-agentd's route ports while its guard holds them. The uid is this agent's, or with
+ * `skip` the last remaining one (with its entry's range); 0 then when none remains. 0, or
+ * -1 (said).
  */
 static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *skip)
 {
@@ -59,8 +60,10 @@ static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *s
 	memset(s, 0, sizeof(*s));
 	s->uid = skip ? 0 : p->agent.uid;
 	s->proxy_port = p->egress.off ? 0 : p->cfg.proxy_port;
-	s->ports_lo = p->cfg.ports_lo;
-	s->ports_hi = p->cfg.ports_hi;
+	if (!skip) {
+		s->ports_lo = p->cfg.ports_lo;
+		s->ports_hi = p->cfg.ports_hi;
+	}
 	s->dns_allow = p->egress.dns_allow;
 	s->proxy_uid = netlock_proxy_uid();
 	r = netlock_registry(s, p->paths.varlib, skip, stale, sizeof(stale));
@@ -74,9 +77,15 @@ static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *s
 			 "--remove --purge forgets an entry)",
 			p->paths.varlib, stale);
 	if (s->uid == 0) {
+		struct netlock_range pr;
+
 		if (s->n_others == 0)
 			return 0;
-		s->uid = s->others[--s->n_others];
+		s->uid = s->others[s->n_others - 1];
+		pr = netlock_others_range(s, s->uid);
+		s->ports_lo = pr.lo;
+		s->ports_hi = pr.hi;
+		s->n_others--;
 	}
 	/* The routes are agentd's: kept as its guard has them, not taken away by this run. */
 	r = netlock_guard_routes(s);

@@ -158,6 +158,65 @@ check_output "$TWO converges (its run keeps $AGENT's uid)" '^ocsb-provision: 0 c
 check_output "--check is clean for $AGENT" '^ocsb-provision: 0 differences' provision --check
 check_output "--check is clean for $TWO" '^ocsb-provision: 0 differences' prov_two --check
 
+# Each agent's own agent-ports range, whoever applies the table (known issue "Several
+# agents": the one range of the configuration that applied it was open to every agent in
+# the set). The range rule matches the agent's uid; the other agents' ranges come from
+# their registry entries. A listener in each range on 127.0.0.1 (root's, like the owner's
+# database): each agent reaches its own, is reset on the other's; root and the owner reach
+# both (controls).
+set_ports() { sed -i '/^agent-ports /d' "$1" && echo "agent-ports $2" >>"$1"; }
+SERVERS=()
+local_server() { # PORT: a banner "LOCAL-PORT" on 127.0.0.1:PORT
+	python3 -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8)
+while True:
+    c,_=s.accept(); c.sendall(b"LOCAL-%s\n" % sys.argv[1].encode()); c.close()' "$1" >/dev/null 2>&1 &
+	SERVERS+=($!)
+	wait_port 127.0.0.1 "$1" 5
+}
+banner_as() { as_user "$1" timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" && head -1 <&3' "$2"; }
+own_ranges() { # DESC A-PORT B-PORT: $AGENT's range holds A-PORT, $TWO's B-PORT
+	local u
+	for u in root "$OWNER"; do
+		check_output "$1: control: $u reaches 127.0.0.1:$2 ($AGENT's range)" "LOCAL-$2" banner_as "$u" "$2"
+		check_output "$1: control: $u reaches 127.0.0.1:$3 ($TWO's range)" "LOCAL-$3" banner_as "$u" "$3"
+	done
+	check_output "$1: $AGENT reaches its own range (127.0.0.1:$2)" "LOCAL-$2" banner_as "$AGENT" "$2"
+	check_output "$1: $TWO reaches its own range (127.0.0.1:$3)" "LOCAL-$3" banner_as "$TWO" "$3"
+	check_fails_output "$1: $AGENT is reset on $TWO's range (127.0.0.1:$3)" "refused" banner_as "$AGENT" "$3"
+	check_fails_output "$1: $TWO is reset on $AGENT's range (127.0.0.1:$2)" "refused" banner_as "$TWO" "$2"
+}
+local_server 9005
+local_server 9105
+local_server 9205
+set_ports /etc/ocsb/ocsb.conf 9000-9009
+set_ports "$TWO_CONF" 9100-9109
+check_output "$TWO's run records its agent-ports 9100-9109" "record $TWO's agent-ports 9100-9109" prov_two
+check "its registry entry has the line" grep -qx 'ports 9100-9109' "/var/lib/ocsb/agents/$TWO"
+check_output "$AGENT's run (agent-ports 9000-9009) applies the table" "^\+ install the nftables table inet ocsb" provision
+own_ranges "$AGENT's run applied the table" 9005 9105
+check_output "one range rule per agent, with its uid" '^2$' bash -c "nft list chain inet ocsb agent | grep -Ec 'meta skuid [0-9]+ fib daddr type local tcp dport (9000-9009|9100-9109) accept'"
+check_fails "no range rule without a uid" bash -c "nft list chain inet ocsb agent | grep -E '^[[:space:]]*fib daddr type local tcp dport [0-9]+-[0-9]+ accept'"
+check_output "$TWO converges: $AGENT's run gave it its own range" '^ocsb-provision: 0 changes$' prov_two
+nft flush ruleset
+check_output "$TWO's run applies the table after a flush" "^\+ install the nftables table inet ocsb" prov_two
+own_ranges "$TWO's run applied the table" 9005 9105
+check_output "$AGENT converges: $TWO's run gave it its own range" '^ocsb-provision: 0 changes$' provision
+check_output "--check is clean for $AGENT with two ranges" '^ocsb-provision: 0 differences' provision --check
+check_output "--check is clean for $TWO with two ranges" '^ocsb-provision: 0 differences' prov_two --check
+# A range changed in a configuration is drift for it until its run records and applies it.
+set_ports "$TWO_CONF" 9110-9119
+check_fails_output "--check for $TWO names the changed range (exit 1)" "drift: record $TWO's agent-ports 9110-9119" prov_two --check
+set_ports "$TWO_CONF" 9100-9109
+# An entry without the line (written before ranges were recorded): no range, fail closed.
+sed -i '/^ports /d' "/var/lib/ocsb/agents/$TWO"
+check_output "$AGENT's run with $TWO's entry lacking its ports line" "^\+ install the nftables table inet ocsb" provision
+check_fails_output "$TWO has no range without its entry's line" "refused" banner_as "$TWO" 9105
+check_output "control: $AGENT keeps its own" "LOCAL-9005" banner_as "$AGENT" 9005
+check_output "$TWO's next run writes the line again" "record $TWO's agent-ports 9100-9109" prov_two
+own_ranges "the line written again" 9005 9105
+
 # ocsb doctor (root) names whom the table covers, and fails when its agent is not among them.
 doc() { "$OCSB_BUILD/ocsb" doctor; true; }
 check_output "doctor (root): the table covers $AGENT" "^OK +netlock +.*covers .*$AGENT \($(id -u "$AGENT")\)" doc
@@ -197,6 +256,21 @@ check "ocsb-agentd's proxy listens" wait_for 20 bash -c "ss -Hltn 'sport = :3128
 nft flush ruleset
 check "ocsb-agentd restores the table after nft flush ruleset" wait_for 10 nft list set inet ocsb agents
 locked "after a flush, restored by ocsb-agentd"
+own_ranges "restored by ocsb-agentd" 9005 9105
+# $TWO's range changed while ocsb-agentd runs: its run applies the table with the new range,
+# and agentd, reading the registry again on that change, keeps it (a read-back that
+# compared only the uids would put the old range back).
+set_ports "$TWO_CONF" 9200-9209
+check_output "$TWO's run with agent-ports 9200-9209 while ocsb-agentd runs" "record $TWO's agent-ports 9200-9209" prov_two
+sleep 1
+check_output "$TWO reaches its new range (127.0.0.1:9205) with ocsb-agentd running" "LOCAL-9205" banner_as "$TWO" 9205
+check_fails_output "$TWO is reset on its old range (127.0.0.1:9105)" "refused" banner_as "$TWO" 9105
+check_fails_output "$AGENT is reset on $TWO's new range (127.0.0.1:9205)" "refused" banner_as "$AGENT" 9205
+check_output "control: $AGENT reaches its own (127.0.0.1:9005)" "LOCAL-9005" banner_as "$AGENT" 9005
+check "ocsb-agentd's guard has $TWO's new range" bash -c "nft list chain inet ocsb_guard agent | grep -q 'meta skuid $(id -u "$TWO") fib daddr type local tcp dport 9200-9209 accept'"
+check_output "--check is clean for $TWO after its change, agentd running" '^ocsb-provision: 0 differences' prov_two --check
+set_ports "$TWO_CONF" 9100-9109
+check_output "$TWO back to 9100-9109" "record $TWO's agent-ports 9100-9109" prov_two
 check "ocsb-agentd's guard holds both uids too" bash -c "nft list set inet ocsb_guard agents | grep -q '$(id -u "$TWO")'"
 # An agent provisioned while ocsb-agentd runs: agentd reads the registry again, keeps its uid.
 THREE=ai-three
@@ -243,3 +317,5 @@ check_output "control: root connects directly" "WEB allowed.test" curl -sS --max
 check_output "$AGENT converges after the remove" '^ocsb-provision: 0 changes$' provision
 check_output "--remove --purge of $AGENT, the last agent" '^ocsb-provision: [1-9]' prov --remove --purge
 check_fails "the table goes with the last agent" nft list table inet ocsb
+kill "${SERVERS[@]}" 2>/dev/null
+wait "${SERVERS[@]}" 2>/dev/null || true # killed: 143 is expected

@@ -112,6 +112,31 @@ static inline int enter_userns_netns(int outfd)
 	return 0;
 }
 
+/*
+ * The most rules a spec can have: every agent with a range over the route ports, every
+ * route; SPEC_MAX_RULES of them (11 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1),
+ * see netlock_int.h).
+ */
+#define SPEC_MAX_RULES (11 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1))
+static inline void spec_max(struct netlock_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->uid = 1000;
+	s->ports_lo = 18000;
+	s->ports_hi = 18999;
+	for (size_t i = 0; i < NETLOCK_MAX_AGENTS; i++) {
+		s->others[i] = (uid_t)(2000 + i);
+		s->others_ports[i] = (struct netlock_range){18000 + (unsigned)i, 18999};
+	}
+	s->n_others = NETLOCK_MAX_AGENTS;
+	for (size_t i = 0; i < NETLOCK_MAX_INJECT; i++)
+		s->inject_ports[i] = 18400 + (unsigned)i;
+	s->n_inject = NETLOCK_MAX_INJECT;
+	s->proxy_port = 3128;
+	s->proxy_uid = 13;
+	s->dns_allow = 1;
+}
+
 /* nft with these arguments, in the current namespaces; its exit status, output in out. */
 static inline int run_nft(const char *a1, const char *a2, const char *a3, const char *a4, const char *a5,
 	char *out, size_t n)

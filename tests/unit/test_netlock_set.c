@@ -114,17 +114,19 @@ static void registry_accounts_and_stale(void **state)
  * agent-range account is taken (the control), the proxy's and ocsb-inject's are not even
  * inside that range, and one above it is not.
  */
-static int fn_registry_accounts(void *arg, int outfd)
+/*
+ * In the child: <dir>/passwd as /etc/passwd, in a user+mount namespace of its own. 0, or -1
+ * (SKIP said).
+ */
+static int own_passwd(const char *dir, int outfd)
 {
-	const char *dir = arg;
-	struct netlock_spec s = {.uid = 1000};
-	char path[4096], stale[1024], map[64];
+	char path[4096], map[64];
 	uid_t uid = getuid();
 
 	snprintf(path, sizeof(path), "%s/passwd", dir);
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
 		dprintf(outfd, "SKIP unshare(CLONE_NEWUSER|CLONE_NEWNS): %s\n", strerror(errno));
-		return 2;
+		return -1;
 	}
 	snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
 	if (write_proc("/proc/self/setgroups", "deny") < 0 ||
@@ -132,8 +134,19 @@ static int fn_registry_accounts(void *arg, int outfd)
 		mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
 		mount(path, "/etc/passwd", NULL, MS_BIND, NULL) < 0) {
 		dprintf(outfd, "SKIP a passwd of our own: %s\n", strerror(errno));
-		return 2;
+		return -1;
 	}
+	return 0;
+}
+
+static int fn_registry_accounts(void *arg, int outfd)
+{
+	const char *dir = arg;
+	struct netlock_spec s = {.uid = 1000};
+	char stale[1024];
+
+	if (own_passwd(dir, outfd) < 0)
+		return 2;
 	LCHECK(outfd, netlock_proxy_uid() == 1005, "proxy %u", (unsigned)netlock_proxy_uid());
 	LCHECK(outfd, netlock_registry(&s, dir, NULL, stale, sizeof(stale)) == 0, "%s", stale);
 	LCHECK(outfd, s.n_others == 1 && s.others[0] == 1001, "%zu others: %s", s.n_others, stale);
@@ -166,6 +179,118 @@ static void registry_agent_range(void **state)
 	}
 	assert_int_equal(spawn_fn(fn_registry_accounts, (void *)unit_dir, &o, &r), 0);
 	child_report(&r, "registry accounts");
+	spawn_result_free(&r);
+}
+
+/*
+ * The agent-ports range each entry records ("ports LO-HI", written by ocsb-provision): a
+ * good line gives the range, no line none, and a line agent-ports would refuse none, named.
+ */
+static const struct {
+	const char *name, *entry;
+	unsigned lo, hi; /* the range the registry gives */
+	const char *note; /* in the notes, or NULL: none about it */
+} ports_cases[] = {
+	{"ocsb-a1", "agent ocsb-a1\norigin created\nuid 1001\nports 9000-9009\n", 9000, 9009, NULL},
+	{"ocsb-a2", "agent ocsb-a2\norigin created\nuid 1002\n", 0, 0, NULL},
+	{"ocsb-a3", "agent ocsb-a3\nports 9000\n", 0, 0,
+		"ocsb-a3: line 2: 'ports 9000': '9000' is not a port range LOW-HIGH (e.g. "
+		"8000-8099): "
+		"no agent-ports range for ocsb-a3 until sudo ocsb-provision --config <its "
+		"configuration> records it again"},
+	{"ocsb-a4", "agent ocsb-a4\nports 18000-18999\n", 0, 0,
+		"ocsb-a4: line 2: 'ports 18000-18999': agent-ports 18000-18999 overlaps the "
+		"injector's route ports 18400-18415"},
+	{"ocsb-a5", "agent ocsb-a5\nports 80-90\n", 0, 0,
+		"ocsb-a5: line 2: 'ports 80-90': 80 is out of range (1024..65535)"},
+	{"ocsb-a6", "agent ocsb-a6\nports 9010-9000\n", 0, 0,
+		"ocsb-a6: line 2: 'ports 9010-9000': port range 9010-9000 is empty"},
+	{"ocsb-a7", "agent ocsb-a7\nports 9000-9009x\n", 0, 0,
+		"ocsb-a7: line 2: 'ports 9000-9009x': '9009x' is not a number"},
+	{"ocsb-a8", "agent ocsb-a8\nports 9000-9009\nports 9100-9109\n", 0, 0,
+		"ocsb-a8: line 3: a second ports line"},
+	{"ocsb-a9", "# a comment\nports 9200-9200", 9200, 9200, NULL},
+	/* An account deleted by hand: its uid stays locked, nothing is opened for it. */
+	{"ocsb-gone", "agent ocsb-gone\nuid 1020\nports 9300-9309\n", 0, 0,
+		"no account for ocsb-gone: its recorded uid 1020 stays"},
+};
+
+static int fn_registry_ports(void *arg, int outfd)
+{
+	const char *dir = arg;
+	struct netlock_spec s = {.uid = 1000};
+	char stale[4096];
+
+	if (own_passwd(dir, outfd) < 0)
+		return 2;
+	LCHECK(outfd, netlock_registry(&s, dir, NULL, stale, sizeof(stale)) == 0, "%s", stale);
+	LCHECK(outfd, s.n_others == ARRAY_SIZE(ports_cases), "%zu others: %s", s.n_others, stale);
+	for (size_t i = 0; i < ARRAY_SIZE(ports_cases); i++) {
+		uid_t want = (uid_t)(1001 + i);
+		size_t k;
+
+		if (strcmp(ports_cases[i].name, "ocsb-gone") == 0)
+			want = 1020;
+		for (k = 0; k < s.n_others && s.others[k] != want; k++)
+			;
+		LCHECK(outfd, k < s.n_others, "%s: uid %u not in the set", ports_cases[i].name,
+			(unsigned)want);
+		LCHECK(outfd,
+			s.others_ports[k].lo == ports_cases[i].lo &&
+				s.others_ports[k].hi == ports_cases[i].hi,
+			"%s: range %u-%u, want %u-%u", ports_cases[i].name, s.others_ports[k].lo,
+			s.others_ports[k].hi, ports_cases[i].lo, ports_cases[i].hi);
+		if (ports_cases[i].note)
+			LCHECK(outfd, strstr(stale, ports_cases[i].note), "%s: note missing: %s",
+				ports_cases[i].name, stale);
+		else
+			LCHECK(outfd, !strstr(stale, ports_cases[i].name), "%s: a note: %s",
+				ports_cases[i].name, stale);
+	}
+	/* And the table gives each range to its uid alone. */
+	{
+		struct buf b = {0};
+
+		LCHECK(outfd, netlock_render_nft(&s, &b) == 0, "render");
+		LCHECK(outfd,
+			strstr(b.data,
+				"meta skuid 1001 fib daddr type local tcp dport 9000-9009 "
+				"accept\n") &&
+				strstr(b.data,
+					"meta skuid 1009 fib daddr type local tcp dport "
+					"9200-9200 accept\n") &&
+				!strstr(b.data, "meta skuid 1002 fib") && !strstr(b.data, "9300") &&
+				!strstr(b.data, "18000"),
+			"%s", b.data);
+		buf_free(&b);
+	}
+	return 0;
+}
+
+static void registry_ports(void **state)
+{
+	struct buf pw = {0};
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+	char rel[64];
+
+	assert_int_equal(buf_puts(&pw, "root:x:0:0::/root:/bin/sh\n"), 0);
+	assert_int_equal(mkdir(unit_path("ocsb"), 0700), 0);
+	assert_int_equal(mkdir(unit_path("ocsb/agents"), 0700), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(ports_cases); i++) {
+		if (strcmp(ports_cases[i].name, "ocsb-gone") != 0)
+			assert_int_equal(buf_printf(&pw, "%s:x:%zu:%zu::/home/%s:/bin/sh\n",
+						 ports_cases[i].name, 1001 + i, 1001 + i,
+						 ports_cases[i].name),
+				0);
+		snprintf(rel, sizeof(rel), "ocsb/agents/%s", ports_cases[i].name);
+		unit_write(
+			unit_path(rel), ports_cases[i].entry, strlen(ports_cases[i].entry), 0600);
+	}
+	unit_write(unit_path("passwd"), pw.data, pw.len, 0644);
+	buf_free(&pw);
+	assert_int_equal(spawn_fn(fn_registry_ports, (void *)unit_dir, &o, &r), 0);
+	child_report(&r, "registry ports");
 	spawn_result_free(&r);
 }
 
@@ -233,6 +358,126 @@ static int fn_live_set(void *arg, int outfd)
 	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
 	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
 	return 0;
+}
+
+/*
+ * Each agent's range rule is verified like every other rule: a range missing, changed or
+ * gone for one agent is drift, named, and apply puts it back.
+ */
+static int fn_live_ranges(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = 1000,
+		.others = {1002, 1001},
+		.others_ports = {{9100, 9109}, {9000, 9009}},
+		.n_others = 2,
+		.proxy_port = 3128,
+		.ports_lo = 8000,
+		.ports_hi = 8099};
+	struct netlock_spec t, max;
+	char err[1024], out[8192];
+	int r;
+
+	(void)arg;
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd,
+		run_nft("list", "chain", "inet ocsb agent", NULL, NULL, out, sizeof(out)) == 0 &&
+			strstr(out,
+				"meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept"),
+		"%s", out);
+	/* Control: the same agents in another order are the same table. */
+	t = s;
+	t.others[0] = 1001;
+	t.others_ports[0] = s.others_ports[1];
+	t.others[1] = 1002;
+	t.others_ports[1] = s.others_ports[0];
+	LCHECK(outfd, netlock_verify(&t, err, sizeof(err)) == 0, "%s", err);
+	/* Another agent's range changed in its entry: the rule differs. */
+	t = s;
+	t.others_ports[1] = (struct netlock_range){9000, 9019};
+	r = netlock_verify(&t, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 &&
+			strstr(err,
+				"chain agent rule 4 differs: want \"meta skuid 1001 fib daddr "
+				"type local tcp dport 9000-9019 accept\""),
+		"%d %s", r, err);
+	/* Its range gone from its entry: the live rule is one too many. */
+	t.others_ports[1] = (struct netlock_range){0, 0};
+	r = netlock_verify(&t, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strstr(err, "chain agent rule 4 differs: want \"meta skuid 1002 fib "),
+		"%d %s", r, err);
+	/* An agent given a range: the live table lacks its rule. */
+	t = s;
+	t.others[t.n_others] = 1003;
+	t.others_ports[t.n_others++] = (struct netlock_range){9200, 9209};
+	r = netlock_verify(&t, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strstr(err, "set agents lacks uid 1003"), "%d %s", r, err);
+	LCHECK(outfd,
+		run_nft("add", "element", "inet ocsb agents", "{ 1003 }", NULL, out, sizeof(out)) ==
+			0,
+		"%s", out);
+	r = netlock_verify(&t, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strstr(err, "chain agent rule 6 differs: want \"meta skuid 1003 fib "),
+		"%d %s", r, err);
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	/* The rule taken out by hand: missing, named; apply puts it back. */
+	LCHECK(outfd,
+		run_nft("flush", "chain", "inet ocsb agent", NULL, NULL, out, sizeof(out)) == 0 &&
+			run_nft("add", "rule", "inet ocsb agent",
+				"ct direction reply ct state established,related accept", NULL, out,
+				sizeof(out)) == 0 &&
+			run_nft("add", "rule", "inet ocsb agent",
+				"ip daddr 127.0.0.1 tcp dport 3128 accept", NULL, out,
+				sizeof(out)) == 0 &&
+			run_nft("add", "rule", "inet ocsb agent",
+				"meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept",
+				NULL, out, sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&s, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 &&
+			strstr(err,
+				"chain agent rule 4 missing: want \"meta skuid 1001 fib daddr "
+				"type local tcp dport 9000-9009 accept\""),
+		"%d %s", r, err);
+	/* A range rule for every agent (the pre-fix table's shape is drift too). */
+	LCHECK(outfd,
+		run_nft("add", "rule", "inet ocsb agent",
+			"fib daddr type local tcp dport 9000-9009 accept", NULL, out,
+			sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&s, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strstr(err, "chain agent rule 4 differs"), "%d %s", r, err);
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+
+	/* The most rules a spec can have go in one batch and verify. */
+	spec_max(&max);
+	LCHECK(outfd, netlock_apply(&max, err, sizeof(err)) == 0, "%s", err);
+	r = netlock_verify(&max, err, sizeof(err));
+	LCHECK(outfd, r == 0, "%d %s", r, err);
+	max.others_ports[NETLOCK_MAX_AGENTS - 1].lo++;
+	r = netlock_verify(&max, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strstr(err, "meta skuid 2063 fib daddr type local tcp dport 18064-"),
+		"%d %s", r, err);
+	return 0;
+}
+
+static void live_ranges(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_live_ranges, NULL, &o, &r), 0);
+	child_report(&r, "live ranges");
+	spawn_result_free(&r);
+	assert_int_not_equal(netlock_exists(), 1);
 }
 
 static void live_set(void **state)
@@ -340,7 +585,9 @@ int main(void)
 		cmocka_unit_test(render_invalid_others),
 		DIR_TEST(registry_accounts_and_stale),
 		DIR_TEST(registry_agent_range),
+		DIR_TEST(registry_ports),
 		cmocka_unit_test(live_set),
+		cmocka_unit_test(live_ranges),
 		cmocka_unit_test(guard_routes_for_check),
 	};
 

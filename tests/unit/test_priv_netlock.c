@@ -453,14 +453,15 @@ static const struct probe route_probes[] = {
 enum { RT_PROXY, RT_ROUTE, RT_OTHER, RT_FREE, RT_RANGE, RT_N };
 
 /*
- * Two agents in the set; arg non-NULL: with agent-ports 18000-18999 over the route ports
- * in the spec (config.c refuses it; the table must hold anyway).
+ * Two agents in the set; arg non-NULL: both with agent-ports 18000-18999 over the route
+ * ports in the spec (config.c and the registry refuse it; the table must hold anyway).
  */
 static int fn_two_agents(void *arg, int outfd)
 {
 	int wide = arg != NULL;
 	struct netlock_spec s = {.uid = AGENT_UID,
 		.others = {AGENT2_UID},
+		.others_ports = {{wide ? 18000 : 0, wide ? 18999 : 0}},
 		.n_others = 1,
 		.proxy_port = P_PROXY,
 		.ports_lo = wide ? 18000 : 0,
@@ -520,6 +521,73 @@ static int fn_two_agents(void *arg, int outfd)
 	return 0;
 }
 
+#define P_RANGE_A 9005 /* in agentd's agent's range 9000-9009 */
+#define P_RANGE_B 9105 /* in the second agent's range 9100-9109 */
+
+static const struct probe range_probes[] = {
+	{"tcp 127.0.0.1 A's range", AF_INET, "127.0.0.1", P_RANGE_A, 0},
+	{"tcp 127.0.0.1 B's range", AF_INET, "127.0.0.1", P_RANGE_B, 0},
+};
+enum { RR_A, RR_B, RR_N };
+
+/*
+ * Two agents with ranges of their own (the known issue "Several agents": one range, from
+ * whichever configuration applied the table, was open to every agent in the set): each
+ * reaches its own range and is reset on the other's; a uid outside the set reaches both.
+ * arg non-NULL: the spec as a run for the second agent builds it while agentd serves the
+ * first (its own range in ports_lo-hi, agentd's agent's from the registry; the guard's
+ * routes then make agentd's agent s.uid) — the same table either way.
+ */
+static int fn_two_ranges(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = AGENT_UID,
+		.others = {AGENT2_UID},
+		.others_ports = {{9100, 9109}},
+		.n_others = 1,
+		.proxy_port = P_PROXY,
+		.ports_lo = 9000,
+		.ports_hi = 9009};
+	struct probe_res a[RR_N], b[RR_N], o[RR_N];
+	char err[1024];
+	pid_t pid;
+
+	if (arg) {
+		s = (struct netlock_spec){.uid = AGENT2_UID,
+			.others = {AGENT_UID, AGENT2_UID},
+			.others_ports = {{9000, 9009}, {9100, 9109}},
+			.n_others = 2,
+			.proxy_port = P_PROXY,
+			.ports_lo = 9100,
+			.ports_hi = 9109};
+	}
+	if (enter_netns(outfd) != 0)
+		return 2;
+	LCHECK(outfd,
+		listen_on(AF_INET, "127.0.0.1", P_RANGE_A, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_RANGE_B, 0) >= 0,
+		"listen: %s", strerror(errno));
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	pid = probe_as(AGENT_UID, range_probes, RR_N, a, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agent A probes");
+	pid = probe_as(AGENT2_UID, range_probes, RR_N, b, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "agent B probes");
+	pid = probe_as(OTHER2_UID, range_probes, RR_N, o, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "uid %d probes", OTHER2_UID);
+	for (size_t i = 0; i < RR_N; i++)
+		dprintf(outfd, "# %-22s agent A %-20s agent B %-20s uid %d %s\n",
+			range_probes[i].name, a[i].err ? strerror(a[i].err) : "ok",
+			b[i].err ? strerror(b[i].err) : "ok", OTHER2_UID,
+			o[i].err ? strerror(o[i].err) : "ok");
+	LCHECK(outfd, a[RR_A].err == 0, "A did not reach its own range: %s", strerror(a[RR_A].err));
+	LCHECK(outfd, b[RR_B].err == 0, "B did not reach its own range: %s", strerror(b[RR_B].err));
+	LCHECK(outfd, REFUSED_FAST(a[RR_B]), "A reached B's range: %s", strerror(a[RR_B].err));
+	LCHECK(outfd, REFUSED_FAST(b[RR_A]), "B reached A's range: %s", strerror(b[RR_A].err));
+	LCHECK(outfd, o[RR_A].err == 0 && o[RR_B].err == 0, "uid %d: %s, %s", OTHER2_UID,
+		strerror(o[RR_A].err), strerror(o[RR_B].err));
+	return 0;
+}
+
 /* fn in a child (it enters a network namespace of its own), as root. */
 static void run_as_root(int (*fn)(void *, int), void *arg, const char *what)
 {
@@ -548,6 +616,18 @@ static void two_agents_covering_range_as_root(void **state)
 	run_as_root(fn_two_agents, &wide, "two agents, agent-ports over the routes");
 }
 
+static void two_ranges_as_root(void **state)
+{
+	run_as_root(fn_two_ranges, NULL, "two agents, a range each");
+}
+
+static void two_ranges_other_run_as_root(void **state)
+{
+	static int other = 1;
+
+	run_as_root(fn_two_ranges, &other, "two agents, a range each, the other agent's run");
+}
+
 static void behaviour_as_root(void **state)
 {
 	run_as_root(fn_behaviour, NULL, "behaviour");
@@ -560,6 +640,8 @@ int main(void)
 		cmocka_unit_test(behaviour_as_root),
 		cmocka_unit_test(two_agents_as_root),
 		cmocka_unit_test(two_agents_covering_range_as_root),
+		cmocka_unit_test(two_ranges_as_root),
+		cmocka_unit_test(two_ranges_other_run_as_root),
 	};
 
 	if (geteuid() != 0) {
