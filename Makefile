@@ -137,9 +137,10 @@ $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(
 $(LIBINJECT): $(INJECT_OBJ)
 	$(AR) rcs $@ $^
 
-# The credential injector: libc, OpenSSL and the common library (logging, buffers).
+# The credential injector: libc, OpenSSL, libsodium (keys in locked memory), threads and the
+# common library (logging, buffers).
 $(BUILDDIR)/ocsb-inject: $(BUILDDIR)/inject/main.o $(LIBINJECT) $(LIBOCSB)
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs openssl 2>/dev/null)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(shell $(PKG_CONFIG) --libs openssl libsodium 2>/dev/null)
 
 # The agent's login shell: libc and the config parser only.
 $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)

@@ -143,7 +143,7 @@ static int routes_of(struct agentd *d, const struct secret_set *s, int with_keys
 		snprintf(provider[c->n], 16, "%s",
 			inj_provider_find(e->route) ? e->route : "");
 		if (with_keys && e->value) {
-			r->key = strdup(e->value);
+			r->key = inj_key_dup(e->value, strlen(e->value));
 			if (!r->key) {
 				inj_conf_free(c);
 				return -1;
@@ -351,12 +351,15 @@ static void sock_close(struct agentd *d, struct injectd *x)
 static int handover(struct agentd *d, struct injectd *x, const struct secret_set *s)
 {
 	struct inj_conf c;
-	struct buf text = {0};
+	struct buf text = {.wipe = 1};
 	char head[64], provider[INJ_MAX_ROUTES][16];
 	int r = -1;
 
 	if (routes_of(d, s, 1, &c, provider, 1) < 0)
 		return -1;
+	/* The injector serves this account's connections alone (its second wall). */
+	c.peer = d->agent.uid;
+	c.have_peer = 1;
 	if (x->ca_file[0]) {
 		size_t len = 0;
 		if (fo_read(x->ca_file, INJ_CA_MAX, &c.ca_pem, &len) < 0)
@@ -470,10 +473,15 @@ static void injectd_usage(struct agentd *d, const char *line)
 		log_warn("inject: malformed usage line dropped");
 		return;
 	}
-	/* Counts only, no key nor request content: root's, readable for `ocsb usage`. */
+	/*
+	 * Counts only, no key nor request content; but the routes' names are the owner's
+	 * secrets' names: the owner's to read (`ocsb usage`), nobody else's. The directory
+	 * is root's, so the owner cannot put anything in its place.
+	 */
 	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
 	if (dfd >= 0 && inj_usage_render(x->usage, x->n_usage, &b) == 0 &&
-		fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0644, 0, 0) < 0)
+		fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0400, d->owner.uid,
+			d->owner.gid) < 0)
 		log_warn("inject: %s not written", path);
 	if (dfd >= 0)
 		close(dfd);

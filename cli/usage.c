@@ -31,7 +31,9 @@ int cmd_usage(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			printf("Usage: ocsb usage [--json]\n"
 			       "Requests, bytes, answer statuses and tokens per injected route and "
-			       "day (UTC),\nas ocsb-agentd counted them. See ocsb(1).\n");
+			       "day (UTC),\nas ocsb-agentd counted them; REFUSED: requests and "
+			       "connections the injector\nanswered itself (never sent upstream). "
+			       "See ocsb(1).\n");
 			free(rows);
 			return 0;
 		} else {
@@ -47,7 +49,8 @@ int cmd_usage(int argc, char **argv)
 		goto out;
 	r = fo_read(path, 1 << 20, &text, &len);
 	if (r < 0 && r != -ENOENT) {
-		log_err("%s: %s", path, strerror(-r));
+		log_err("%s: %s%s", path, strerror(-r),
+			r == -EACCES ? " (the agent's owner and root read it)" : "");
 		goto out;
 	}
 	if (text && inj_usage_parse(text, rows, &n, INJ_USAGE_MAX_ROWS) < 0) {
@@ -65,9 +68,9 @@ int cmd_usage(int argc, char **argv)
 				",\"day\":\"%s\",\"requests\":%llu,\"bytes_up\":%llu,"
 				"\"bytes_down\":%llu,\"input_tokens\":%llu,\"output_tokens\":%llu,"
 				"\"status\":{\"2xx\":%llu,\"3xx\":%llu,\"4xx\":%llu,\"5xx\":%llu,"
-				"\"failed\":%llu}}",
+				"\"failed\":%llu},\"refused\":%llu}",
 				u->day, u->n, u->req, u->resp, u->in, u->out, u->st[0], u->st[1],
-				u->st[2], u->st[3], u->st[4]);
+				u->st[2], u->st[3], u->st[4], u->refused);
 		}
 		buf_puts(&b, n ? "\n]\n" : "]\n");
 		fputs(b.data, stdout);
@@ -75,13 +78,16 @@ int cmd_usage(int argc, char **argv)
 	} else if (!n) {
 		printf("no requests through injected routes yet (ocsb secrets set NAME --inject)\n");
 	} else {
-		printf("%-24s %-10s %8s %10s %10s %10s %10s  %s\n", "ROUTE", "DAY", "REQUESTS",
-			"UP", "DOWN", "IN-TOK", "OUT-TOK", "2xx/3xx/4xx/5xx/failed");
+		printf("%-24s %-10s %8s %10s %10s %10s %10s  %-22s %s\n", "ROUTE", "DAY",
+			"REQUESTS", "UP", "DOWN", "IN-TOK", "OUT-TOK", "2xx/3xx/4xx/5xx/failed",
+			"REFUSED");
 		for (size_t i = 0; i < n; i++) {
 			const struct inj_usage_row *u = &rows[i];
-			printf("%-24s %-10s %8llu %10llu %10llu %10llu %10llu  %llu/%llu/%llu/%llu/%llu\n",
-				u->route, u->day, u->n, u->req, u->resp, u->in, u->out, u->st[0],
-				u->st[1], u->st[2], u->st[3], u->st[4]);
+			char st[128];
+			snprintf(st, sizeof(st), "%llu/%llu/%llu/%llu/%llu", u->st[0], u->st[1],
+				u->st[2], u->st[3], u->st[4]);
+			printf("%-24s %-10s %8llu %10llu %10llu %10llu %10llu  %-22s %llu\n", u->route,
+				u->day, u->n, u->req, u->resp, u->in, u->out, st, u->refused);
 		}
 	}
 	rc = 0;

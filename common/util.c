@@ -17,9 +17,20 @@ int buf_append(struct buf *b, const void *p, size_t n)
 
 		while (cap < b->len + n + 1)
 			cap *= 2;
-		d = realloc(b->data, cap);
-		if (!d)
-			return -ENOMEM;
+		if (b->wipe) {
+			d = malloc(cap);
+			if (!d)
+				return -ENOMEM;
+			if (b->data) {
+				memcpy(d, b->data, b->len);
+				explicit_bzero(b->data, b->cap);
+				free(b->data);
+			}
+		} else {
+			d = realloc(b->data, cap);
+			if (!d)
+				return -ENOMEM;
+		}
 		b->data = d;
 		b->cap = cap;
 	}
@@ -45,8 +56,12 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return -EINVAL;
-	if ((size_t)n < sizeof(small))
-		return buf_append(b, small, (size_t)n);
+	if ((size_t)n < sizeof(small)) {
+		r = buf_append(b, small, (size_t)n);
+		if (b->wipe)
+			explicit_bzero(small, sizeof(small));
+		return r;
+	}
 	big = malloc((size_t)n + 1);
 	if (!big)
 		return -ENOMEM;
@@ -54,12 +69,18 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	vsnprintf(big, (size_t)n + 1, fmt, ap);
 	va_end(ap);
 	r = buf_append(b, big, (size_t)n);
+	if (b->wipe) {
+		explicit_bzero(small, sizeof(small));
+		explicit_bzero(big, (size_t)n + 1);
+	}
 	free(big);
 	return r;
 }
 
 void buf_free(struct buf *b)
 {
+	if (b->wipe && b->data)
+		explicit_bzero(b->data, b->cap);
 	free(b->data);
 	b->data = NULL;
 	b->len = b->cap = 0;

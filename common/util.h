@@ -13,6 +13,12 @@ struct buf {
 	char *data; /* owned */
 	size_t len;
 	size_t cap;
+	/*
+	 * 1: the bytes are secret (a key, a head holding one): growth copies into a new
+	 * block and wipes the old one before freeing it, buf_printf wipes its scratch, and
+	 * buf_free wipes, so no copy is left in freed heap.
+	 */
+	int wipe;
 };
 
 int buf_append(struct buf *b, const void *p, size_t n);

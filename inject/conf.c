@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "inject.h"
 
 /*
@@ -162,13 +164,31 @@ int inj_git_insteadof(const struct inj_route *r, unsigned port, char *ret_base, 
 	return a < 0 || (size_t)a >= nb || b < 0 || (size_t)b >= nu ? -1 : 0;
 }
 
+char *inj_key_dup(const char *s, size_t n)
+{
+	char *k;
+
+	if (sodium_init() < 0)
+		return NULL;
+	k = sodium_malloc(n + 1);
+	if (!k)
+		return NULL;
+	memcpy(k, s, n);
+	k[n] = 0;
+	return k;
+}
+
+void inj_key_free(char *key)
+{
+	/* sodium_free wipes the whole allocation before unmapping it. */
+	if (key)
+		sodium_free(key);
+}
+
 void inj_conf_free(struct inj_conf *c)
 {
 	for (size_t i = 0; i < c->n; i++)
-		if (c->r[i].key) {
-			explicit_bzero(c->r[i].key, strlen(c->r[i].key));
-			free(c->r[i].key);
-		}
+		inj_key_free(c->r[i].key);
 	free(c->ca_pem);
 	memset(c, 0, sizeof(*c));
 }
@@ -230,11 +250,9 @@ static int parse_route(const char *p, const char *end, struct inj_route *r, char
 	for (size_t i = 0; i < l[7]; i++)
 		if ((unsigned char)f[7][i] < 0x21 || (unsigned char)f[7][i] > 0x7e)
 			return seterr(err, errlen, "route %s: the key is not printable ASCII", r->name);
-	r->key = malloc(l[7] + 1);
+	r->key = inj_key_dup(f[7], l[7]);
 	if (!r->key)
 		return seterr(err, errlen, "out of memory");
-	memcpy(r->key, f[7], l[7]);
-	r->key[l[7]] = 0;
 	return 0;
 }
 
@@ -272,6 +290,18 @@ int inj_conf_parse(const char *p, size_t n, struct inj_conf *ret, char *err, siz
 					goto fail;
 				}
 			c.n++;
+		} else if (eol - p > 5 && !memcmp(p, "peer\t", 5) && !c.have_peer) {
+			unsigned long v = 0;
+			size_t i = 5;
+			for (; p + i < eol && p[i] >= '0' && p[i] <= '9' && v < 0xffffffffUL; i++)
+				v = v * 10 + (unsigned long)(p[i] - '0');
+			/* Root is never the agent: a peer of 0 would serve root's processes. */
+			if (p + i != eol || i == 5 || v == 0 || v >= 0xffffffffUL) {
+				seterr(err, errlen, "hand-over: bad peer line");
+				goto fail;
+			}
+			c.peer = (uid_t)v;
+			c.have_peer = 1;
 		} else if (eol - p > 3 && !memcmp(p, "ca\t", 3) && !c.ca_pem) {
 			unsigned len;
 			if (parse_uint(p + 3, (size_t)(eol - p - 3), INJ_CA_MAX, &len) < 0 ||
@@ -304,6 +334,8 @@ int inj_conf_render(const struct inj_conf *c, struct buf *out)
 			    r->key ? r->key : "") < 0)
 			return -1;
 	}
+	if (c->have_peer && buf_printf(out, "peer\t%u\n", (unsigned)c->peer) < 0)
+		return -1;
 	if (c->ca_pem && (buf_printf(out, "ca\t%zu\n", c->ca_len) < 0 ||
 				 buf_append(out, c->ca_pem, c->ca_len) < 0))
 		return -1;
@@ -396,6 +428,8 @@ int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char 
 	for (i = 0; i < *n; i++)
 		if (!strcmp(rows[i].route, route) && !strcmp(rows[i].day, day))
 			break;
+	if (status < INJ_REFUSED)
+		return -1;
 	if (i == *n) {
 		/* Full: the oldest row (the first) makes room. */
 		if (*n == max) {
@@ -406,6 +440,11 @@ int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char 
 		snprintf(rows[i].route, sizeof(rows[i].route), "%s", route);
 		snprintf(rows[i].day, sizeof(rows[i].day), "%s", day);
 		(*n)++;
+	}
+	if (status == INJ_REFUSED) {
+		/* Answered by the injector itself: not a request the route made. */
+		rows[i].refused++;
+		return 0;
 	}
 	rows[i].n++;
 	rows[i].req += req;
@@ -420,9 +459,10 @@ int inj_usage_render(const struct inj_usage_row *rows, size_t n, struct buf *out
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct inj_usage_row *r = &rows[i];
-		if (buf_printf(out, "%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
+		if (buf_printf(out,
+			    "%s\t%s\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n",
 			    r->route, r->day, r->n, r->req, r->resp, r->in, r->out, r->st[0], r->st[1],
-			    r->st[2], r->st[3], r->st[4]) < 0)
+			    r->st[2], r->st[3], r->st[4], r->refused) < 0)
 			return -1;
 	}
 	return 0;
@@ -434,10 +474,23 @@ int inj_usage_parse(const char *text, struct inj_usage_row *rows, size_t *n, siz
 	for (const char *p = text; *p && *n < max;) {
 		struct inj_usage_row *r = &rows[*n];
 		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		char line[512];
+		int k;
+
+		/* One line at a time: scanf's "\t" would also take the newline. */
+		if (len >= sizeof(line))
+			return -1;
+		memcpy(line, p, len);
+		line[len] = 0;
 		memset(r, 0, sizeof(*r));
-		if (sscanf(p, "%64[^\t]\t%10[0-9-]\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu",
-			    r->route, r->day, &r->n, &r->req, &r->resp, &r->in, &r->out, &r->st[0],
-			    &r->st[1], &r->st[2], &r->st[3], &r->st[4]) != 12)
+		k = sscanf(line,
+			"%64[^\t]\t%10[0-9-]\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\t%"
+			"llu\t%llu",
+			r->route, r->day, &r->n, &r->req, &r->resp, &r->in, &r->out, &r->st[0],
+			&r->st[1], &r->st[2], &r->st[3], &r->st[4], &r->refused);
+		/* 12 fields: written before refusals were counted apart. */
+		if (k != 12 && k != 13)
 			return -1;
 		(*n)++;
 		if (!nl)

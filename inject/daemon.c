@@ -1,16 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The injector's loop: the hand-over socket from ocsb-agentd, the listener agentd holds for
- * each route port (listen.c), one forked process per connection. A process holds the key set it was forked with, so a new
- * set (`ocsb secrets push`) applies to new connections while one in flight finishes with
- * its own. Usage lines go back to agentd over the same socket; nothing is written to disk.
+ * The injector's first process: the hand-over socket from ocsb-agentd, the listener agentd
+ * holds for each route port (listen.c), and one worker process per route (serve.c).
+ *
+ * This process reads nothing the agent sends. It accepts, asks the kernel who connected
+ * (peer.c: only agentd's agent is served, whatever the netlock let through) and passes the
+ * connection to its route's worker. It holds every key, in locked memory, to start a worker
+ * again if one dies; a worker holds its own route's key alone (the others are wiped in it
+ * right after the fork), so a parser bug in a worker gives away one key, not all.
+ *
+ * A new hand-over (`ocsb secrets push`) starts new workers, and the old ones drain: they
+ * take no new connection and end each one after its current answer, so a request in
+ * flight finishes with the key it started with and the next one gets the new key. Usage
+ * lines go back to agentd over the hand-over socket, queued here and never waited for: a
+ * supervisor that stops reading costs counts, not routes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,115 +35,252 @@
 #include "inject.h"
 #include "log.h"
 
-#define MAX_CHILDREN 64
-#define SERVE_TIMEOUT_MS (300 * 1000)
+#define OUTQ_MAX (64 * 1024) /* lines for agentd not yet taken */
+#define RESTART_MS 1000 /* a worker that died is started again at most this often */
+
+struct worker {
+	pid_t pid; /* -1: none */
+	int sock; /* owned: connections go to it; closing it drains the worker */
+	long started, restart_at;
+};
 
 struct daemon {
 	int ctl; /* borrowed: the socket to ocsb-agentd */
-	int report_r, report_w; /* owned: the children's usage lines */
-	struct inj_conf conf; /* owned */
-	struct inj_tls *tls; /* owned */
+	int report_r, report_w; /* owned: the workers' usage lines */
+	int nl; /* owned: sock_diag, who connected */
+	struct inj_conf conf; /* owned: keys in locked memory */
+	int have_conf;
 	int slot[INJ_MAX_ROUTES]; /* owned: agentd's listener of INJ_PORT_BASE + i, -1 none */
 	int lfd[INJ_MAX_ROUTES]; /* borrowed from slot: listener of conf.r[i], -1 none */
-	unsigned children;
+	struct worker wk[INJ_MAX_ROUTES]; /* of conf.r[i] */
+	pid_t self;
 	struct buf in; /* the hand-over being read */
+	struct buf outq; /* lines for agentd */
+	unsigned long dropped; /* lines agentd did not take in time */
 	char rep[4096];
 	size_t rep_len;
 };
 
-/* A new hand-over: each route on agentd's listener of its port; none is bound here. */
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- lines to agentd: queued, never blocking ---- */
+
+static void ctl_flush(struct daemon *d)
+{
+	while (d->outq.len) {
+		ssize_t w = send(d->ctl, d->outq.data, d->outq.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w <= 0)
+			return;
+		memmove(d->outq.data, d->outq.data + w, d->outq.len - (size_t)w);
+		d->outq.len -= (size_t)w;
+	}
+	if (d->dropped) {
+		char line[128];
+		int n = snprintf(line, sizeof(line),
+			"error\t%lu usage line(s) dropped: ocsb-agentd did not read them\n",
+			d->dropped);
+		d->dropped = 0;
+		if (buf_append(&d->outq, line, (size_t)n) == 0)
+			ctl_flush(d);
+	}
+}
+
+static void ctl_send(struct daemon *d, const char *line, size_t n)
+{
+	if (d->outq.len + n > OUTQ_MAX || buf_append(&d->outq, line, n) < 0) {
+		d->dropped++;
+		return;
+	}
+	ctl_flush(d);
+}
+
+static void ctl_printf(struct daemon *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void ctl_printf(struct daemon *d, const char *fmt, ...)
+{
+	char line[600];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		ctl_send(d, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* ---- workers ---- */
+
+/* In the new worker process: its key alone, its descriptors alone, then its loop. */
+static void worker_child(struct daemon *d, size_t i, int sock)
+{
+	struct inj_route r = d->conf.r[i];
+	struct inj_worker *w = NULL;
+	char err[512];
+	int hs, hr;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != d->self)
+		_exit(0);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGCHLD, SIG_DFL);
+	/* stderr (the log), the connections' socket as 3, the usage pipe as 4; nothing else. */
+	hs = fcntl(sock, F_DUPFD_CLOEXEC, 64);
+	hr = fcntl(d->report_w, F_DUPFD_CLOEXEC, 64);
+	if (hs < 0 || hr < 0 || dup2(hs, 3) < 0 || dup2(hr, 4) < 0)
+		_exit(1);
+	close_range(5, ~0U, 0);
+	if (inj_worker_new(&r, d->conf.ca_pem, d->conf.ca_len, 4, NULL, &w, err, sizeof(err)) < 0)
+		log_err("route %s: %s", r.name, err);
+	/* Every key of the hand-over is wiped here, this route's too: the worker has its copy. */
+	inj_conf_free(&d->conf);
+	if (d->in.data)
+		explicit_bzero(d->in.data, d->in.cap);
+	if (!w)
+		_exit(1);
+	inj_worker_run(w, 3);
+	inj_worker_free(w);
+	_exit(0);
+}
+
+static int worker_start(struct daemon *d, size_t i)
+{
+	struct worker *k = &d->wk[i];
+	int sv[2];
+	pid_t pid;
+
+	k->restart_at = 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		log_err("route %s: socketpair: %s", d->conf.r[i].name, strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0)
+		worker_child(d, i, sv[1]);
+	close(sv[1]);
+	if (pid < 0) {
+		log_err("route %s: fork: %s", d->conf.r[i].name, strerror(errno));
+		close(sv[0]);
+		return -1;
+	}
+	/* A worker that stops taking connections makes this side answer 503, never wait. */
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	k->pid = pid;
+	k->sock = sv[0];
+	k->started = now_ms();
+	return 0;
+}
+
+/* Closing its socket makes a worker drain and exit; it is reaped like any child. */
+static void worker_drain(struct worker *k)
+{
+	if (k->sock >= 0)
+		close(k->sock);
+	k->sock = -1;
+	k->pid = -1;
+	k->restart_at = 0;
+}
+
+/* A hand-over that parsed: every route on agentd's listener of its port, a worker each. */
 static int apply(struct daemon *d, struct inj_conf *nc)
 {
-	int nl[INJ_MAX_ROUTES];
+	struct worker old[INJ_MAX_ROUTES];
+	struct inj_conf prev = d->conf;
 	struct inj_tls *t;
 	char err[512];
 
+	/* The CAs load here once, so a bad bundle is agentd's error, not a dead worker's. */
 	if (inj_tls_new(nc->ca_pem, nc->ca_len, &t, err, sizeof(err)) < 0) {
 		log_err("TLS: %s", err);
 		return -1;
 	}
-	for (size_t i = 0; i < nc->n; i++) {
-		unsigned p = nc->r[i].port;
+	inj_tls_free(t);
+	if (!nc->have_peer)
+		log_err("the hand-over names no agent: every connection is refused");
+	memcpy(old, d->wk, sizeof(old));
+	d->conf = *nc;
+	d->have_conf = 1;
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {
+		unsigned p = i < d->conf.n ? d->conf.r[i].port : 0;
 
-		nl[i] = p >= INJ_PORT_BASE && p < INJ_PORT_BASE + INJ_MAX_ROUTES
-			? d->slot[p - INJ_PORT_BASE]
-			: -1;
-		if (nl[i] < 0)
+		d->wk[i] = (struct worker){.pid = -1, .sock = -1};
+		d->lfd[i] = -1;
+		if (i >= d->conf.n)
+			continue;
+		if (p >= INJ_PORT_BASE && p < INJ_PORT_BASE + INJ_MAX_ROUTES)
+			d->lfd[i] = d->slot[p - INJ_PORT_BASE];
+		if (d->lfd[i] < 0) {
 			log_err("route %s: ocsb-agentd holds no listener on 127.0.0.1:%u: not "
 				"served",
-				nc->r[i].name, p);
+				d->conf.r[i].name, p);
+			continue;
+		}
+		if (worker_start(d, i) < 0)
+			d->wk[i].restart_at = now_ms() + RESTART_MS;
 	}
-	inj_conf_free(&d->conf);
-	inj_tls_free(d->tls);
-	d->conf = *nc;
-	d->tls = t;
-	memcpy(d->lfd, nl, sizeof(nl));
+	/* The new workers exist before the old ones stop taking connections. */
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
+		if (old[i].sock >= 0)
+			worker_drain(&old[i]);
+	inj_conf_free(&prev);
 	log_info("%zu route(s) loaded", d->conf.n);
 	return 0;
 }
 
-/* The usage line of one request: "usage\tROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT\n". */
-int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n)
-{
-	struct tm tm;
-	char day[16];
+/* ---- connections ---- */
 
-	gmtime_r(&when, &tm);
-	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
-	return snprintf(out, n, "usage\t%s\t%s\t%d\t%llu\t%llu\t%lld\t%lld\n", route, day,
-		u->status, u->req_bytes, u->resp_bytes, u->in_tokens, u->out_tokens);
-}
-
-static void child_serve(struct daemon *d, size_t i, int fd)
+static void refuse(struct daemon *d, size_t i, int fd, int status, const char *text)
 {
+	struct buf b = {0};
 	struct inj_usage u;
-	char why[600], line[256];
-	int r, n;
+	char line[256];
+	int n;
 
-	/* Ends with the injector: nothing of it outlives the supervisor's stop. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* Nothing but this connection and the report pipe. */
-	for (size_t j = 0; j < INJ_MAX_ROUTES; j++)
-		if (d->slot[j] >= 0)
-			close(d->slot[j]);
-	close(d->report_r);
-	close(d->ctl);
-	r = inj_serve(fd, &d->conf.r[i], d->tls, SERVE_TIMEOUT_MS, &u, why, sizeof(why));
-	close(fd);
-	if (r < 0)
-		log_warn("route %s: %s", d->conf.r[i].name, why);
-	else
-		log_info("route %s: %d, %llu bytes up, %llu down", d->conf.r[i].name, u.status,
-			u.req_bytes, u.resp_bytes);
+	if (inj_error_answer(status, text, &b) == 0)
+		(void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	buf_free(&b);
+	inj_usage_init(&u);
+	u.status = INJ_REFUSED;
 	n = inj_usage_line(d->conf.r[i].name, time(NULL), &u, line, sizeof(line));
-	if (n > 0 && (size_t)n < sizeof(line) && write(d->report_w, line, (size_t)n) < 0)
-		log_warn("usage report lost: %s", strerror(errno));
-	inj_conf_free(&d->conf);
-	_exit(r < 0);
+	if (n > 0 && (size_t)n < sizeof(line))
+		ctl_send(d, line, (size_t)n);
 }
 
 static void accept_one(struct daemon *d, size_t i)
 {
 	int fd = accept4(d->lfd[i], NULL, NULL, SOCK_CLOEXEC);
-	pid_t pid;
+	uid_t uid = (uid_t)-1;
+	int r;
 
 	if (fd < 0)
 		return;
-	if (d->children >= MAX_CHILDREN) {
-		struct buf b = {0};
-		if (inj_error_answer(503, "too many requests in flight", &b) == 0)
-			(void)!send(fd, b.data, b.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		buf_free(&b);
+	r = inj_peer_uid(d->nl, fd, &uid);
+	if (r < 0 || !d->conf.have_peer || uid != d->conf.peer) {
+		/*
+		 * The second wall: only agentd's agent spends the owner's key, whatever the
+		 * netlock let through (a connection queued before the table was there).
+		 */
+		if (r < 0)
+			log_warn("route %s: a connection whose owner the kernel does not tell "
+				 "(%s): refused",
+				d->conf.r[i].name, strerror(-r));
+		else
+			log_warn("route %s: a connection from uid %u refused: only the agent "
+				 "(uid %u) uses a route",
+				d->conf.r[i].name, (unsigned)uid, (unsigned)d->conf.peer);
+		refuse(d, i, fd, 403, "only the agent's account may use a route");
 		close(fd);
 		return;
 	}
-	pid = fork();
-	if (pid == 0)
-		child_serve(d, i, fd);
-	if (pid > 0)
-		d->children++;
-	else
-		log_err("fork: %s", strerror(errno));
+	if (d->wk[i].sock < 0 || inj_send_fds(d->wk[i].sock, "c", &fd, 1) < 0)
+		refuse(d, i, fd, 503, "the route's worker is busy or restarting");
 	close(fd);
 }
 
@@ -142,7 +291,7 @@ static int read_ctl(struct daemon *d)
 	ssize_t r = read(d->ctl, tmp, sizeof(tmp));
 
 	if (r <= 0)
-		return r < 0 && errno == EINTR ? 0 : -1;
+		return r < 0 && (errno == EINTR || errno == EAGAIN) ? 0 : -1;
 	if (d->in.len + (size_t)r > INJ_CONF_MAX + 64 || buf_append(&d->in, tmp, (size_t)r) < 0) {
 		explicit_bzero(tmp, sizeof(tmp));
 		return -1;
@@ -166,12 +315,12 @@ static int read_ctl(struct daemon *d)
 			return 0;
 		if (inj_conf_parse(d->in.data + hl, len, &nc, err, sizeof(err)) < 0) {
 			log_err("hand-over refused: %s", err);
-			dprintf(d->ctl, "error\t%s\n", err);
+			ctl_printf(d, "error\t%s\n", err);
 		} else if (apply(d, &nc) < 0) {
 			inj_conf_free(&nc);
-			dprintf(d->ctl, "error\tTLS setup failed\n");
+			ctl_printf(d, "error\tTLS setup failed\n");
 		} else {
-			dprintf(d->ctl, "ready\t%zu\n", d->conf.n);
+			ctl_printf(d, "ready\t%zu\n", d->conf.n);
 		}
 		explicit_bzero(d->in.data, hl + len);
 		memmove(d->in.data, d->in.data + hl + len, d->in.len - hl - len);
@@ -196,12 +345,36 @@ static void relay_reports(struct daemon *d)
 	d->rep_len += (size_t)r;
 	while ((nl = memchr(d->rep, '\n', d->rep_len))) {
 		size_t n = (size_t)(nl - d->rep) + 1;
-		(void)!write(d->ctl, d->rep, n);
+		ctl_send(d, d->rep, n);
 		memmove(d->rep, d->rep + n, d->rep_len - n);
 		d->rep_len -= n;
 	}
 	if (d->rep_len == sizeof(d->rep))
 		d->rep_len = 0;
+}
+
+/* Children that ended: a current route's worker is started again (not at once). */
+static void reap(struct daemon *d)
+{
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		for (size_t i = 0; i < d->conf.n; i++) {
+			struct worker *k = &d->wk[i];
+			long at;
+
+			if (k->pid != pid)
+				continue;
+			log_err("route %s: its worker ended (%s %d): started again",
+				d->conf.r[i].name, WIFSIGNALED(st) ? "signal" : "status",
+				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			close(k->sock);
+			k->sock = -1;
+			k->pid = -1;
+			at = k->started + RESTART_MS;
+			k->restart_at = at > now_ms() ? at : now_ms();
+		}
 }
 
 static volatile sig_atomic_t stop;
@@ -223,17 +396,27 @@ int inj_daemon(int ctl)
 
 	memset(&d, 0, sizeof(d));
 	d.ctl = ctl;
-	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
+	d.self = getpid();
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {
 		d.lfd[i] = -1;
+		d.wk[i] = (struct worker){.pid = -1, .sock = -1};
+	}
 	/* agentd's listeners come first on the socket, before any hand-over. */
 	if (inj_recv_listeners(ctl, d.slot) < 0) {
 		log_err("no route listeners from ocsb-agentd on the hand-over socket");
+		return -1;
+	}
+	d.nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (d.nl < 0) {
+		log_err("sock_diag: %s: no connection could be checked, none is served",
+			strerror(errno));
 		return -1;
 	}
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
 	d.report_r = p[0];
 	d.report_w = p[1];
+	fcntl(ctl, F_SETFL, fcntl(ctl, F_GETFL) | O_NONBLOCK);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sa.sa_handler = on_chld;
@@ -241,20 +424,29 @@ int inj_daemon(int ctl)
 	while (!stop) {
 		struct pollfd pf[INJ_MAX_ROUTES + 2];
 		size_t map[INJ_MAX_ROUTES], np = 2;
+		long now = now_ms(), wait = 1000;
 
-		pf[0] = (struct pollfd){.fd = d.ctl, .events = POLLIN};
+		for (size_t i = 0; i < d.conf.n; i++) {
+			if (d.wk[i].restart_at && d.wk[i].restart_at <= now &&
+				worker_start(&d, i) < 0)
+				d.wk[i].restart_at = now + RESTART_MS;
+			if (d.wk[i].restart_at && d.wk[i].restart_at - now < wait)
+				wait = d.wk[i].restart_at - now;
+		}
+		pf[0] = (struct pollfd){.fd = d.ctl, .events = POLLIN | (d.outq.len ? POLLOUT : 0)};
 		pf[1] = (struct pollfd){.fd = d.report_r, .events = POLLIN};
 		for (size_t i = 0; i < d.conf.n; i++)
 			if (d.lfd[i] >= 0) {
 				map[np - 2] = i;
 				pf[np++] = (struct pollfd){.fd = d.lfd[i], .events = POLLIN};
 			}
-		int r = poll(pf, np, 1000);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			d.children--;
+		int r = poll(pf, np, (int)(wait > 0 ? wait : 0));
+		reap(&d);
 		if (r <= 0)
 			continue;
-		if (pf[0].revents && read_ctl(&d) < 0) {
+		if ((pf[0].revents & POLLOUT) && d.outq.len)
+			ctl_flush(&d);
+		if ((pf[0].revents & (POLLIN | POLLHUP | POLLERR)) && read_ctl(&d) < 0) {
 			/* agentd is gone or broke protocol: nothing more to serve. */
 			log_info("hand-over socket closed");
 			break;
@@ -265,15 +457,33 @@ int inj_daemon(int ctl)
 			if (pf[k].revents & POLLIN)
 				accept_one(&d, map[k - 2]);
 	}
-	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
+	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {
 		if (d.slot[i] >= 0)
 			close(d.slot[i]);
+		if (d.wk[i].pid > 0)
+			kill(d.wk[i].pid, SIGKILL);
+		if (d.wk[i].sock >= 0)
+			close(d.wk[i].sock);
+	}
 	inj_conf_free(&d.conf);
-	inj_tls_free(d.tls);
 	if (d.in.data)
 		explicit_bzero(d.in.data, d.in.cap);
 	buf_free(&d.in);
+	buf_free(&d.outq);
+	close(d.nl);
 	close(d.report_r);
 	close(d.report_w);
 	return 0;
+}
+
+/* The usage line of one request: "usage\tROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT\n". */
+int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n)
+{
+	struct tm tm;
+	char day[16];
+
+	gmtime_r(&when, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	return snprintf(out, n, "usage\t%s\t%s\t%d\t%llu\t%llu\t%lld\t%lld\n", route, day,
+		u->status, u->req_bytes, u->resp_bytes, u->in_tokens, u->out_tokens);
 }

@@ -114,6 +114,27 @@ static int header_value_ok(const char *v, size_t len)
 	return 1;
 }
 
+/* 1 when the comma-separated list v (len bytes) holds token, in any case. */
+static int has_token(const char *v, size_t len, const char *token)
+{
+	size_t tl = strlen(token);
+
+	for (size_t i = 0; i < len;) {
+		size_t j = i, e;
+		while (j < len && v[j] != ',')
+			j++;
+		e = j;
+		while (i < e && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		while (e > i && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e - i == tl && !strncasecmp(v + i, token, tl))
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
 static int parse_length(const char *v, size_t len, unsigned long long *ret)
 {
 	unsigned long long x = 0;
@@ -216,6 +237,9 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 			if (have_te || (size_t)(ve - v) != 7 || strncasecmp(v, "chunked", 7))
 				return refuse(req, 501, "only Transfer-Encoding: chunked is accepted");
 			have_te = 1;
+		} else if (nlen == 10 && !strncasecmp(p, "connection", 10) &&
+			   has_token(v, (size_t)(ve - v), "close")) {
+			req->close = 1;
 		}
 		if (is_dropped(p, nlen, r))
 			continue;
@@ -236,7 +260,8 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 		if (buf_printf(out, "Content-Length: %llu\r\n", clen) < 0)
 			goto oom;
 	}
-	if (buf_puts(out, "Accept-Encoding: identity\r\nConnection: close\r\n\r\n") < 0)
+	/* HTTP/1.1 keeps the upstream connection open by default: the pool reuses it. */
+	if (buf_puts(out, "Accept-Encoding: identity\r\n\r\n") < 0)
 		goto oom;
 	return 0;
 oom:
@@ -257,6 +282,122 @@ int inj_rewrite(const struct inj_route *r, const char *key, const char *head, si
 		explicit_bzero(out->data, out->cap);
 	out->len = 0;
 	return -1;
+}
+
+/*
+ * Headers of the upstream's answer never passed to the agent: hop-by-hop (each leg has its
+ * own connection) and the framing, written again from what was parsed.
+ */
+static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection",
+	"te", "trailer", "upgrade", "transfer-encoding", "content-length"};
+
+int inj_resp_head(const char *head, size_t n, const char *method, int close_client,
+	struct inj_resp *resp, struct buf *out)
+{
+	const char *end = head + n, *p = head, *eol;
+	int have_len = 0, chunked = 0, other_te = 0, nhdr = 0, http10;
+	unsigned long long clen = 0;
+	size_t keep_len = 0;
+	const char *keep_cl = NULL;
+
+	memset(resp, 0, sizeof(*resp));
+	out->len = 0;
+	if (n < 16 || inj_head_end(head, n) != n)
+		return -1;
+	eol = memchr(p, '\r', (size_t)(end - p));
+	/* "HTTP/1.x SSS" then a space or the end of the line. */
+	if (!eol || eol[1] != '\n' || eol - p < 12 || memcmp(p, "HTTP/1.", 7) ||
+		(p[7] != '0' && p[7] != '1') || p[8] != ' ' || !isdigit((unsigned char)p[9]) ||
+		!isdigit((unsigned char)p[10]) || !isdigit((unsigned char)p[11]) ||
+		(eol - p > 12 && p[12] != ' '))
+		return -1;
+	for (const char *c = p; c < eol; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
+			return -1;
+	http10 = p[7] == '0';
+	resp->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
+	if (resp->status < 100 || resp->status == 101)
+		return -1;
+	if (buf_append(out, p, (size_t)(eol - p)) < 0 || buf_puts(out, "\r\n") < 0)
+		return -1;
+	/* An HTTP/1.0 upstream closes unless told otherwise: never kept. */
+	resp->upstream_close = http10;
+	for (p = eol + 2; p < end - 2; p = eol + 2) {
+		const char *colon, *v, *ve;
+		size_t nlen;
+		int drop = 0;
+
+		eol = memchr(p, '\r', (size_t)(end - p));
+		if (!eol || eol[1] != '\n' || *p == ' ' || *p == '\t' || ++nhdr > 200)
+			return -1;
+		colon = memchr(p, ':', (size_t)(eol - p));
+		if (!colon || colon == p)
+			return -1;
+		for (const char *c = p; c < colon; c++)
+			if (!tchar((unsigned char)*c))
+				return -1;
+		v = colon + 1;
+		ve = eol;
+		while (v < ve && (*v == ' ' || *v == '\t'))
+			v++;
+		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+			ve--;
+		if (!header_value_ok(v, (size_t)(ve - v)))
+			return -1;
+		nlen = (size_t)(colon - p);
+		if (nlen == 14 && !strncasecmp(p, "content-length", 14)) {
+			unsigned long long x;
+			if (parse_length(v, (size_t)(ve - v), &x) < 0 || (have_len && x != clen))
+				return -1;
+			have_len = 1;
+			clen = x;
+			keep_cl = p;
+			keep_len = (size_t)(eol - p);
+		} else if (nlen == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
+			/* Chunked must be the last coding; anything else is read to the close. */
+			if (has_token(v, (size_t)(ve - v), "chunked") && (size_t)(ve - v) >= 7 &&
+				!strncasecmp(ve - 7, "chunked", 7))
+				chunked = 1;
+			else
+				other_te = 1;
+		} else if (nlen == 10 && !strncasecmp(p, "connection", 10)) {
+			if (has_token(v, (size_t)(ve - v), "close"))
+				resp->upstream_close = 1;
+			else if (http10 && has_token(v, (size_t)(ve - v), "keep-alive"))
+				resp->upstream_close = 0;
+		}
+		for (size_t i = 0; i < ARRAY_SIZE(resp_dropped) && !drop; i++)
+			drop = strlen(resp_dropped[i]) == nlen && !strncasecmp(p, resp_dropped[i], nlen);
+		if (drop)
+			continue;
+		if (buf_append(out, p, (size_t)(eol - p)) < 0 || buf_puts(out, "\r\n") < 0)
+			return -1;
+	}
+	if (have_len && (chunked || other_te))
+		return -1;
+	if (!strcmp(method, "HEAD") || resp->status < 200 || resp->status == 204 ||
+		resp->status == 304) {
+		/* No body, whatever the head says; its length (of a GET) is passed on as it is. */
+		resp->body = INJ_BODY_NONE;
+		if (keep_cl && (buf_append(out, keep_cl, keep_len) < 0 || buf_puts(out, "\r\n") < 0))
+			return -1;
+	} else if (chunked) {
+		resp->body = INJ_BODY_CHUNKED;
+		if (buf_puts(out, "Transfer-Encoding: chunked\r\n") < 0)
+			return -1;
+	} else if (have_len && !other_te) {
+		resp->body = clen ? INJ_BODY_LENGTH : INJ_BODY_NONE;
+		resp->clen = clen;
+		if (buf_printf(out, "Content-Length: %llu\r\n", clen) < 0)
+			return -1;
+	} else {
+		resp->body = INJ_BODY_CLOSE;
+		resp->upstream_close = 1;
+	}
+	resp->client_close = close_client || resp->body == INJ_BODY_CLOSE;
+	if (resp->client_close && buf_puts(out, "Connection: close\r\n") < 0)
+		return -1;
+	return buf_puts(out, "\r\n");
 }
 
 int inj_error_answer(int status, const char *why, struct buf *out)
@@ -334,7 +475,7 @@ ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct
 				c->state = CH_TRAILER;
 				break;
 			}
-			if (buf_printf(out, "%llx\r\n", c->left) < 0)
+			if (!c->decode && buf_printf(out, "%llx\r\n", c->left) < 0)
 				return -1;
 			c->state = CH_DATA;
 			break;
@@ -355,7 +496,7 @@ ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct
 			i++;
 			break;
 		case CH_DATA_LF:
-			if (ch != '\n' || buf_puts(out, "\r\n") < 0)
+			if (ch != '\n' || (!c->decode && buf_puts(out, "\r\n") < 0))
 				return -1;
 			c->state = CH_SIZE;
 			c->linelen = 0;
@@ -375,7 +516,7 @@ ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct
 				return -1;
 			i++;
 			if (c->linelen == 0) {
-				if (buf_puts(out, "0\r\n\r\n") < 0)
+				if (!c->decode && buf_puts(out, "0\r\n\r\n") < 0)
 					return -1;
 				c->done = 1;
 			} else {

@@ -7,8 +7,16 @@
  * loopback listener per route takes plain HTTP/1.1 from the agent, the request head is
  * rewritten (the agent's credentials dropped, the route's header with the real key added,
  * Host pinned to the upstream), and the request goes to the route's upstream host only,
- * over TLS verified against the system's CAs and the host name. One request per
- * connection; the response is streamed back as it arrives.
+ * over TLS verified against the system's CAs and the host name. Connections are kept
+ * alive on both legs (the agent's for several requests, a small pool of verified TLS
+ * connections per route); answers are streamed back as they arrive, with every form of the
+ * key masked (redact.c).
+ *
+ * Processes: the injector's first process (daemon.c) holds the keys in locked memory,
+ * accepts on agentd's listeners, checks that the connecting socket is the agent's (the
+ * peer's uid by sock_diag, peer.c) and passes each connection to the worker of its route.
+ * A worker (one process per route, serve.c) holds that route's key alone and parses what
+ * the agent sends; one thread per agent connection, at most INJ_ROUTE_CONNS of them.
  */
 
 #include <stddef.h>
@@ -44,14 +52,20 @@ struct inj_route {
 struct inj_conf {
 	struct inj_route r[INJ_MAX_ROUTES];
 	size_t n;
+	uid_t peer; /* the only account whose connections are served (agentd's agent) */
+	int have_peer; /* 0: no "peer" line, every connection is refused */
 	char *ca_pem; /* owned: PEM CA certificates trusted instead of the system's, or NULL */
 	size_t ca_len;
 };
 
 void inj_conf_free(struct inj_conf *c);
+/* A key's copy in locked memory (sodium_malloc: never swapped, guarded, wiped on free). */
+char *inj_key_dup(const char *s, size_t n);
+void inj_key_free(char *key);
 /*
  * The hand-over from ocsb-agentd (over a socketpair, never argv, env or a file):
  *   route\tNAME\tPORT\tHOST\tUPORT\tPREFIX\tHEADER\tTEMPLATE\tKEY\n   (one per route)
+ *   peer\tUID\n                        (the account allowed to connect: agentd's agent)
  *   ca\tLEN\n followed by LEN bytes of PEM                             (optional, tests)
  *   end\n
  * Keys and templates are printable ASCII (templates may hold spaces), one "{}" each.
@@ -72,6 +86,7 @@ struct inj_req {
 	char method[16];
 	enum inj_body body;
 	unsigned long long clen; /* INJ_BODY_LENGTH */
+	int close; /* the agent sent "Connection: close": its connection ends after the answer */
 	int status; /* a refusal: the status to answer with (0 = accepted) */
 	const char *why; /* a refusal: a short fixed text for the agent and the log */
 };
@@ -84,6 +99,29 @@ struct inj_req {
 int inj_rewrite(const struct inj_route *r, const char *key, const char *head, size_t n,
 	struct buf *out, struct inj_req *req);
 
+/*
+ * The upstream's answer head. INJ_BODY_CLOSE: the body ends when the upstream closes (no
+ * length, no chunked), so the agent's connection must end with it.
+ */
+#define INJ_BODY_CLOSE 3
+#define INJ_RESP_HEAD_MAX 65536
+struct inj_resp {
+	int status;
+	int body; /* enum inj_body or INJ_BODY_CLOSE */
+	unsigned long long clen;
+	int upstream_close; /* the upstream's connection cannot be reused after this answer */
+	int client_close; /* the head sent to the agent says "Connection: close" */
+};
+/*
+ * Parses the upstream's answer head (n bytes, ending in "\r\n\r\n") to a request made with
+ * method, and writes the head the agent gets into out: hop-by-hop headers dropped, the
+ * framing written again from what was parsed, "Connection: close" when close_client or
+ * when the body is delimited by the close. 0, or -1 for a head that is not HTTP/1.x or
+ * whose framing is ambiguous (two lengths, a length beside chunked): the agent gets 502.
+ */
+int inj_resp_head(const char *head, size_t n, const char *method, int close_client,
+	struct inj_resp *resp, struct buf *out);
+
 /* The fixed error answer for a status and reason (no key, no request header in it). */
 int inj_error_answer(int status, const char *why, struct buf *out);
 
@@ -93,6 +131,7 @@ int inj_error_answer(int status, const char *why, struct buf *out);
  * come; out gets what to send upstream.
  */
 struct inj_chunked {
+	int decode; /* 1: out gets the data alone (an answer decoded to be masked) */
 	int state;
 	unsigned long long left; /* bytes of chunk data still to pass */
 	size_t linelen; /* of the size or trailer line being read */
@@ -135,19 +174,61 @@ int inj_conn_write(struct inj_conn *c, const void *p, size_t n);
 /* Bytes read, 0 at the end, -1 on error. */
 ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n);
 int inj_conn_pending(struct inj_conn *c);
+/* 1 when a kept connection may take a request: nothing unread, no close from the peer. */
+int inj_conn_reusable(struct inj_conn *c);
 int inj_conn_fd(struct inj_conn *c);
 void inj_conn_close(struct inj_conn *c);
 
-/* ---- one connection from the agent: serve.c ---- */
+/* ---- one route's worker: serve.c ---- */
+
+#define INJ_ROUTE_CONNS 32 /* agent connections one route serves at once */
+#define INJ_POOL_MAX 8 /* idle upstream connections kept per route */
+
+struct inj_timeouts {
+	int head_ms; /* a whole request head, from its first byte (or the connection's start) */
+	int idle_ms; /* a kept-alive connection waiting for its next request */
+	int body_ms; /* the longest pause in the agent's request body */
+	int upstream_ms; /* connect + handshake, and the longest pause in the upstream's answer */
+	int pool_idle_ms; /* an upstream connection unused longer is closed */
+};
+/* 30 s, 60 s, 30 s, 300 s, 20 s. */
+extern const struct inj_timeouts inj_timeouts_default;
+
+struct inj_worker;
+/*
+ * The worker of route r (its key is copied into locked memory), trusting ca_pem (NULL:
+ * the system's CAs), reporting one usage line per request on report_fd (non-blocking:
+ * a line that does not fit is dropped, never waited for). 0 or -1 with a message.
+ */
+int inj_worker_new(const struct inj_route *r, const char *ca_pem, size_t ca_len, int report_fd,
+	const struct inj_timeouts *to, struct inj_worker **ret, char *err, size_t errlen);
+void inj_worker_free(struct inj_worker *w);
+/*
+ * Serves the agent's connection fd (closed at the end) request after request: the head
+ * read whole (bounded, timed) and rewritten, the body framed exactly, the answer streamed
+ * back masked. Returns when the agent closes, a deadline passes, the framing leaves no
+ * other choice, or the worker drains. Blocking; one thread per connection.
+ */
+void inj_serve_conn(struct inj_worker *w, int fd);
+/* Connections being served, upstream connections opened, kept idle now. */
+void inj_worker_counts(struct inj_worker *w, unsigned *conns, unsigned long long *opened,
+	size_t *idle);
+/*
+ * The worker's own loop (a process): connections arrive as descriptors on sock (from the
+ * injector's first process); each gets a thread, beyond INJ_ROUTE_CONNS a 503. When sock
+ * closes, it drains: no new connection, every connection ends after its current answer,
+ * and it returns once the last one has. 0, or -1.
+ */
+int inj_worker_run(struct inj_worker *w, int sock);
+
+/* ---- who connected: peer.c ---- */
 
 /*
- * Serves one request on fd (the agent's connection) for route r: reads the head
- * (bounded, timed), rewrites it, forwards it and the body to the upstream, streams the
- * response back. Fills u; returns 0 when a response was relayed, -1 otherwise (the agent
- * got a fixed error answer; why names it for the owner's log, never with the key).
+ * The uid owning the other end of fd, a TCP connection on loopback accepted here, asked of
+ * the kernel by sock_diag (nl: a NETLINK_SOCK_DIAG socket). 0, or -errno (-ENOENT: the
+ * peer is gone).
  */
-int inj_serve(int fd, const struct inj_route *r, struct inj_tls *t, int timeout_ms,
-	struct inj_usage *u, char *why, size_t whylen);
+int inj_peer_uid(int nl, int fd, uid_t *ret_uid);
 
 /* ---- the route ports' listeners, held by ocsb-agentd: listen.c ---- */
 
@@ -162,7 +243,11 @@ int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES]);
 
 /* ---- the process: daemon.c ---- */
 
-/* The usage line agentd gets for one request (see daemon.c); snprintf's result. */
+/*
+ * The usage line agentd gets for one request (see daemon.c); snprintf's result. A status
+ * of INJ_REFUSED: answered by the injector itself (a refused request or connection).
+ */
+#define INJ_REFUSED (-1)
 int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n);
 /*
  * Serves until SIGTERM or until ctl (the socket to ocsb-agentd) closes, on the listeners
@@ -171,16 +256,20 @@ int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, ch
 int inj_daemon(int ctl);
 
 /*
- * Usage per route and day, summed by ocsb-agentd into INJ_USAGE_REL under varlib (root's,
- * 0644: counts only) and read by `ocsb usage`. One line per route and day:
+ * Usage per route and day, summed by ocsb-agentd into INJ_USAGE_REL under varlib (the
+ * owner's, 0400, in root's directory: the routes' names are the owner's business alone)
+ * and read by `ocsb usage`. One line per route and day:
  * ROUTE DAY REQUESTS REQ-BYTES RESP-BYTES IN-TOKENS OUT-TOKENS 2XX 3XX 4XX 5XX FAILED
- * (tab-separated; FAILED: no HTTP answer from the upstream).
+ * REFUSED (tab-separated; FAILED: no HTTP answer from the upstream; REFUSED: answered by
+ * the injector itself, never sent upstream, and not among REQUESTS; files written before
+ * REFUSED was counted have 12 fields).
  */
 #define INJ_USAGE_REL "ocsb/inject/usage"
 #define INJ_USAGE_MAX_ROWS 512
 struct inj_usage_row {
 	char route[65], day[11];
 	unsigned long long n, req, resp, in, out, st[5]; /* st: 2xx 3xx 4xx 5xx failed */
+	unsigned long long refused;
 };
 /* Adds one usage line (daemon.c's, without "usage\t") to rows: 0, or -1 if malformed. */
 int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line);
@@ -217,5 +306,22 @@ int inj_route_from(struct inj_route *r, const char *base, const char *header, ch
  * (base URL, one space, header line). 0 or -1 with a message.
  */
 int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errlen);
+
+/* ---- redaction of the key in relayed answers: redact.c ---- */
+#define INJ_REDACT_MAXPAT 16
+#define INJ_REDACT_MIN 8
+struct inj_redact {
+	char *pat[INJ_REDACT_MAXPAT];
+	size_t plen[INJ_REDACT_MAXPAT];
+	size_t npat;
+	char *hold;
+	size_t nhold;
+	unsigned long long hits;
+};
+int inj_redact_init(struct inj_redact *r, const char *key, size_t klen);
+void inj_redact_free(struct inj_redact *r);
+int inj_redact_feed(struct inj_redact *r, const char *in, size_t n, struct buf *out);
+int inj_redact_flush(struct inj_redact *r, struct buf *out);
+size_t inj_redact_all(struct inj_redact *r, char *p, size_t n);
 
 #endif

@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "inject.h"
 #include "log.h"
 
@@ -89,6 +91,8 @@ int main(int argc, char **argv)
 	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode) ||
 		getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM)
 		fatal("fd %d is not the hand-over socket from ocsb-agentd", fd);
+	if (sodium_init() < 0)
+		fatal("libsodium did not start");
 	signal(SIGPIPE, SIG_IGN);
 	return inj_daemon(fd) < 0 ? 1 : 0;
 }

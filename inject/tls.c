@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +75,10 @@ int inj_tls_new(const char *ca_pem, size_t ca_len, struct inj_tls **ret, char *e
 		goto fail;
 	}
 	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
-	/* Answers end with the connection (Connection: close), close_notify or not. */
+	/*
+	 * An answer without a length ends with the connection, close_notify or not; answers
+	 * with a length or chunked are checked for completeness by serve.c itself.
+	 */
 	SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	/* Verification is not optional: SSL_connect fails on an unverified chain. */
 	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
@@ -139,8 +144,10 @@ static int tcp_connect(const char *host, unsigned port, int timeout_ms, char *er
 	freeaddrinfo(res);
 	if (fd < 0)
 		return seterr(err, errlen, "connecting to %s:%u failed", host, port);
-	/* Blocking from here: reads and writes are bounded by poll in serve.c. */
+	/* Blocking from here: reads and writes are bounded by the socket's timeouts. */
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	/* A request's head and body go out as they are written, not after a delayed ACK. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	return fd;
 }
 
@@ -221,6 +228,17 @@ ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n)
 int inj_conn_pending(struct inj_conn *c)
 {
 	return SSL_pending(c->ssl) > 0;
+}
+
+int inj_conn_reusable(struct inj_conn *c)
+{
+	struct pollfd p = {.fd = c->fd, .events = POLLIN};
+
+	/*
+	 * Idle, nothing may be readable: bytes would be an answer to no request, and an end
+	 * of file (or close_notify) is the upstream closing it.
+	 */
+	return SSL_pending(c->ssl) == 0 && poll(&p, 1, 0) == 0;
 }
 
 int inj_conn_fd(struct inj_conn *c)

@@ -340,13 +340,14 @@ check_output "the injector was not restarted for it" "^$(inj_pid)\$" inj_pid
 
 # --- usage per route and day, counted by agentd from the injector's reports
 day=$(date -u +%F)
-# 2xx answers, the 302 passed back, and the injector's own refusals counted as failed
-check_output "ocsb usage: the route's requests, tokens and statuses" \
-	"^ANTHROPIC_API_KEY +$day +[1-9][0-9]* +[0-9]+ +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]*/[1-9][0-9]*/[0-9]+/[0-9]+/[1-9][0-9]*\$" as_owner "$OCSB" usage
+# 2xx answers, the 302 passed back, and the injector's own refusals counted apart
+check_output "ocsb usage: the route's requests, tokens and statuses; refusals apart" \
+	"^ANTHROPIC_API_KEY +$day +[1-9][0-9]* +[0-9]+ +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]*/[1-9][0-9]*/[0-9]+/[0-9]+/0 +[1-9][0-9]*\$" as_owner "$OCSB" usage
 check_output "ocsb usage: the second project's key apart" "^ANTHROPIC_API_KEY@cart +$day +[1-9]" as_owner "$OCSB" usage
-check_output "ocsb usage: the failed TLS route counted as failed" "^BADCA_KEY +$day +[1-9][0-9]* .*/[1-9][0-9]*\$" as_owner "$OCSB" usage
+check_output "ocsb usage: the failed TLS route counted as failed" "^BADCA_KEY +$day +[1-9][0-9]* .*/[1-9][0-9]* +[0-9]+\$" as_owner "$OCSB" usage
 check_output "ocsb usage --json" '"route":"ANTHROPIC_API_KEY","day":"[0-9-]+","requests":[1-9]' as_owner "$OCSB" usage --json
-check_output "the usage file is root's and holds no key" '^644 root$' stat -c '%a %U' /var/lib/ocsb/inject/usage
+check_output "the usage file is the owner's alone (the routes' names) and holds no key" "^400 $OWNER\$" stat -c '%a %U' /var/lib/ocsb/inject/usage
+check_fails "the agent cannot read it" as_user "$AGENT" cat /var/lib/ocsb/inject/usage
 check_fails "... no key" grep -qF -e "$VI" -e "$VB" /var/lib/ocsb/inject/usage
 
 # --- the injector is supervised; its route ports stay agentd's while it is gone

@@ -56,11 +56,18 @@ static void accepted_and_rewritten(void **state)
 				      "anthropic-version: 2023-06-01\r\n"
 				      "x-api-key: " KEY "\r\n"
 				      "Content-Length: 12\r\n"
-				      "Accept-Encoding: identity\r\n"
-				      "Connection: close\r\n\r\n");
+				      "Accept-Encoding: identity\r\n\r\n");
+	/* Kept alive: the agent's connection and the upstream's stay open by default. */
+	assert_int_equal(req.close, 0);
 	/* The exact prefix is a path too. */
 	assert_int_equal(rw("GET /v1 HTTP/1.1\r\n\r\n", &out, &req), 0);
 	assert_int_equal(req.body, INJ_BODY_NONE);
+	/* The agent's "close" is noted (its connection ends after the answer), not passed on. */
+	assert_int_equal(rw("GET /v1 HTTP/1.1\r\nConnection: TE, Close\r\n\r\n", &out, &req), 0);
+	assert_int_equal(req.close, 1);
+	assert_null(strstr(out.data, "onnection"));
+	assert_int_equal(rw("GET /v1 HTTP/1.1\r\nConnection: closer\r\n\r\n", &out, &req), 0);
+	assert_int_equal(req.close, 0);
 	buf_free(&out);
 }
 
@@ -290,11 +297,13 @@ static void hand_over_round_trip(void **state)
 	(void)state;
 	memset(&c, 0, sizeof(c));
 	c.r[0] = route("/v1", "x-api-key", "{}");
-	c.r[0].key = strdup(KEY);
+	c.r[0].key = inj_key_dup(KEY, strlen(KEY));
 	c.r[1] = route("", "Authorization", "Bearer {}");
 	snprintf(c.r[1].name, sizeof(c.r[1].name), "GH_TOKEN");
 	c.r[1].port = 18081;
-	c.r[1].key = strdup("ghp_x");
+	c.r[1].key = inj_key_dup("ghp_x", 5);
+	c.peer = 1000;
+	c.have_peer = 1;
 	c.n = 2;
 	c.ca_pem = strdup("-----BEGIN CERTIFICATE-----\nend\n-----END CERTIFICATE-----\n");
 	c.ca_len = strlen(c.ca_pem);
@@ -305,6 +314,8 @@ static void hand_over_round_trip(void **state)
 	assert_string_equal(back.r[0].key, KEY);
 	assert_string_equal(back.r[1].prefix, "");
 	assert_int_equal(back.ca_len, c.ca_len);
+	assert_int_equal(back.have_peer, 1);
+	assert_int_equal(back.peer, 1000);
 	inj_conf_free(&back);
 
 	/* Bad hand-overs: the message never holds the key. */
@@ -319,6 +330,10 @@ static void hand_over_round_trip(void **state)
 		"route\tA\t1\th.test\t443\t/v1\tx\t{}\tk\nend\nmore",
 		"route\tA\t0\th.test\t443\t/v1\tx\t{}\tk\nend\n",
 		"ca\t99\nshort\nend\n",
+		"peer\t0\nend\n",
+		"peer\t12x\nend\n",
+		"peer\t\nend\n",
+		"peer\t1000\npeer\t1001\nend\n",
 		"bogus\nend\n",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -329,6 +344,11 @@ static void hand_over_round_trip(void **state)
 	/* Control: the first one with a printable key. */
 	static const char good[] = "route\tA\t1\th.test\t443\t/v1\tx\t{}\tsk-key\nend\n";
 	assert_int_equal(inj_conf_parse(good, strlen(good), &back, err, sizeof(err)), 0);
+	assert_int_equal(back.have_peer, 0);
+	inj_conf_free(&back);
+	static const char peer[] = "peer\t4294967294\nend\n";
+	assert_int_equal(inj_conf_parse(peer, strlen(peer), &back, err, sizeof(err)), 0);
+	assert_int_equal(back.peer, 4294967294u);
 	inj_conf_free(&back);
 	inj_conf_free(&c);
 	buf_free(&text);
@@ -504,6 +524,112 @@ static void usage_summed_per_route_and_day(void **state)
 	assert_memory_equal(back, rows, sizeof(rows));
 	assert_int_equal(inj_usage_parse("x\ty\n", back, &m, 3), -1);
 	buf_free(&text);
+
+	/* A refusal is counted apart, not as a request nor as failed. */
+	n = 0;
+	assert_int_equal(inj_usage_add(rows, &n, 3, "R\t2026-12-03\t-1\t0\t0\t-1\t-1"), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "R\t2026-12-03\t-1\t0\t0\t-1\t-1"), 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "R\t2026-12-03\t200\t1\t1\t1\t1"), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(rows[0].refused, 2);
+	assert_int_equal(rows[0].n, 1);
+	assert_int_equal(rows[0].st[4], 0);
+	assert_int_equal(inj_usage_add(rows, &n, 3, "R\t2026-12-03\t-2\t0\t0\t-1\t-1"), -1);
+	/* A file of the last version (12 fields) still reads; the refused count is 0. */
+	assert_int_equal(inj_usage_parse("A\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\t0\n"
+					 "B\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\t0\t7\n",
+			 back, &m, 3),
+		0);
+	assert_int_equal(m, 2);
+	assert_int_equal(back[0].refused, 0);
+	assert_int_equal(back[1].refused, 7);
+	/* ... but a line's fields never come from the next line. */
+	assert_int_equal(inj_usage_parse("A\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\n9\n", back,
+				 &m, 3),
+		-1);
+}
+
+/* The upstream's answer head: framing parsed, hop-by-hop dropped, framing written again. */
+static void answer_head(void **state)
+{
+	struct inj_resp r;
+	struct buf out = {0};
+	const char *h;
+
+	(void)state;
+	h = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+	    "Connection: keep-alive\r\nKeep-Alive: timeout=5\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "POST", 0, &r, &out), 0);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body, INJ_BODY_CHUNKED);
+	assert_int_equal(r.upstream_close, 0);
+	assert_int_equal(r.client_close, 0);
+	assert_string_equal(out.data, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+				      "Transfer-Encoding: chunked\r\n\r\n");
+	/* A length; the agent asked to close. */
+	h = "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 1, &r, &out), 0);
+	assert_int_equal(r.body, INJ_BODY_LENGTH);
+	assert_int_equal(r.clen, 2);
+	assert_int_equal(r.client_close, 1);
+	assert_string_equal(out.data, "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n"
+				      "Connection: close\r\n\r\n");
+	/* Neither: read to the close, and the agent's connection ends with it. */
+	h = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 0, &r, &out), 0);
+	assert_int_equal(r.body, INJ_BODY_CLOSE);
+	assert_int_equal(r.upstream_close, 1);
+	assert_int_equal(r.client_close, 1);
+	assert_non_null(strstr(out.data, "\r\nConnection: close\r\n\r\n"));
+	/* No body for HEAD, 204, 304; the upstream's close is noted. */
+	h = "HTTP/1.1 200 OK\r\nContent-Length: 99\r\nConnection: close\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "HEAD", 0, &r, &out), 0);
+	assert_int_equal(r.body, INJ_BODY_NONE);
+	assert_int_equal(r.upstream_close, 1);
+	assert_int_equal(r.client_close, 0);
+	h = "HTTP/1.1 204 No Content\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "DELETE", 0, &r, &out), 0);
+	assert_int_equal(r.body, INJ_BODY_NONE);
+	/* HTTP/1.0: never kept. */
+	h = "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 0, &r, &out), 0);
+	assert_int_equal(r.upstream_close, 1);
+	/* 100 Continue is interim: parsed, no body. */
+	h = "HTTP/1.1 100 Continue\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "POST", 0, &r, &out), 0);
+	assert_int_equal(r.status, 100);
+	/* Refused: ambiguous framing, not HTTP, 101, folded or broken lines. */
+	static const char *const bad[] = {
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: -2\r\n\r\n",
+		"HTTP/2 200 OK\r\nContent-Length: 2\r\n\r\n",
+		"HTTP/1.1 101 Switching\r\n\r\n",
+		"HTTP/1.1 20 OK\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n folded: x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n",
+		"ICY 200 OK\r\n\r\n",
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		if (inj_resp_head(bad[i], strlen(bad[i]), "GET", 0, &r, &out) == 0)
+			fail_msg("accepted: %s", bad[i]);
+	buf_free(&out);
+}
+
+/* The chunked decoder for answers: the data alone, stopping at the end. */
+static void chunked_decoded(void **state)
+{
+	static const char in[] = "4;ext\r\nabcd\r\n1\r\ne\r\n0\r\nX-T: 1\r\n\r\nNEXT";
+	struct inj_chunked c = {.decode = 1};
+	struct buf out = {0};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(in) - 1 && !c.done; i++)
+		assert_true(inj_chunked_feed(&c, in + i, 1, &out) == 1);
+	assert_true(c.done);
+	assert_string_equal(out.data, "abcde");
+	buf_free(&out);
 }
 
 int main(void)
@@ -518,6 +644,8 @@ int main(void)
 		cmocka_unit_test(chunked_reencoded_exactly),
 		cmocka_unit_test(chunked_malformed),
 		cmocka_unit_test(hand_over_round_trip),
+		cmocka_unit_test(answer_head),
+		cmocka_unit_test(chunked_decoded),
 		cmocka_unit_test(providers_and_generic_routes),
 		cmocka_unit_test(git_smart_http),
 		cmocka_unit_test(git_insteadof),

@@ -255,19 +255,31 @@ static int agent_request(const char *host_name, const char *ca_pem, struct upstr
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		struct inj_tls *t;
-		struct inj_usage u;
-		char err[512], why[600];
+		struct inj_timeouts to = inj_timeouts_default;
+		struct inj_worker *w;
+		char err[512], line[512];
+		long long in = 0, out = 0;
+		int rp[2], status = 0;
+		ssize_t k;
+
 		close(sp[0]);
-		if (inj_tls_new(ca_pem, strlen(ca_pem), &t, err, sizeof(err)) < 0)
+		to.upstream_ms = 5000;
+		if (pipe2(rp, O_NONBLOCK) < 0 ||
+			inj_worker_new(&r, ca_pem, strlen(ca_pem), rp[1], &to, &w, err, sizeof(err)) < 0)
 			_exit(3);
-		int rc = inj_serve(sp[1], &r, t, 5000, &u, why, sizeof(why));
-		/* The owner's log line (why) names the TLS failure, never the key. */
-		if (strstr(why, KEY))
+		inj_serve_conn(w, sp[1]);
+		/* The usage line: the status, the tokens, and never the key. */
+		k = read(rp[0], line, sizeof(line) - 1);
+		line[k > 0 ? k : 0] = 0;
+		if (strstr(line, KEY))
 			_exit(4);
-		if (rc == 0 && (u.in_tokens != 11 || u.out_tokens != 5 || u.status != 200))
+		if (sscanf(line, "usage\t%*[^\t]\t%*[^\t]\t%d\t%*u\t%*u\t%lld\t%lld", &status, &in,
+			    &out) != 3)
+			_exit(6);
+		if (status == 200 && (in != 11 || out != 5))
 			_exit(5);
-		_exit(rc == 0 ? 0 : 1);
+		inj_worker_free(w);
+		_exit(status == 200 ? 0 : 1);
 	}
 	close(sp[1]);
 	assert_int_equal(write(sp[0], req, reqlen), (ssize_t)reqlen);
@@ -382,13 +394,132 @@ static void refused_request_never_connects(void **state)
 	assert_string_equal(received(), "");
 }
 
+/*
+ * Keep-alive on both legs: an upstream that frames its answers (a length) and keeps its
+ * connection, and an agent that sends three requests on one connection. The upstream
+ * accepts one TLS connection for all three; each answer arrives framed, the connection
+ * stays open for the next; an answer that echoes the key shows it masked.
+ */
+static void kept_alive_both_ways(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sp[2], st;
+	pid_t up, pid;
+
+	(void)state;
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	up = fork();
+	assert_true(up >= 0);
+	if (up == 0) {
+		SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+		X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
+		int conns = 0, out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		SSL_CTX_use_certificate(ctx, leaf);
+		SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
+		for (;;) {
+			struct pollfd lp = {.fd = lfd, .events = POLLIN};
+			char buf[8192], ans[8400];
+			size_t n = 0;
+			if (poll(&lp, 1, 1500) <= 0)
+				break;
+			int fd = accept(lfd, NULL, NULL);
+			SSL *ssl = SSL_new(ctx);
+			SSL_set_fd(ssl, fd);
+			if (SSL_accept(ssl) != 1)
+				_exit(3);
+			conns++;
+			for (int req = 1;; req++) {
+				size_t h;
+				while (!(h = inj_head_end(buf, n))) {
+					int r = SSL_read(ssl, buf + n, (int)(sizeof(buf) - 1 - n));
+					if (r <= 0)
+						goto next;
+					n += (size_t)r;
+				}
+				/* The echo of the request's head, as some debug endpoints do. */
+				int k = snprintf(ans, sizeof(ans),
+					"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nX-Seen: %s\r\n\r\n",
+					h, KEY);
+				memcpy(ans + k, buf, h);
+				SSL_write(ssl, ans, k + (int)h);
+				memmove(buf, buf + h, n - h);
+				n -= h;
+				(void)req;
+			}
+		next:
+			SSL_free(ssl);
+			close(fd);
+		}
+		dprintf(out, "connections %d\n", conns);
+		_exit(0);
+	}
+	close(lfd);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct inj_route r;
+		struct inj_worker *w;
+		char err[512];
+
+		close(sp[0]);
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "TEST_KEY");
+		snprintf(r.host, sizeof(r.host), "localhost");
+		r.uport = ntohs(a.sin_port);
+		snprintf(r.hname, sizeof(r.hname), "x-api-key");
+		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
+		r.key = KEY;
+		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, NULL, &w, err,
+			    sizeof(err)) < 0)
+			_exit(3);
+		inj_serve_conn(w, sp[1]);
+		_exit(0);
+	}
+	close(sp[1]);
+	for (int i = 0; i < 3; i++) {
+		static const char req[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
+		char ans[8192];
+		size_t got = 0, h = 0;
+		unsigned long len = 0;
+
+		assert_int_equal(write(sp[0], req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+		/* One answer, framed by its length; the connection stays open. */
+		while (!h || got < h + len) {
+			ssize_t k = read(sp[0], ans + got, sizeof(ans) - 1 - got);
+			assert_true(k > 0);
+			got += (size_t)k;
+			ans[got] = 0;
+			if (!h && (h = inj_head_end(ans, got)))
+				len = strtoul(strstr(ans, "Content-Length: ") + 16, NULL, 10);
+		}
+		assert_int_equal(got, h + len);
+		assert_non_null(strstr(ans, "HTTP/1.1 200 OK\r\n"));
+		assert_null(strstr(ans, "Connection: close"));
+		/* The key, in the echoed header and in the echoed request, never shows. */
+		assert_null(strstr(ans, KEY));
+		assert_non_null(strstr(ans, "x-api-key: *******"));
+	}
+	close(sp[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(waitpid(up, &st, 0), up);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* Three requests, one upstream connection. */
+	assert_string_equal(received(), "connections 1\n");
+}
+
 /* A head that never ends: a fixed 408 after the timeout, no upstream connection. */
 static void stalled_head_times_out(void **state)
 {
 	struct inj_route r;
-	struct inj_tls *t;
-	struct inj_usage u;
-	char err[256], why[600], answer[1024];
+	struct inj_worker *w;
+	struct inj_timeouts to = inj_timeouts_default;
+	char err[256], answer[1024];
 	int sp[2], st;
 	ssize_t n;
 	pid_t pid;
@@ -405,12 +536,29 @@ static void stalled_head_times_out(void **state)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		close(sp[0]);
-		if (inj_tls_new(pki.ca_pem, strlen(pki.ca_pem), &t, err, sizeof(err)) < 0)
+		to.head_ms = 500;
+		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err,
+			    sizeof(err)) < 0)
 			_exit(3);
-		_exit(inj_serve(sp[1], &r, t, 500, &u, why, sizeof(why)) == -1 ? 0 : 1);
+		inj_serve_conn(w, sp[1]);
+		_exit(0);
 	}
 	close(sp[1]);
 	assert_int_equal(write(sp[0], "GET /v1/x HTTP/1.1\r\nX-A: 1\r\n", 29), 29);
+	/*
+	 * A byte every 100 ms: each read is quick, the head never ends. The deadline is for
+	 * the whole head (500 ms here), so the 408 comes while the bytes still trickle.
+	 */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < 30; i++) {
+		struct pollfd pf = {.fd = sp[0], .events = POLLIN};
+		if (poll(&pf, 1, 100) > 0)
+			break;
+		(void)!write(sp[0], "X", 1);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
 	n = read(sp[0], answer, sizeof(answer) - 1);
 	assert_true(n > 0);
 	answer[n] = 0;
@@ -435,6 +583,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(refused_request_never_connects, unit_setup_dir,
 			unit_teardown_dir),
 		cmocka_unit_test(stalled_head_times_out),
+		cmocka_unit_test_setup_teardown(kept_alive_both_ways, unit_setup_dir,
+			unit_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, pki_setup, pki_teardown);
