@@ -11,7 +11,7 @@ fake_internet_up >/dev/null 2>&1
 provision >/dev/null 2>&1 || { fail "provisioning"; exit 1; }
 P=$E2E_SCRATCH/prov
 inject_providers_up "$P" || { fail "fake providers"; exit 1; }
-# The CA certificate is public: the agent's curl trusts it for the proxy path.
+# The CA certificate is public: the agent's client trusts it for the proxy path.
 install -m 0644 "$P/ca.pem" /tmp/bench-ca.pem
 start_keyring
 sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
@@ -26,28 +26,10 @@ route_up() { ss -Hltn 'sport = :18400' | grep -q LISTEN; }
 wait_for 10 route_up || { fail "route up"; exit 1; }
 wait_port 127.0.0.1 3128 10 || { fail "proxy up"; exit 1; }
 
-MSG='{"model":"claude-3-5-haiku-20241022","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
-W='%{time_starttransfer} %{time_total}\n'
-route() { as_user "$AGENT" curl -sS -o /dev/null -w "$W" -d "$MSG" http://127.0.0.1:18400/v1/messages; }
-proxy() {
-	as_user "$AGENT" curl -sS -o /dev/null -w "$W" -x http://127.0.0.1:3128 --cacert /tmp/bench-ca.pem \
-		-H 'x-api-key: held-by-the-agent' -d "$MSG" https://api.anthropic.com/v1/messages
-}
-direct() { curl -sS -o /dev/null -w "$W" --cacert /tmp/bench-ca.pem -d "$MSG" https://api.anthropic.com/v1/messages; }
-route >/dev/null && proxy >/dev/null && direct >/dev/null || { fail "a warm-up request"; exit 1; }
-for i in $(seq "$RUNS"); do
-	route >>"$E2E_SCRATCH/route"
-	proxy >>"$E2E_SCRATCH/proxy"
-	direct >>"$E2E_SCRATCH/direct"
-done
-pct() { # FILE COLUMN: p50 and p99 in ms
-	awk -v c="$2" '{ print $c * 1000 }' "$1" | sort -n |
-		awk '{ v[NR] = $1 } END { i = int(NR * 0.99); if (i < 1) i = 1; printf "p50 %.1f ms, p99 %.1f ms (%d runs)", v[int((NR + 1) / 2)], v[i], NR }'
-}
-for w in route proxy direct; do
-	echo "# $w: first byte $(pct "$E2E_SCRATCH/$w" 1); whole stream $(pct "$E2E_SCRATCH/$w" 2)"
-done
-p50() { awk -v c="$2" '{ print $c * 1000 }' "$1" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "# added by the route over the proxy (p50, first byte): $(awk -v a="$(p50 "$E2E_SCRATCH/route" 1)" -v b="$(p50 "$E2E_SCRATCH/proxy" 1)" 'BEGIN { printf "%+.1f ms", a - b }')"
-echo "# the fake provider streams 6 events 20 ms apart: ~100 ms of every whole-stream figure is its own"
-pass "inject benchmark ran ($RUNS requests per path)"
+# The provider appends one line per TLS connection to api.rec.conns: the driver counts the
+# route's upstream connections from it, less the direct and proxy clients' own.
+python3 "$(dirname "$0")/inject_keepalive.py" drive --runs "$RUNS" --conns "$P/api.rec.conns" \
+	--agent "$AGENT" --ca /tmp/bench-ca.pem --route http://127.0.0.1:18400 \
+	--direct https://api.anthropic.com --proxy 127.0.0.1:3128 ||
+	{ fail "the keep-alive clients" "$(tail -5 "$E2E_SCRATCH/agentd.log")"; exit 1; }
+pass "inject benchmark ran ($RUNS pings and $RUNS streams per path)"

@@ -4,7 +4,8 @@
 #
 #   198.18.1.20  api.anthropic.com  TLS :443, certificate of the test CA DIR/ca.pem
 #   198.18.1.21  badca.test         TLS :443, certificate of another CA (DIR/otherca.pem)
-# Requests are recorded in DIR/api.rec and DIR/bad.rec (inject-provider.py). DIR is made
+# Requests are recorded in DIR/api.rec and DIR/bad.rec, one line per TLS connection in
+# DIR/api.rec.conns and DIR/bad.rec.conns (inject-provider.py: its endpoints). DIR is made
 # root-only: the records hold the injected keys.
 
 INJECT_PROVIDER_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/inject-provider.py
