@@ -13,7 +13,7 @@ VERSION   := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
 
 CC        ?= cc
 PKG_CONFIG ?= pkg-config
-PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1 openssl
+PKGS      := libssh libgit2 libsodium libnftnl libmnl libsecret-1 openssl libseccomp
 
 WARN      := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wimplicit-fallthrough -Wvla -Wno-unused-parameter
@@ -137,10 +137,11 @@ $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(
 $(LIBINJECT): $(INJECT_OBJ)
 	$(AR) rcs $@ $^
 
-# The credential injector: libc, OpenSSL, libsodium (keys in locked memory), threads and the
-# common library (logging, buffers).
+# The credential injector: libc, OpenSSL, libsodium (keys in locked memory), libseccomp, threads
+# and the common library (logging, buffers).
 $(BUILDDIR)/ocsb-inject: $(BUILDDIR)/inject/main.o $(LIBINJECT) $(LIBOCSB)
-	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ $(shell $(PKG_CONFIG) --libs openssl libsodium 2>/dev/null)
+	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ \
+		$(shell $(PKG_CONFIG) --libs openssl libsodium libseccomp 2>/dev/null)
 
 # The agent's login shell: libc and the config parser only.
 $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)

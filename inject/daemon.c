@@ -139,6 +139,12 @@ static void worker_child(struct daemon *d, size_t i, int sock)
 	close_range(5, ~0U, 0);
 	if (inj_worker_new(&r, d->conf.ca_pem, d->conf.ca_len, 4, NULL, &w, err, sizeof(err)) < 0)
 		log_err("route %s: %s", r.name, err);
+	/* From here on the agent's bytes are parsed: no fork, no exec, no new kind of socket. */
+	else if (inj_confine(1, err, sizeof(err)) < 0) {
+		log_err("route %s: %s: not served", r.name, err);
+		inj_worker_free(w);
+		w = NULL;
+	}
 	/* Every key of the hand-over is wiped here, this route's too: the worker has its copy. */
 	inj_conf_free(&d->conf);
 	if (d->in.data)
@@ -416,6 +422,13 @@ int inj_daemon(int ctl)
 		return -1;
 	d.report_r = p[0];
 	d.report_w = p[1];
+	{
+		char err[256];
+		if (inj_confine(0, err, sizeof(err)) < 0) {
+			log_err("%s: refusing to serve unconfined", err);
+			return -1;
+		}
+	}
 	fcntl(ctl, F_SETFL, fcntl(ctl, F_GETFL) | O_NONBLOCK);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

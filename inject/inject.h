@@ -221,6 +221,16 @@ void inj_worker_counts(struct inj_worker *w, unsigned *conns, unsigned long long
  */
 int inj_worker_run(struct inj_worker *w, int sock);
 
+/* ---- what a compromised injector can still do: confine.c ---- */
+
+/*
+ * A seccomp filter for the calling process and its threads (and children): no execve, no
+ * bind or listen, sockets of the families TLS, DNS and sock_diag need alone, no ptrace,
+ * namespaces, mounts, keyrings, BPF, io_uring, modules; worker: no fork either (threads
+ * only). 0, or -1 with a message.
+ */
+int inj_confine(int worker, char *err, size_t errlen);
+
 /* ---- who connected: peer.c ---- */
 
 /*

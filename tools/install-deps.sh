@@ -9,7 +9,7 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 PKGS="build-essential pkg-config
-libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libssl-dev libcmocka-dev
+libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libssl-dev libseccomp-dev libcmocka-dev
 openssh-server openssh-client git passwd nftables
 iproute2 util-linux procps coreutils clang-format
 squid curl python3

@@ -17,7 +17,7 @@
 GUEST_PKGS="systemd systemd-sysv udev linux-image-amd64 initramfs-tools dbus libpam-systemd
 openssh-server openssh-client squid nftables git curl iproute2 procps util-linux passwd
 e2fsprogs kmod at cron ca-certificates libpam-modules mount python3
-libssh-4 libsodium23 libnftnl11 libmnl0 libsecret-1-0"
+libssh-4 libsodium23 libnftnl11 libmnl0 libsecret-1-0 libseccomp2"
 guest_pkgs() { # guest_pkgs RELEASE
 	echo "$GUEST_PKGS"
 	case $1 in
@@ -26,7 +26,7 @@ guest_pkgs() { # guest_pkgs RELEASE
 	esac
 }
 BUILD_PKGS="build-essential pkg-config libssh-dev libgit2-dev libsodium-dev libnftnl-dev
-libmnl-dev libsecret-1-dev git debhelper"
+libmnl-dev libsecret-1-dev libssl-dev libseccomp-dev git debhelper"
 
 list_hash() { tr ' \n' '\n\n' <<<"$*" | sed '/^$/d' | sort -u | sha256sum | cut -c1-12; }
 comma_list() { tr ' \n' '\n\n' <<<"$*" | sed '/^$/d' | sort -u | paste -sd, -; }
