@@ -286,3 +286,18 @@ fuzz: $(BUILDDIR)/fuzz/fuzz_ctl
 	$(BUILDDIR)/fuzz/fuzz_ctl -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN) \
 		-print_final_stats=1 -artifact_prefix=$(BUILDDIR)/fuzz/ \
 		$(BUILDDIR)/fuzz/corpus-ctl tests/fuzz/corpus/ctl
+
+# The key's redaction in what ocsb-inject relays (inject/redact.c), the same way: new inputs in
+# $(BUILDDIR)/fuzz/corpus-redact, seeds in tests/fuzz/corpus/redact.
+FUZZ_REDACT_SRC := tests/fuzz/fuzz_redact.c inject/redact.c common/util.c
+
+$(BUILDDIR)/fuzz/fuzz_redact: $(FUZZ_REDACT_SRC) inject/inject.h common/util.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_REDACT_SRC)
+
+.PHONY: fuzz-redact
+fuzz-redact: $(BUILDDIR)/fuzz/fuzz_redact
+	@mkdir -p $(BUILDDIR)/fuzz/corpus-redact
+	$(BUILDDIR)/fuzz/fuzz_redact -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN) \
+		-print_final_stats=1 -artifact_prefix=$(BUILDDIR)/fuzz/ \
+		$(BUILDDIR)/fuzz/corpus-redact tests/fuzz/corpus/redact

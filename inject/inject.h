@@ -318,20 +318,61 @@ int inj_route_from(struct inj_route *r, const char *base, const char *header, ch
 int inj_route_spec(struct inj_route *r, const char *spec, char *err, size_t errlen);
 
 /* ---- redaction of the key in relayed answers: redact.c ---- */
+
+/*
+ * The upstream sees the real key; an upstream that echoes the request (a debug endpoint, an
+ * error quoting a header) would hand it to the agent. Every form the key may take in an
+ * answer (redact.c: raw, percent-encoded, JSON-escaped, base64 and base64url inside a longer
+ * text) is replaced by as many '*' in what is relayed, in time linear in the answer. A key
+ * that holds '*' could re-form around the stars: keys are tokens and hold none.
+ */
 #define INJ_REDACT_MAXPAT 16
-#define INJ_REDACT_MIN 8
+#define INJ_REDACT_MIN 8 /* shorter patterns are not looked for (they would mangle answers) */
+struct inj_redact_ac; /* the automaton over the forms (redact.c) */
+struct inj_redact_run; /* masked bytes not yet released (redact.c) */
+/* Where one scan stands; positions count bytes from the start of what it scanned. */
+struct inj_redact_scan {
+	uint32_t state; /* the automaton's */
+	unsigned long long pos; /* bytes scanned */
+	unsigned long long done; /* bytes released */
+	struct inj_redact_run *q; /* owned: a ring of qcap, qlen from qhead */
+	size_t qcap, qhead, qlen;
+};
 struct inj_redact {
-	char *pat[INJ_REDACT_MAXPAT];
+	char *pat[INJ_REDACT_MAXPAT]; /* owned: the forms of the key looked for */
 	size_t plen[INJ_REDACT_MAXPAT];
 	size_t npat;
-	char *hold;
+	char *hold; /* borrowed (into hbuf): bytes held back, a suffix that may start a pattern */
 	size_t nhold;
-	unsigned long long hits;
+	unsigned long long hits; /* patterns replaced so far */
+	/* redact.c's own: all sized once by inj_redact_init, never grown */
+	char *hbuf; /* owned: room for hold, wiped on free */
+	size_t hcap;
+	struct inj_redact_ac *ac; /* owned: wiped on free */
+	struct inj_redact_scan s, sa; /* the stream's (feed, flush); inj_redact_all's */
 };
+/*
+ * The forms of key (klen bytes): 0, or -1 (no memory). A key shorter than INJ_REDACT_MIN
+ * leaves npat 0 (nothing redacted).
+ */
 int inj_redact_init(struct inj_redact *r, const char *key, size_t klen);
+/* Wipes and frees; a zeroed or freed struct is fine. */
 void inj_redact_free(struct inj_redact *r);
+/*
+ * in -> out (appended): every occurrence of a form replaced by as many '*' bytes (lengths
+ * kept, so Content-Length and chunk sizes stay right); a suffix that could be the start of a
+ * form is held back for the next call. 0 or -1 (no memory: the bytes not yet released are
+ * dropped, never sent unmasked; the answer is cut short). hits counts the positions where a
+ * form ends (a form ending where another ends counts once).
+ */
 int inj_redact_feed(struct inj_redact *r, const char *in, size_t n, struct buf *out);
+/*
+ * The held-back bytes (not a whole form) -> out, as they are (but for the tail of a form
+ * already found, which stays masked). For the end of the answer: the stream starts afresh
+ * after it. 0 or -1.
+ */
 int inj_redact_flush(struct inj_redact *r, struct buf *out);
+/* A whole buffer in place (a response head): how many forms were replaced. Holds nothing back. */
 size_t inj_redact_all(struct inj_redact *r, char *p, size_t n);
 
 #endif
