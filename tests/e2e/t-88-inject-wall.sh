@@ -21,6 +21,7 @@ for tool in python3 openssl curl; do
 	fi
 done
 KEY="sk-ant-wall-$RANDOM$RANDOM-real"
+KEY2="sk-ant-other-$RANDOM$RANDOM-second"
 make_project
 fake_internet_up >/dev/null 2>&1 || fail "fake internet up"
 check_output "provisioned (the injector's account with it)" '^ocsb-provision: [1-9]' provision
@@ -33,7 +34,7 @@ AUID=$(id -u "$AGENT")
 RUN=$E2E_SCRATCH/inj-run.out
 python3 "$(dirname "$0")/inject-run.py" "$OCSB_BUILD/ocsb-inject" "$AUID" "$P/ca.pem" \
 	"ANTHROPIC_API_KEY:api.anthropic.com:/v1:x-api-key:{}:$KEY" \
-	"SECOND_KEY:api.anthropic.com:/v1:x-api-key:{}:$KEY-2" >"$RUN" 2>"$E2E_SCRATCH/inj-run.err" &
+	"SECOND_KEY:api.anthropic.com:/v1:x-api-key:{}:$KEY2" >"$RUN" 2>"$E2E_SCRATCH/inj-run.err" &
 RUNNER=$!
 check "the injector took the hand-over" wait_for 10 grep -q $'^ready\t2' "$RUN"
 # The first process and each route's worker run under a seccomp filter (inject/confine.c).
@@ -42,6 +43,29 @@ check_output "the injector: a first process and a worker per route" '^3$' bash -
 check_output "... every one of them filtered (seccomp)" '^Seccomp:\s+2(\s+2){2}$' \
 	bash -c 'for p in $(pgrep -u ocsb-inject -x ocsb-inject); do grep "^Seccomp:" /proc/$p/status; done | paste -sd" " | sed "s/ Seccomp://g"'
 check_output "... and no capability" '^CapEff:\s+0+$' bash -c "grep '^CapEff' /proc/$(pgrep -u ocsb-inject -x ocsb-inject | tail -1)/status"
+# Each worker holds its own route's key alone: root reads every process's memory (maps, mem).
+MEMFIND='import re, sys
+pid, needle = sys.argv[1], sys.argv[2].encode()
+found = 0
+with open("/proc/%s/maps" % pid) as maps, open("/proc/%s/mem" % pid, "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+        if not m or "[vvar]" in line or "[vsyscall]" in line:
+            continue
+        lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+        try:
+            mem.seek(lo); data = mem.read(hi - lo)
+        except OSError:
+            continue
+        found += data.count(needle)
+print("found" if found else "none")'
+mem_of() { python3 -c "$MEMFIND" "$1" "$2"; }
+# The workers' order is the routes': the first process is the oldest.
+set -- $(pgrep -o -u ocsb-inject -x ocsb-inject) $(pgrep -u ocsb-inject -x ocsb-inject | sort -n | tail -n 2)
+check_output "positive control: the first process holds the second route's key (locked memory)" '^found$' mem_of "$1" "$KEY2"
+check_output "positive control: the first route's worker holds its own key" '^found$' mem_of "$2" "$KEY"
+check_output "the first route's worker does not hold the second route's key" '^none$' mem_of "$2" "$KEY2"
+check_output "the second route's worker does not hold the first route's key" '^none$' mem_of "$3" "$KEY"
 MSG='{"model":"m","max_tokens":16,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
 R=http://127.0.0.1:18400
 
