@@ -18,6 +18,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "testhook.h"
 #include "../inject/inject.h"
 #include "../secrets/secrets.h"
 
@@ -643,7 +644,7 @@ int injectd_init(struct agentd *d)
 	struct injectd *x = d->inject;
 	struct secret_set *s = NULL;
 	struct user_info u;
-	const char *ca = getenv("OCSB_TEST_INJECT_CA");
+	const char *ca = TESTHOOK_ENV("OCSB_TEST_INJECT_CA");
 
 	if (!x)
 		return -1;
@@ -657,8 +658,8 @@ int injectd_init(struct agentd *d)
 	c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (c->timerfd < 0 || agentd_watch(d, c->timerfd, &c->timer_src, SRC_TIMER, c, EPOLLIN) < 0)
 		return -1;
-	/* Tests only: the fake provider's CA, trusted instead of the system's. */
-	if (ca && getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1"))
+	/* Test builds only: the fake provider's CA, trusted instead of the system's. */
+	if (ca)
 		snprintf(x->ca_file, sizeof(x->ca_file), "%s", ca);
 	if (!d->sec_sk || secretd_load(d, &s) < 0)
 		return 0;

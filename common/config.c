@@ -207,6 +207,7 @@ static int kw_agent_ports(
 {
 	struct ocsb_config *c = ctx;
 
+	c->ports_line = loc->line;
 	return config_agent_ports(argv[0], &c->ports_lo, &c->ports_hi, err, errlen);
 }
 
@@ -233,6 +234,7 @@ static int kw_opencode_port(
 	if (conf_uint(argv[0], 1024, 65535, &p, err, errlen) < 0)
 		return -1;
 	c->opencode_port = (unsigned)p;
+	c->opencode_port_line = loc->line;
 	return 0;
 }
 
@@ -441,11 +443,19 @@ int config_load(struct ocsb_config *c, const char *path, char *err, size_t errle
  * unable to bind, or put OpenCode on a port the netlock opens to the agent's own
  * servers (agent-ports).
  */
+void config_opencode_ports(const struct ocsb_config *c, unsigned *ret_lo, unsigned *ret_hi)
+{
+	unsigned n = c->projects.n ? (unsigned)c->projects.n : 1;
+
+	*ret_lo = c->opencode_port;
+	*ret_hi = c->opencode_port + n - 1;
+}
+
 static int opencode_ports_validate(const struct ocsb_config *c, char *err, size_t errlen)
 {
-	unsigned lo = c->opencode_port, n = c->projects.n ? (unsigned)c->projects.n : 1;
-	unsigned hi = lo + n - 1;
+	unsigned lo, hi, n = c->projects.n ? (unsigned)c->projects.n : 1;
 
+	config_opencode_ports(c, &lo, &hi);
 	if (lo < 1024 || hi > 65535) {
 		snprintf(err, errlen,
 			"opencode-port %u: the OpenCode ports (one per project, %u) must lie in "
@@ -599,7 +609,8 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 	r |= buf_puts(o,
 		"\n# Loopback TCP ports the agent may connect to, for servers it runs\n"
 		"# itself (tests, dev servers); every other local port is refused. The\n"
-		"# range is this agent's alone, not the machine's other agents'.\n");
+		"# range is this agent's alone, not the machine's other agents': it may not\n"
+		"# overlap another agent's range or OpenCode ports (refused).\n");
 	if (c->ports_hi)
 		r |= buf_printf(o, "agent-ports %u-%u\n", c->ports_lo, c->ports_hi);
 	else

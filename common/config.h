@@ -34,9 +34,11 @@ struct ocsb_config {
 	unsigned ssh_port;
 	unsigned proxy_port;
 	unsigned ports_lo, ports_hi; /* loopback TCP ports the agent may reach (0 = none) */
+	unsigned ports_line; /* agent-ports' line in the file (0: not there) */
 	char opencode_bin[1024]; /* the OpenCode binary ocsb-agentd runs as the agent */
 	int opencode_bin_set; /* given in the file, not the default */
 	unsigned opencode_port; /* first loopback port of the OpenCode servers, one per project */
+	unsigned opencode_port_line; /* opencode-port's line in the file (0: the default) */
 	/* Limits of the agent's cgroup; OCSB_LIMIT_AUTO: chosen from the machine at start. */
 	uint64_t limit_memory; /* bytes, 0 = none */
 	unsigned long limit_tasks; /* 0 = none */
@@ -70,6 +72,11 @@ int config_parse_buf(struct ocsb_config *c, const char *buf, size_t len, const c
 	char *err, size_t errlen);
 /* Root-owned, not group/world-writable file; -ENOENT when missing. */
 int config_load(struct ocsb_config *c, const char *path, char *err, size_t errlen);
+/*
+ * The OpenCode servers' ports: opencode-port, one per project (one at least, as if a
+ * project were added later). config_validate keeps them in 1024..65535.
+ */
+void config_opencode_ports(const struct ocsb_config *c, unsigned *ret_lo, unsigned *ret_hi);
 /* Pass 2: whole-config checks that need no system lookups. */
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
 /* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */

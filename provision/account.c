@@ -86,20 +86,26 @@ int state_root(struct prov *p)
 }
 
 /*
- * The entry: the agent, whether ocsb created or adopted it, its uid once it exists, and
- * its agent-ports range. The uid is kept so a purge interrupted after userdel can still
- * find the uid's files; the range is what every other agent's run and ocsb-agentd give
- * this agent in the netlock (netlock_registry): no line, no range.
+ * The entry: the agent, whether ocsb created or adopted it, its uid once it exists, its
+ * agent-ports range and its OpenCode servers' ports. The uid is kept so a purge
+ * interrupted after userdel can still find the uid's files; the range is what every other
+ * agent's run and ocsb-agentd give this agent in the netlock (netlock_registry): no line,
+ * no range. Both ports lines are what the other agents' runs check their ranges against
+ * (ports.c).
  */
 static int state_text(struct prov *p, const char *origin, struct buf *b)
 {
+	unsigned oc_lo, oc_hi;
 	int r = buf_printf(b, "# written by ocsb-provision; do not edit\nagent %s\norigin %s\n",
 		p->cfg.agent, origin);
 
+	config_opencode_ports(&p->cfg, &oc_lo, &oc_hi);
 	if (r == 0 && p->agent_exists)
 		r = buf_printf(b, "uid %u\n", (unsigned)p->agent.uid);
 	if (r == 0 && p->cfg.ports_lo)
 		r = buf_printf(b, "ports %u-%u\n", p->cfg.ports_lo, p->cfg.ports_hi);
+	if (r == 0)
+		r = buf_printf(b, "opencode-ports %u-%u\n", oc_lo, oc_hi);
 	return r;
 }
 
@@ -133,8 +139,8 @@ int state_record(struct prov *p, const char *origin)
 
 /*
  * Every run: the entry as this configuration has it, so a changed (or removed) agent-ports
- * range reaches the other agents' runs and ocsb-agentd, and an entry written before ranges
- * were recorded gets its line. Nothing to do before the account exists or is ours.
+ * range or OpenCode port reaches the other agents' runs and ocsb-agentd, and an entry
+ * written before they were recorded gets its lines. Nothing to do before the account exists or is ours.
  */
 static int state_sync(struct prov *p)
 {
@@ -149,12 +155,17 @@ static int state_sync(struct prov *p)
 			p->cfg.agent);
 		r = -1;
 	} else if (fo_same(path, b.data, b.len, 0600, 0, 0) != 1) {
+		unsigned oc_lo, oc_hi;
+
+		config_opencode_ports(&p->cfg, &oc_lo, &oc_hi);
 		if (p->cfg.ports_lo)
-			r = prov_change(p, "record %s's agent-ports %u-%u in %s", p->cfg.agent,
-				p->cfg.ports_lo, p->cfg.ports_hi, path);
+			r = prov_change(p,
+				"record %s's agent-ports %u-%u and OpenCode ports %u-%u in %s",
+				p->cfg.agent, p->cfg.ports_lo, p->cfg.ports_hi, oc_lo, oc_hi, path);
 		else
-			r = prov_change(
-				p, "record in %s that %s has no agent-ports", path, p->cfg.agent);
+			r = prov_change(p,
+				"record in %s that %s has no agent-ports (OpenCode ports %u-%u)",
+				path, p->cfg.agent, oc_lo, oc_hi);
 		if (r && state_record(p, origin) < 0)
 			r = -1;
 		else if (r)

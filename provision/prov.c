@@ -571,8 +571,9 @@ int prov_main(struct prov_opts *o)
 	if (!install_only &&
 		(resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
 			(p->mode != PROV_REMOVE &&
-				(keys_preflight(p) < 0 || net_preflight(p) < 0 ||
-					sshd_preflight(p) < 0 || repos_preflight(p) < 0 ||
+				(ports_preflight(p) < 0 || keys_preflight(p) < 0 ||
+					net_preflight(p) < 0 || sshd_preflight(p) < 0 ||
+					repos_preflight(p) < 0 ||
 					opencode_preflight(p, o->install_opencode) < 0)))) {
 		r = 2;
 		goto out;

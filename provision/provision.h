@@ -193,6 +193,24 @@ int net_preflight(struct prov *p);
 int net_ensure(struct prov *p);
 int net_remove(struct prov *p);
 
+/* ports.c: the agents' loopback ports against each other */
+/* What an entry of the agents registry records of an agent's loopback ports. */
+struct ports_entry {
+	unsigned lo, hi; /* "ports LO-HI": its agent-ports range (0/0: none) */
+	unsigned oc_lo, oc_hi; /* "opencode-ports LO-HI": its OpenCode servers (0/0: unknown) */
+};
+/* An entry's text: ranges as ocsb-provision writes them; a bad or second ports line, none. */
+void ports_entry_parse(const char *text, struct ports_entry *ret);
+/*
+ * Whether configuration c (from file) and the entry of the agent `other` (at other_path)
+ * overlap where one agent would reach the other's servers: 1 with "FILE:LINE: ..." naming
+ * both agents and ranges in err, or 0.
+ */
+int ports_conflict(const struct ocsb_config *c, const char *file, const char *other,
+	const char *other_path, const struct ports_entry *e, char *err, size_t errlen);
+/* c against every other entry of the registry: 0, or -1 (said). */
+int ports_preflight(struct prov *p);
+
 /* systemd.c */
 /* The unit's text as provisioning writes it to /etc (make install: no packaged unit). */
 int systemd_render_unit(struct buf *out);

@@ -267,6 +267,11 @@ fingerprint "$RUNDIR/before"
 
 echo "# ocsb e2e: OCSB_BUILD=$OCSB_BUILD, timeout ${TIMEOUT}s per file"
 [ -x "$OCSB_BUILD/ocsb-provision" ] || echo "# note: $OCSB_BUILD/ocsb-provision not built"
+# The test hooks some t-files use (t-86's CA for its fake provider) exist in a test build
+# only (common/testhook.h): said once here, not left to be guessed from their failures.
+if [ -f "$OCSB_BUILD/ocsb-agentd" ] && ! grep -aq OCSB_TEST_INJECT_CA "$OCSB_BUILD/ocsb-agentd"; then
+	echo "# note: $OCSB_BUILD/ocsb-agentd is a release build without test hooks: t-86-inject fails with it (make TEST_HOOKS=1, or make test-e2e)"
+fi
 
 run_one() {
 	local t=$1 name out err rc t0 t1 results tee_fd tee_pid

@@ -217,6 +217,50 @@ check_output "control: $AGENT keeps its own" "LOCAL-9005" banner_as "$AGENT" 900
 check_output "$TWO's next run writes the line again" "record $TWO's agent-ports 9100-9109" prov_two
 own_ranges "the line written again" 9005 9105
 
+# Ranges that overlap (issue 25): one agent's range over another's lets each reach the
+# servers the other runs there, and a range over another agent's OpenCode ports lets it
+# reach that agent's OpenCode. Refused before any change, by --check and --dry-run alike,
+# naming both agents, both ranges and the line of the keyword; a disjoint range is taken.
+kw_line() { grep -n "^$2 " "$1" | cut -d: -f1; }
+ruleset_same() { nft list ruleset | diff -q "$E2E_SCRATCH/ruleset-overlap" - >/dev/null; }
+refused_everywhere() { # DESC REGEX PROV-FUNCTION: refused in each mode, nothing changed
+	local m
+	snapshot_state overlap
+	nft list ruleset >"$E2E_SCRATCH/ruleset-overlap"
+	for m in apply --check --dry-run; do
+		check_fails_output "$1 ($m)" "$2" "$3" $([ $m = apply ] || echo $m)
+	done
+	state_unchanged "$1: no file changed" overlap
+	check "$1: the table is unchanged" ruleset_same
+}
+check "positive control: $AGENT's entry records its OpenCode ports" grep -qx 'opencode-ports 4096-4096' "/var/lib/ocsb/agents/$AGENT"
+set_ports "$TWO_CONF" 9005-9104
+refused_everywhere "$TWO's agent-ports 9005-9104 over $AGENT's 9000-9009 is refused" \
+	"^ocsb-provision: error: $TWO_CONF:$(kw_line "$TWO_CONF" agent-ports): agent-ports 9005-9104 of $TWO overlaps agent-ports 9000-9009 of $AGENT \(/var/lib/ocsb/agents/$AGENT\)" prov_two
+check "$TWO's entry still records 9100-9109" grep -qx 'ports 9100-9109' "/var/lib/ocsb/agents/$TWO"
+check_fails_output "$TWO is still reset on $AGENT's range (127.0.0.1:9005)" "refused" banner_as "$TWO" 9005
+set_ports "$TWO_CONF" 9100-9109
+set_ports /etc/ocsb/ocsb.conf 9109-9120
+refused_everywhere "$AGENT's agent-ports 9109-9120 over $TWO's 9100-9109 is refused" \
+	"^ocsb-provision: error: /etc/ocsb/ocsb.conf:$(kw_line /etc/ocsb/ocsb.conf agent-ports): agent-ports 9109-9120 of $AGENT overlaps agent-ports 9100-9109 of $TWO" provision
+set_ports /etc/ocsb/ocsb.conf 9000-9009
+set_ports "$TWO_CONF" 4090-4099
+echo 'opencode-port 4196' >>"$TWO_CONF" # its own OpenCode ports outside its range
+refused_everywhere "$TWO's agent-ports 4090-4099 over $AGENT's OpenCode port 4096 is refused" \
+	"^ocsb-provision: error: $TWO_CONF:$(kw_line "$TWO_CONF" agent-ports): agent-ports 4090-4099 of $TWO overlaps the OpenCode ports 4096-4096 of $AGENT \(/var/lib/ocsb/agents/$AGENT\)" prov_two
+sed -i '/^opencode-port /d' "$TWO_CONF"
+set_ports "$TWO_CONF" 9100-9109
+echo 'opencode-port 9105' >>/etc/ocsb/ocsb.conf
+refused_everywhere "$AGENT's opencode-port 9105 in $TWO's agent-ports 9100-9109 is refused" \
+	"^ocsb-provision: error: /etc/ocsb/ocsb.conf:$(kw_line /etc/ocsb/ocsb.conf opencode-port): the OpenCode ports 9105-9105 of $AGENT \(opencode-port 9105, one per project\) overlap agent-ports 9100-9109 of $TWO" provision
+sed -i '/^opencode-port /d' /etc/ocsb/ocsb.conf
+set_ports "$TWO_CONF" 9010-9099
+check_output "control: a disjoint range beside $AGENT's (9010-9099) is taken" "record $TWO's agent-ports 9010-9099" prov_two
+set_ports "$TWO_CONF" 9100-9109
+check_output "$TWO back to 9100-9109" "record $TWO's agent-ports 9100-9109" prov_two
+check_output "control: $AGENT converges" '^ocsb-provision: 0 changes$' provision
+own_ranges "after the refused overlaps" 9005 9105
+
 # ocsb doctor (root) names whom the table covers, and fails when its agent is not among them.
 doc() { "$OCSB_BUILD/ocsb" doctor; true; }
 check_output "doctor (root): the table covers $AGENT" "^OK +netlock +.*covers .*$AGENT \($(id -u "$AGENT")\)" doc
@@ -276,6 +320,7 @@ check "ocsb-agentd's guard holds both uids too" bash -c "nft list set inet ocsb_
 THREE=ai-three
 THREE_CONF=/etc/ocsb/three.conf
 { grep -v '^agent ' /etc/ocsb/ocsb.conf; echo "agent $THREE"; } >"$THREE_CONF"
+set_ports "$THREE_CONF" 9300-9309 # its own: $AGENT's 9000-9009 would be refused
 check_output "a third agent provisioned while ocsb-agentd runs" '^ocsb-provision: [1-9]' prov --config "$THREE_CONF"
 sleep 1
 check "ocsb-agentd keeps $THREE's uid in the set" in_set "$(id -u "$THREE")"

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # The build matrix: for each Debian release (default: bookworm trixie), a minimal root made
 # by mmdebstrap, then in it, with no network: `make WERROR=1 all`, the unit tests as
-# `make test-unit` runs them, and when debian/ exists the package: `make deb`, lintian,
-# install, `--help` and `man`, no /usr/local in what is installed, purge leaves nothing.
+# `make test-unit` runs them, and when debian/ exists the package: `make deb`, no test hook
+# in it, lintian, install, `--help` and `man`, no /usr/local in what is installed, purge
+# leaves nothing.
 #
 # Usage: tests/matrix/run.sh [RELEASE...]            (root; see docs/testing.md)
 # Output: TAP lines "ok - ..." / "not ok - ..." (only this script's own: the unit tests'
@@ -331,6 +332,7 @@ package() { # RELEASE DIR
 	[ $rc -eq 0 ] || return
 	deb=$debs
 	cp "$work/root/src/$deb" "$dir/" || report 1 "$rel: keep $deb in $dir"
+	test_hooks "$rel" "$dir" "$deb"
 
 	in_root "$step_limit" sh -c "cd /src && lintian --no-tag-display-limit $deb" \
 		>"$dir/lintian.log" 2>&1
@@ -376,6 +378,30 @@ package() { # RELEASE DIR
 		failed=$((failed + 1))
 	else
 		echo "ok - $rel: purge leaves nothing new (outside apt/dpkg bookkeeping)"
+	fi
+}
+
+# The test hooks stay out of the package (common/testhook.h): `strings` on its ocsb-agentd
+# finds no hook variable. Positive control: the same probe finds it in the test build's
+# ocsb-agentd (make TEST_HOOKS=1, here after `make test-unit`: a relink), so a probe that
+# could not see the name never passes.
+HOOK_NAME=OCSB_TEST_INJECT_CA
+test_hooks() { # RELEASE DIR DEB
+	local rel=$1 dir=$2 deb=$3 n_pkg n_test
+	# Extracted first: a binary missing from the package prints no count, never "0".
+	in_root 120 sh -c "cd /src && dpkg-deb --fsys-tarfile $deb |
+		tar -xOf - ./usr/sbin/ocsb-agentd >/tmp/ocsb-agentd.pkg && test -s /tmp/ocsb-agentd.pkg &&
+		strings /tmp/ocsb-agentd.pkg | grep -c $HOOK_NAME" >"$dir/hooks-package.txt" 2>"$dir/hooks.log"
+	in_root "$step_limit" sh -c "cd /src && make -j$jobs WERROR=1 TEST_HOOKS=1 build/ocsb-agentd >&2 &&
+		strings build/ocsb-agentd | grep -c $HOOK_NAME" >"$dir/hooks-test.txt" 2>>"$dir/hooks.log"
+	n_pkg=$(cat "$dir/hooks-package.txt")
+	n_test=$(cat "$dir/hooks-test.txt")
+	if [ "$n_pkg" = 0 ] && [ "${n_test:-0}" -gt 0 ] 2>/dev/null; then
+		echo "ok - $rel: no test hook in the packaged ocsb-agentd ($HOOK_NAME: 0; the test build's: $n_test)"
+	else
+		echo "not ok - $rel: no test hook in the packaged ocsb-agentd ($HOOK_NAME: '${n_pkg}' in the package, '${n_test}' in the test build; want 0 and more)"
+		tailed "$dir/hooks.log"
+		failed=$((failed + 1))
 	fi
 }
 
