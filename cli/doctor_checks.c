@@ -398,10 +398,11 @@ static void doctor_check_netlock(struct doctor *dr, const char *served)
 	nl.ports_hi = dr->c->cfg.ports_hi;
 	nl.dns_allow = dr->c->egress.dns_allow;
 	nl.proxy_uid = netlock_proxy_uid();
+	/* An unreadable resolv.conf gives no nameserver, as it does to agentd and provision. */
+	(void)netlock_inject_host(&nl, dr->c->paths.etc);
 	if (netlock_registry(&nl, dr->c->paths.varlib, NULL, stale, sizeof(stale)) < 0 ||
-		netlock_inject_host(&nl, dr->c->paths.etc) < 0 || netlock_guard_routes(&nl) < 0) {
-		snprintf(err, sizeof(err),
-			"netlock: cannot read the agents registry, resolv.conf or the guard");
+		netlock_guard_routes(&nl) < 0) {
+		snprintf(err, sizeof(err), "netlock: cannot read the agents registry or the guard");
 		goto fail;
 	}
 	for (size_t i = 0, len = 0; i < nl.n_inject && len < sizeof(routes); i++)

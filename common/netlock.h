@@ -215,7 +215,8 @@ int netlock_guard_routes(struct netlock_spec *s);
 /*
  * ocsb-inject's side of the table from this host: s->inject_uid (its account's uid, 0
  * without one) and s->ns (the nameserver lines of <etc>/resolv.conf, the first NETLOCK_MAX_NS;
- * none without the file). 0, or -errno for a resolv.conf that cannot be read.
+ * none without the file). 0, or -errno for a resolv.conf that cannot be read (then no
+ * nameserver, the uid set all the same).
  */
 int netlock_inject_host(struct netlock_spec *s, const char *etc);
 

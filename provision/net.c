@@ -87,12 +87,11 @@ static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *s
 		s->ports_hi = pr.hi;
 		s->n_others--;
 	}
-	/* ocsb-inject's account (ensured before the network by account.c) and nameservers. */
+	/* ocsb-inject's account (made before the netlock, prov.c) and its nameservers. */
 	r = netlock_inject_host(s, p->paths.etc);
-	if (r < 0) {
-		log_err("%s/resolv.conf: %s", p->paths.etc, strerror(-r));
-		return -1;
-	}
+	if (r < 0)
+		log_warn("%s/resolv.conf: %s: no nameserver for " NETLOCK_INJECT_USER, p->paths.etc,
+			strerror(-r));
 	/*
 	 * The routes are agentd's: kept as its guard has them, not taken away by this run;
 	 * so are ocsb-inject's upstream ports and the nameservers agentd read.
