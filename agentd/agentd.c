@@ -95,6 +95,17 @@ static int load_config(struct agentd *d)
 	d->nl.ports_hi = d->cfg.ports_hi;
 	d->nl.dns_allow = d->egress.dns_allow;
 	d->nl.proxy_uid = netlock_proxy_uid();
+	/* Unreadable: ocsb-inject gets no local nameserver, DNS off the machine still. */
+	r = netlock_inject_host(&d->nl, d->paths.etc);
+	if (r < 0)
+		log_warn("netlock: %s/resolv.conf: %s: no nameserver for %s", d->paths.etc,
+			strerror(-r), NETLOCK_INJECT_USER);
+	/*
+	 * The routes are the injector's, not the configuration's: a reload (SIGHUP) rebuilds
+	 * the rest and keeps the ones it serves (none at start), or the tables would lose
+	 * their rules while it goes on serving.
+	 */
+	injectd_netlock(d);
 	if (netwatch_agents(d) < 0)
 		return -1;
 	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);

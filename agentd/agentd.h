@@ -286,6 +286,13 @@ void injectd_event(struct agentd *d, uint32_t events);
 /* After a push: routes, netlock ports, OpenCode's config, and the keys to the injector. */
 void injectd_update(struct agentd *d, const struct secret_set *s);
 /*
+ * The routes agentd serves into d->nl (their ports for the agent, their upstream ports for
+ * ocsb-inject's chain), nothing applied: every path that builds d->nl anew calls it.
+ */
+void injectd_netlock(struct agentd *d);
+/* The route ports agentd serves, ascending into ports[NETLOCK_MAX_INJECT]: how many. */
+size_t injectd_ports(struct agentd *d, unsigned *ports);
+/*
  * What project's OpenCode is started with (NULL-terminated, or NULL): OPENCODE_CONFIG
  * naming its provider settings, GIT_CONFIG_* sending git to its generic routes. Marks
  * them as the ones the instance got, for injectd_changed.

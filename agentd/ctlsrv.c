@@ -257,15 +257,41 @@ static void add_child(struct buf *b, const struct child *c, int with_secret)
 	}
 }
 
+/*
+ * The route ports agentd serves, as "18400 18401" ("none"): `ocsb doctor` (root) compares
+ * them with the ones its guard table holds. routes_ok: each is in d->nl too, the spec the
+ * tables are built from (a rebuild that dropped them left the routes open to no rule).
+ */
+static void route_ports(struct agentd *d, char *out, size_t n, int *routes_ok)
+{
+	unsigned ports[NETLOCK_MAX_INJECT];
+	size_t np = injectd_ports(d, ports), len = 0;
+
+	*routes_ok = np == d->nl.n_inject;
+	snprintf(out, n, "none");
+	for (size_t i = 0; i < np && len < n; i++) {
+		len += (size_t)snprintf(out + len, n - len, "%s%u", i ? " " : "", ports[i]);
+		if (i >= d->nl.n_inject || d->nl.inject_ports[i] != ports[i])
+			*routes_ok = 0;
+	}
+}
+
 static void do_status(struct agentd *d, struct buf *b, int web_only)
 {
+	char routes[NETLOCK_MAX_INJECT * 6 + 8];
+	int routes_ok;
+
 	ctl_response_ok(b);
 	if (!web_only) {
+		route_ports(d, routes, sizeof(routes), &routes_ok);
 		ctl_response_add(b, "version", OCSB_VERSION);
 		ctl_response_add(b, "agent", "%s", d->agent.name);
 		ctl_response_add(b, "uptime-s", "%ld", ms_since(&d->started) / 1000);
-		ctl_response_add(
-			b, "netlock", "%s", d->frozen ? "FAILED (agent frozen)" : "verified");
+		ctl_response_add(b, "netlock", "%s",
+			d->frozen	     ? "FAILED (agent frozen)"
+				: !routes_ok ? "FAILED (route ports served without their rules)"
+					     : "verified");
+		ctl_response_add(b, "route-ports", "%s", routes);
 		ctl_response_add(b, "netlock-restores", "%u", d->netlock_restores);
 		if (d->netlock_restores)
 			ctl_response_add(b, "netlock-last-restore-ms", "%.2f", d->last_restore_ms);

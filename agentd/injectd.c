@@ -319,20 +319,41 @@ int injectd_changed(struct agentd *d, const char *project)
 	return pe && sodium_memcmp(pe->started, pe->sig, sizeof(pe->sig)) != 0;
 }
 
+void injectd_netlock(struct agentd *d)
+{
+	struct injectd *x = d->inject;
+	size_t n = x ? x->n : 0;
+
+	d->nl.n_inject = d->nl.n_uports = 0;
+	for (size_t i = 0; i < n && i < NETLOCK_MAX_INJECT; i++) {
+		d->nl.inject_ports[d->nl.n_inject++] = x->r[i].port;
+		d->nl.inject_uports[d->nl.n_uports++] = x->r[i].uport;
+	}
+}
+
+size_t injectd_ports(struct agentd *d, unsigned *ports)
+{
+	struct injectd *x = d->inject;
+	size_t n = 0;
+
+	/* Route i is on INJ_PORT_BASE + its position: x->r is in ascending port order. */
+	for (size_t i = 0; x && i < x->n && i < NETLOCK_MAX_INJECT; i++)
+		ports[n++] = x->r[i].port;
+	return n;
+}
+
 /* The netlock with exactly the routes' ports; fail closed if it cannot be applied. */
 static void routes_netlock(struct agentd *d, struct injectd *x)
 {
 	char err[512];
 
-	d->nl.n_inject = x->n;
-	for (size_t i = 0; i < x->n; i++)
-		d->nl.inject_ports[i] = x->r[i].port;
+	injectd_netlock(d);
 	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
 		return;
 	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
 		log_err("netlock guard: %s", err);
 	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
-		netlock_verify(&d->nl, err, sizeof(err)) < 0)
+		netlock_verify(&d->nl, err, sizeof(err)) != 0)
 		netwatch_enforce(d, "inject: routes changed");
 	else
 		log_info("inject: netlock has %zu route port%s", x->n, x->n == 1 ? "" : "s");

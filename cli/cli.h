@@ -53,6 +53,13 @@ int egress_log_line(const struct egress *e, const char *line, char *out, size_t 
 int cmd_doctor(struct cli *c, int argc, char **argv);
 const char *doctor_status_name(int st);
 int doctor_sshd_verdict(const char *sshd_t, const char *agent, char *bad, size_t n);
+/*
+ * The route ports agentd's status names (served: "none", or "18400 18401") against the
+ * ones its guard table holds (guard[n], ascending): 0 the same, 1 not (why says which port
+ * and how).
+ */
+int doctor_routes_differ(
+	const char *served, const unsigned *guard, size_t n, char *why, size_t whylen);
 int doctor_listed(const char *text, const char *user);
 /*
  * The abstract-sockets check: 0 when the agent's login shell is ocsb-shell (shell_safe: a

@@ -320,15 +320,63 @@ static int netlock_covers(uid_t self, char *out, size_t n, int *ret_self)
 	return k;
 }
 
+int doctor_routes_differ(
+	const char *served, const unsigned *guard, size_t n, char *why, size_t whylen)
+{
+	unsigned want[NETLOCK_MAX_INJECT];
+	size_t nw = 0, i = 0, k = 0;
+	const char *p = served;
+
+	/* "none", or ascending ports: what agentd's status says it serves. */
+	while (strcmp(served, "none") != 0 && *p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end == p || v == 0 || v > 65535 || nw == NETLOCK_MAX_INJECT ||
+			(*end && *end != ' ')) {
+			snprintf(why, whylen, "ocsb-agentd's route ports unreadable: '%.64s'",
+				served);
+			return 1;
+		}
+		want[nw++] = (unsigned)v;
+		p = *end ? end + 1 : end;
+	}
+	/* Both ascending (the guard in rule order, which is route order): the first gap tells. */
+	while (i < nw || k < n) {
+		if (k == n || (i < nw && want[i] < guard[k])) {
+			snprintf(why, whylen,
+				"ocsb-agentd serves the route 127.0.0.1:%u but its netlock has no "
+				"rule for it (the injector answers a port the table does not name)",
+				want[i]);
+			return 1;
+		}
+		if (i == nw || guard[k] < want[i]) {
+			snprintf(why, whylen,
+				"the netlock opens the route 127.0.0.1:%u that ocsb-agentd "
+				"does not serve",
+				guard[k]);
+			return 1;
+		}
+		i++;
+		k++;
+	}
+	return 0;
+}
+
 /*
  * The table the machine should hold (this configuration, every agent of the registry,
- * agentd's routes as its guard holds them: what ocsb-provision builds), and whom it covers.
+ * ocsb-inject's chain, agentd's routes as its guard holds them: what ocsb-provision
+ * builds), and whom it covers. served: the route ports agentd's status names, NULL when
+ * it did not answer. Reading the routes back from the guard alone would trust agentd's
+ * tables to hold what it serves: a rebuild of its spec that lost them (issue 25) left both
+ * tables equal to each other and to this check. So the guard is compared with what agentd
+ * says it serves, and verified itself.
  */
-static void doctor_check_netlock(struct doctor *dr)
+static void doctor_check_netlock(struct doctor *dr, const char *served)
 {
 	struct netlock_spec nl = {0};
 	struct user_info a;
-	char err[512], covers[1024], stale[1024];
+	char err[512], covers[1024], stale[1024], routes[NETLOCK_MAX_INJECT * 6 + 8] = "none";
 	int self = 0, k;
 
 	if (user_lookup(dr->c->cfg.agent, &a) < 0) {
@@ -350,15 +398,35 @@ static void doctor_check_netlock(struct doctor *dr)
 	nl.ports_hi = dr->c->cfg.ports_hi;
 	nl.dns_allow = dr->c->egress.dns_allow;
 	nl.proxy_uid = netlock_proxy_uid();
+	/* An unreadable resolv.conf gives no nameserver, as it does to agentd and provision. */
+	(void)netlock_inject_host(&nl, dr->c->paths.etc);
 	if (netlock_registry(&nl, dr->c->paths.varlib, NULL, stale, sizeof(stale)) < 0 ||
-		netlock_guard_routes(&nl) < 0)
+		netlock_guard_routes(&nl) < 0) {
 		snprintf(err, sizeof(err), "netlock: cannot read the agents registry or the guard");
-	else if (netlock_verify(&nl, err, sizeof(err)) == 0) {
+		goto fail;
+	}
+	for (size_t i = 0, len = 0; i < nl.n_inject && len < sizeof(routes); i++)
+		len += (size_t)snprintf(routes + len, sizeof(routes) - len, "%s%u", i ? " " : "",
+			nl.inject_ports[i]);
+	if (served) {
+		if (doctor_routes_differ(served, nl.inject_ports, nl.n_inject, err, sizeof(err))) {
+			doctor_add(dr, DR_FAIL, "netlock", "sudo systemctl restart ocsb-agentd",
+				"%s", err);
+			return;
+		}
+		if (netlock_guard_verify(&nl, err, sizeof(err)) != 0) {
+			doctor_add(dr, DR_FAIL, "netlock", "sudo systemctl restart ocsb-agentd",
+				"ocsb-agentd's guard: %s", err);
+			return;
+		}
+	}
+	if (netlock_verify(&nl, err, sizeof(err)) == 0) {
 		doctor_add(dr, DR_OK, "netlock", NULL,
-			"table inet %s live and equal to the configuration; covers %s",
-			NETLOCK_TABLE, covers);
+			"table inet %s live and equal to the configuration; covers %s; routes %s",
+			NETLOCK_TABLE, covers, routes);
 		return;
 	}
+fail:
 	doctor_add(dr, DR_FAIL, "netlock",
 		"sudo ocsb-provision (or start ocsb-agentd, which restores it)", "%s", err);
 }
@@ -369,11 +437,13 @@ void doctor_check_agentd(struct doctor *dr)
 	struct ctl_response resp = {0};
 	char err[512];
 	unsigned instances = 0, healthy = 0, states = 0;
+	int up;
 
-	/* The live table against the configuration: root reads it itself. */
+	up = ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) == 0 && resp.ok;
+	/* The live table against the configuration and agentd's routes: root reads it itself. */
 	if (dr->root)
-		doctor_check_netlock(dr);
-	if (ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) < 0 || !resp.ok) {
+		doctor_check_netlock(dr, up ? ctl_response_get(&resp, "route-ports") : NULL);
+	if (!up) {
 		doctor_add(dr, DR_FAIL, "agentd",
 			"sudo ocsb-agentd --foreground (or systemctl start ocsb-agentd)", "%s",
 			resp.error ? resp.error : err);

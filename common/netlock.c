@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -73,6 +74,79 @@ static size_t netlock_range_rules(const struct netlock_spec *s, struct netlock_r
 	return n;
 }
 
+static int netlock_port_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * ocsb-inject's chain: what its account may reach. How many rules were written to r: at
+ * most 7 + 2 * NETLOCK_MAX_NS + NETLOCK_MAX_INJECT.
+ */
+static size_t netlock_inject_rules(const struct netlock_spec *s, struct netlock_rule *r)
+{
+	unsigned up[NETLOCK_MAX_INJECT];
+	size_t n = 0, nu = s->n_uports;
+
+	/*
+	 * A socket accept() gives it is its own (the kernel gives a new socket the accepting
+	 * process's uid), so its answers to the agent pass here: by their direction, from
+	 * 127.0.0.1's route ports (agentd holds them all: nothing else of it listens there).
+	 */
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT, M(NM_CT_REPLY), M(NM_IP4_SADDR_LOOPBACK),
+		M(NM_SPORT_RANGE, .a = IPPROTO_TCP, .b = OCSB_ROUTE_PORT_LO,
+			.c = OCSB_ROUTE_PORT_HI));
+	/*
+	 * Name resolution: its nameservers' port 53 alone, wherever they are (a local one,
+	 * systemd-resolved's 127.0.0.53, is otherwise refused just below; for another these
+	 * rules allow what the DNS rules further down allow anyway).
+	 */
+	for (size_t i = 0; i < s->n_ns; i++) {
+		for (int k = 0; k < 2; k++) {
+			struct netlock_rule *x = &r[n++];
+
+			*x = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT,
+				M(NM_DADDR, .a = (unsigned)s->ns[i].family),
+				M(NM_DPORT, .a = k ? IPPROTO_TCP : IPPROTO_UDP, .b = 53));
+			memcpy(x->m[0].addr, s->ns[i].a, sizeof(x->m[0].addr));
+		}
+	}
+	/* The owner's local services, the agent's proxy and the routes: none of its business. */
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_REJECT_TCP_RESET, M(NM_FIB_LOCAL),
+		M(NM_L4PROTO, .a = IPPROTO_TCP));
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_REJECT_ADMIN, M(NM_FIB_LOCAL));
+	/*
+	 * Its routes' upstreams: the hosts the owner named, on their ports only. By port, not
+	 * address: it resolves the names itself, and the answers change. Ascending, once each
+	 * (53 is the DNS rule's), so every run that builds the table from the same routes
+	 * builds the same rules.
+	 */
+	memcpy(up, s->inject_uports, nu * sizeof(up[0]));
+	qsort(up, nu, sizeof(up[0]), netlock_port_cmp);
+	for (size_t i = 0; i < nu; i++)
+		if ((i == 0 || up[i] != up[i - 1]) && up[i] != 53)
+			r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT,
+				M(NM_DPORT, .a = IPPROTO_TCP, .b = up[i]));
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT, M(NM_DPORT, .a = IPPROTO_UDP, .b = 53));
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT, M(NM_DPORT, .a = IPPROTO_TCP, .b = 53));
+	r[n++] = RULE(NETLOCK_CHAIN_INJECT, NV_REJECT_TCP_RESET, M(NM_L4PROTO, .a = IPPROTO_TCP));
+	r[n++] = RULE0(NETLOCK_CHAIN_INJECT, NV_REJECT_ADMIN);
+	return n;
+}
+
+/* 1 if uid is s->uid or one of s->others. */
+static int netlock_in_set(const struct netlock_spec *s, uid_t uid)
+{
+	if (uid == s->uid)
+		return 1;
+	for (size_t i = 0; i < s->n_others; i++)
+		if (s->others[i] == uid)
+			return 1;
+	return 0;
+}
+
 /* The table of design invariant 2, in order; see netlock.h. */
 int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *ret_n)
 {
@@ -87,7 +161,8 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	if ((s->ports_lo == 0) != (s->ports_hi == 0) || s->ports_lo > s->ports_hi ||
 		s->ports_hi > 65535)
 		return -EINVAL;
-	if (s->n_inject > NETLOCK_MAX_INJECT || s->n_others > NETLOCK_MAX_AGENTS)
+	if (s->n_inject > NETLOCK_MAX_INJECT || s->n_others > NETLOCK_MAX_AGENTS ||
+		s->n_uports > NETLOCK_MAX_INJECT || s->n_ns > NETLOCK_MAX_NS)
 		return -EINVAL;
 	/* The proxy's uid in the set would force squid's own egress through itself. */
 	for (size_t i = 0; i < s->n_others; i++) {
@@ -102,6 +177,16 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	for (size_t i = 0; i < s->n_inject; i++)
 		if (s->inject_ports[i] == 0 || s->inject_ports[i] > 65535)
 			return -EINVAL;
+	/* ocsb-inject is neither an agent nor the proxy: one uid, one chain. */
+	if (s->inject_uid == (uid_t)-1 || (s->inject_uid && netlock_in_set(s, s->inject_uid)) ||
+		(s->inject_uid && s->inject_uid == s->proxy_uid))
+		return -EINVAL;
+	for (size_t i = 0; i < s->n_uports; i++)
+		if (s->inject_uports[i] == 0 || s->inject_uports[i] > 65535)
+			return -EINVAL;
+	for (size_t i = 0; i < s->n_ns; i++)
+		if (s->ns[i].family != AF_INET && s->ns[i].family != AF_INET6)
+			return -EINVAL;
 
 	/* Every agent of the machine, one rule: the set holds their uids. */
 	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_AGENT, M(NM_SKUID_SET));
@@ -109,11 +194,20 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	 * A route adds the owner's key to what comes in: only ocsb-agentd's agent (accepted
 	 * in the agent chain, which no agent returns from) may reach it. Every other
 	 * account's connection is reset here, the other agents' in the agent chain, so no
-	 * local user spends the owner's key.
+	 * local user spends the owner's key. The whole range, routed or not, at all times:
+	 * agentd listens on every route port from its start, and a connection let through
+	 * before its route exists would wait in the backlog and be served with the key.
 	 */
-	for (size_t i = 0; i < s->n_inject; i++)
-		r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_REJECT_TCP_RESET, M(NM_IP4_LOOPBACK),
-			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->inject_ports[i]));
+	r[n++] = RULE(NETLOCK_CHAIN_OUTPUT, NV_REJECT_TCP_RESET, M(NM_IP4_LOOPBACK),
+		M(NM_DPORT_RANGE, .a = IPPROTO_TCP, .b = OCSB_ROUTE_PORT_LO,
+			.c = OCSB_ROUTE_PORT_HI));
+	/*
+	 * ocsb-inject holds the owner's keys and answers whatever the agent sends: its own
+	 * connections are contained to what its routes need (chain inject).
+	 */
+	if (s->inject_uid)
+		r[n++] =
+			RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_INJECT, M(NM_SKUID, .a = s->inject_uid));
 	/*
 	 * The proxy connects on the agent's behalf: without this, a service on one of the
 	 * host's own public or benchmark addresses (not in squid's private lists) answers
@@ -128,11 +222,14 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	}
 	/*
 	 * Replies of servers the agent runs (sockets it accepted from the owner's
-	 * connections) must get out. Reply direction only: conntrack entries outlive
-	 * sockets, so an original-direction "established" would let the agent bind the
-	 * source port of someone else's closed UDP flow (a DNS query) and reuse it.
+	 * connections) must get out, to local addresses only: a server it runs on 0.0.0.0
+	 * would otherwise answer any host that connects in, a way around the proxy. Reply
+	 * direction only: conntrack entries outlive sockets, so an original-direction
+	 * "established" would let the agent bind the source port of someone else's closed
+	 * UDP flow (a DNS query) and reuse it.
 	 */
-	r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_CT_REPLY), M(NM_CT_ESTREL));
+	r[n++] = RULE(
+		NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_CT_REPLY), M(NM_CT_ESTREL), M(NM_FIB_LOCAL));
 	if (s->proxy_port)
 		r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_IP4_LOOPBACK),
 			M(NM_DPORT, .a = IPPROTO_TCP, .b = s->proxy_port));
@@ -162,6 +259,11 @@ int netlock_rules(const struct netlock_spec *s, struct netlock_rule *r, size_t *
 	/* Everything else: rejected, not dropped, so tools fail fast instead of hanging. */
 	r[n++] = RULE(NETLOCK_CHAIN_AGENT, NV_REJECT_TCP_RESET, M(NM_L4PROTO, .a = IPPROTO_TCP));
 	r[n++] = RULE0(NETLOCK_CHAIN_AGENT, NV_REJECT_ADMIN);
+	if (s->inject_uid)
+		n += netlock_inject_rules(s, r + n);
+	/* The arrays are sized by the count netlock_int.h adds up: never more. */
+	if (n > NETLOCK_MAX_RULES_USED)
+		abort();
 	*ret_n = n;
 	return 0;
 }
@@ -184,6 +286,7 @@ int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
 {
 	static const char *const verdicts[] = {
 		[NV_JUMP_AGENT] = "jump " NETLOCK_CHAIN_AGENT,
+		[NV_JUMP_INJECT] = "jump " NETLOCK_CHAIN_INJECT,
 		[NV_ACCEPT] = "accept",
 		[NV_REJECT_TCP_RESET] = "reject with tcp reset",
 		[NV_REJECT_ADMIN] = "reject with icmpx admin-prohibited",
@@ -209,6 +312,17 @@ int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
 		case NM_IP4_LOOPBACK:
 			rc = buf_puts(out, "ip daddr 127.0.0.1 ");
 			break;
+		case NM_IP4_SADDR_LOOPBACK:
+			rc = buf_puts(out, "ip saddr 127.0.0.1 ");
+			break;
+		case NM_DADDR: {
+			char a[INET6_ADDRSTRLEN];
+
+			if (!inet_ntop((int)m->a, m->addr, a, sizeof(a)))
+				return -EINVAL;
+			rc = buf_printf(out, "%s daddr %s ", m->a == AF_INET6 ? "ip6" : "ip", a);
+			break;
+		}
 		case NM_FIB_LOCAL:
 			rc = buf_puts(out, "fib daddr type local ");
 			break;
@@ -221,6 +335,10 @@ int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
 		case NM_DPORT_RANGE:
 			rc = buf_printf(
 				out, "%s dport %u-%u ", netlock_proto_name(m->a), m->b, m->c);
+			break;
+		case NM_SPORT_RANGE:
+			rc = buf_printf(
+				out, "%s sport %u-%u ", netlock_proto_name(m->a), m->b, m->c);
 			break;
 		}
 	}
@@ -265,6 +383,8 @@ int netlock_render_nft(const struct netlock_spec *s, struct buf *out)
 			"\t\ttype filter hook output priority 0; policy accept;\n", out);
 	if (rc == 0)
 		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_AGENT, "", out);
+	if (rc == 0 && s->inject_uid)
+		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_INJECT, "", out);
 	return rc ? rc : buf_puts(out, "}\n");
 }
 

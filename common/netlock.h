@@ -19,11 +19,12 @@
  *     set agents { type uid; elements = { <uid>, <others>... } }
  *     chain output { type filter hook output priority 0; policy accept;
  *       meta skuid @agents jump agent
- *       ip daddr 127.0.0.1 tcp dport <inject_port> reject with tcp reset  (each route)
+ *       ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset   (always)
+ *       meta skuid <inject_uid> jump inject                   (inject_uid != 0)
  *       meta skuid <proxy_uid> ct direction reply accept                     (proxy_uid != 0)
  *       meta skuid <proxy_uid> fib daddr type local meta l4proto tcp reject with tcp reset }
  *     chain agent {
- *       ct direction reply ct state established,related accept
+ *       ct direction reply ct state established,related fib daddr type local accept
  *       ip daddr 127.0.0.1 tcp dport <proxy_port> accept        (proxy_port != 0)
  *       meta skuid <uid> ip daddr 127.0.0.1 tcp dport <inject_port> accept  (each route)
  *       meta skuid <u> fib daddr type local tcp dport <a>-<b> reject with tcp reset
@@ -34,13 +35,31 @@
  *       fib daddr type local reject with icmpx admin-prohibited
  *       udp dport 53 accept; tcp dport 53 accept                 (dns_allow)
  *       meta l4proto tcp reject with tcp reset
+ *       reject with icmpx admin-prohibited }
+ *     chain inject {                                             (inject_uid != 0)
+ *       ct direction reply ip saddr 127.0.0.1 tcp sport 18400-18415 accept
+ *       ip daddr <ns> udp dport 53 accept; ip daddr <ns> tcp dport 53 accept
+ *                                           (each nameserver, ip6 daddr for IPv6)
+ *       fib daddr type local meta l4proto tcp reject with tcp reset
+ *       fib daddr type local reject with icmpx admin-prohibited
+ *       tcp dport <uport> accept                   (each route's upstream port, once)
+ *       udp dport 53 accept; tcp dport 53 accept
+ *       meta l4proto tcp reject with tcp reset
  *       reject with icmpx admin-prohibited } }
  *
  * A route of ocsb-inject is ocsb-agentd's agent's alone (uid, the agent of
- * /etc/ocsb/ocsb.conf): every other uid, the other agents included, gets a reset. An
- * agent-ports range is its agent's alone too: the agent of the configuration that applies
- * the table has its own (ports_lo-ports_hi), every other agent the one its registry entry
- * records (others_ports), so no run opens one agent's local services to another.
+ * /etc/ocsb/ocsb.conf), and only while it is a route: every other uid, the other agents
+ * included, gets a reset on the whole route range 18400-18415, routed or not, at all times
+ * (agentd listens on every route port from its start: a connection let through before the
+ * route exists would wait in the backlog and be served with the key). An agent-ports range
+ * is its agent's alone too: the agent of the configuration that applies the table has its
+ * own (ports_lo-ports_hi), every other agent the one its registry entry records
+ * (others_ports), so no run opens one agent's local services to another. Replies of the
+ * agent's own servers leave only towards local addresses: a server it runs on 0.0.0.0
+ * answers the owner, not a host outside. ocsb-inject's account reaches its routes'
+ * upstream ports and DNS on non-local addresses and its nameservers, nothing else local;
+ * the sockets it accepts from the agent are its own (accept gives them its uid), so their
+ * replies are let out by their direction from the route ports.
  */
 #define NETLOCK_TABLE "ocsb"
 /*
@@ -51,12 +70,19 @@
  */
 #define NETLOCK_GUARD_TABLE "ocsb_guard"
 #define NETLOCK_MAX_INJECT 16 /* INJ_MAX_ROUTES of inject/inject.h */
+#define NETLOCK_MAX_NS 3 /* glibc's MAXNS: its resolver asks the first three nameservers */
 #define NETLOCK_SET "agents"
 #define NETLOCK_MAX_AGENTS 64
 
 /* A TCP port range on local addresses: lo-hi, 0/0 = none. */
 struct netlock_range {
 	unsigned lo, hi;
+};
+
+/* An address: family AF_INET (4 bytes of a) or AF_INET6 (16), network order. */
+struct netlock_addr {
+	int family;
+	unsigned char a[16];
 };
 
 struct netlock_spec {
@@ -77,6 +103,16 @@ struct netlock_spec {
 	/* ocsb-inject's route listeners on 127.0.0.1, each one port exactly (issue 17). */
 	unsigned inject_ports[NETLOCK_MAX_INJECT];
 	size_t n_inject;
+	/*
+	 * ocsb-inject's account (issue 25): a chain of its own; 0 = no such account, no
+	 * chain. Never uid, an agent's or the proxy's. inject_uports: the routes' upstream
+	 * TCP ports (repeats are fine); ns: the nameservers of resolv.conf.
+	 */
+	uid_t inject_uid;
+	unsigned inject_uports[NETLOCK_MAX_INJECT];
+	size_t n_uports;
+	struct netlock_addr ns[NETLOCK_MAX_NS];
+	size_t n_ns;
 };
 
 /* The uid of the proxy's user ("proxy", see proxy.h), or 0 when there is none. */
@@ -170,9 +206,19 @@ int netlock_registry(
  * ocsb-agentd's route ports, as its guard holds them (the guard is agentd's alone and
  * exists while it runs): s->uid becomes the routes' uid (the former one joins s->others
  * with its range; the new one's range is what s->others gives it) and s->inject_ports
- * their ports. The number of routes (0: no guard, or none), or -errno.
+ * their ports. When the guard has ocsb-inject's chain, s->inject_uid, inject_uports and
+ * ns become the guard's (agentd's view of its routes and of resolv.conf), so a run makes
+ * the table agentd made. The number of routes (0: no guard, or none), or -errno.
  */
 int netlock_guard_routes(struct netlock_spec *s);
+
+/*
+ * ocsb-inject's side of the table from this host: s->inject_uid (its account's uid, 0
+ * without one) and s->ns (the nameserver lines of <etc>/resolv.conf, the first NETLOCK_MAX_NS;
+ * none without the file). 0, or -errno for a resolv.conf that cannot be read (then no
+ * nameserver, the uid set all the same).
+ */
+int netlock_inject_host(struct netlock_spec *s, const char *etc);
 
 /*
  * The uids in the live table's set, ascending: how many (up to max stored), or -ENOENT

@@ -43,6 +43,7 @@ struct netlock_msg {
 struct netlock_batch {
 	struct nftnl_batch *b; /* owned */
 	uint32_t begin_seq;
+	/* Three table messages, the set and its elements, three chains, then the rules. */
 	struct netlock_msg msg[NETLOCK_MAX_RULES + 8];
 	size_t n;
 };
@@ -297,6 +298,8 @@ static int netlock_apply_on(
 		rc = netlock_batch_chain(&nb, NETLOCK_CHAIN_OUTPUT, 1);
 	if (rc == 0)
 		rc = netlock_batch_chain(&nb, NETLOCK_CHAIN_AGENT, 0);
+	if (rc == 0 && s->inject_uid)
+		rc = netlock_batch_chain(&nb, NETLOCK_CHAIN_INJECT, 0);
 	/* Numbered per chain, as netlock_verify reports them. */
 	for (size_t i = 0, k = 0; i < n && rc == 0; i++) {
 		k = i > 0 && strcmp(nr[i].chain, nr[i - 1].chain) == 0 ? k + 1 : 1;

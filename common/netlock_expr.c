@@ -149,6 +149,24 @@ static int netlock_expr_match(struct nftnl_rule *r, const struct netlock_match *
 		if (netlock_expr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 16, 4) < 0)
 			return -ENOMEM;
 		return netlock_expr_cmp(r, NFT_CMP_EQ, &u32, sizeof(u32));
+	case NM_IP4_SADDR_LOOPBACK:
+		u8 = NFPROTO_IPV4;
+		if (netlock_expr_meta(r, NFT_META_NFPROTO) < 0 ||
+			netlock_expr_cmp(r, NFT_CMP_EQ, &u8, sizeof(u8)) < 0)
+			return -ENOMEM;
+		u32 = htonl(INADDR_LOOPBACK);
+		if (netlock_expr_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 12, 4) < 0)
+			return -ENOMEM;
+		return netlock_expr_cmp(r, NFT_CMP_EQ, &u32, sizeof(u32));
+	case NM_DADDR:
+		/* ip daddr: IPv4 header + 16, 4 bytes; ip6 daddr: IPv6 header + 24, 16 bytes. */
+		u8 = m->a == AF_INET6 ? NFPROTO_IPV6 : NFPROTO_IPV4;
+		if (netlock_expr_meta(r, NFT_META_NFPROTO) < 0 ||
+			netlock_expr_cmp(r, NFT_CMP_EQ, &u8, sizeof(u8)) < 0 ||
+			netlock_expr_payload(r, NFT_PAYLOAD_NETWORK_HEADER,
+				m->a == AF_INET6 ? 24 : 16, m->a == AF_INET6 ? 16 : 4) < 0)
+			return -ENOMEM;
+		return netlock_expr_cmp(r, NFT_CMP_EQ, m->addr, m->a == AF_INET6 ? 16 : 4);
 	case NM_FIB_LOCAL:
 		e = netlock_expr(r, "fib");
 		if (!e)
@@ -176,6 +194,14 @@ static int netlock_expr_match(struct nftnl_rule *r, const struct netlock_match *
 			netlock_expr_cmp(r, NFT_CMP_GTE, &lo, sizeof(lo)) < 0)
 			return -ENOMEM;
 		return netlock_expr_cmp(r, NFT_CMP_LTE, &hi, sizeof(hi));
+	case NM_SPORT_RANGE:
+		lo = htons((uint16_t)m->b);
+		hi = htons((uint16_t)m->c);
+		if (netlock_expr_l4proto(r, m->a) < 0 ||
+			netlock_expr_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 2) < 0 ||
+			netlock_expr_cmp(r, NFT_CMP_GTE, &lo, sizeof(lo)) < 0)
+			return -ENOMEM;
+		return netlock_expr_cmp(r, NFT_CMP_LTE, &hi, sizeof(hi));
 	}
 	return -EINVAL;
 }
@@ -199,9 +225,10 @@ static int netlock_expr_verdict(struct nftnl_rule *r, enum netlock_verdict v)
 	if (!e)
 		return -ENOMEM;
 	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
-	if (v == NV_JUMP_AGENT) {
+	if (v == NV_JUMP_AGENT || v == NV_JUMP_INJECT) {
 		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NFT_JUMP);
-		nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, NETLOCK_CHAIN_AGENT);
+		nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN,
+			v == NV_JUMP_AGENT ? NETLOCK_CHAIN_AGENT : NETLOCK_CHAIN_INJECT);
 	} else {
 		nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, NF_ACCEPT);
 	}

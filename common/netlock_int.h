@@ -51,13 +51,22 @@ extern uint32_t netlock_flags;
 
 #define NETLOCK_CHAIN_OUTPUT "output"
 #define NETLOCK_CHAIN_AGENT "agent"
+#define NETLOCK_CHAIN_INJECT "inject"
 /*
- * The most netlock_rules() makes is 11 + 2 * NETLOCK_MAX_INJECT (a reset and an accept per
- * route) + 2 * (NETLOCK_MAX_AGENTS + 1) (a reset and an accept per agent's range); room for
- * one more kind. Every array of rules, and the batch's messages, are sized by it.
+ * The most netlock_rules() makes: 5 in output, 8 + NETLOCK_MAX_INJECT (an accept per route)
+ * + 2 * (NETLOCK_MAX_AGENTS + 1) (a reset and an accept per agent's range) in agent, 7 +
+ * 2 * NETLOCK_MAX_NS + NETLOCK_MAX_INJECT (an upstream port per route) in inject: 20 +
+ * 2 * NETLOCK_MAX_INJECT + 2 * NETLOCK_MAX_NS + 2 * (NETLOCK_MAX_AGENTS + 1), with room for
+ * one more kind. Every array of rules, and the batch's messages, are sized by it;
+ * netlock_rules checks its count against it.
  */
-#define NETLOCK_MAX_RULES (18 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1))
-/* The longest rule: meta skuid, fib daddr type local, tcp dport lo-hi (an agent's range). */
+#define NETLOCK_MAX_RULES_USED \
+	(20 + 2 * NETLOCK_MAX_INJECT + 2 * NETLOCK_MAX_NS + 2 * (NETLOCK_MAX_AGENTS + 1))
+#define NETLOCK_MAX_RULES (NETLOCK_MAX_RULES_USED + 4)
+/*
+ * The longest rules: meta skuid, fib daddr type local, tcp dport lo-hi (an agent's range);
+ * ct direction reply, ct state, fib daddr type local; ct direction reply, ip saddr, tcp sport.
+ */
 #define NETLOCK_MAX_MATCH 3
 #define NETLOCK_TIMEOUT_MS 2000
 #define NETLOCK_RCVBUF 65536
@@ -68,19 +77,24 @@ enum netlock_match_kind {
 	NM_CT_REPLY, /* ct direction reply */
 	NM_CT_ESTREL, /* ct state established,related */
 	NM_IP4_LOOPBACK, /* ip daddr 127.0.0.1 */
+	NM_IP4_SADDR_LOOPBACK, /* ip saddr 127.0.0.1 */
+	NM_DADDR, /* ip daddr addr (a = AF_INET), ip6 daddr addr (a = AF_INET6) */
 	NM_FIB_LOCAL, /* fib daddr type local */
 	NM_L4PROTO, /* meta l4proto a */
 	NM_DPORT, /* <a> dport b */
 	NM_DPORT_RANGE, /* <a> dport b-c */
+	NM_SPORT_RANGE, /* <a> sport b-c */
 };
 
 struct netlock_match {
 	enum netlock_match_kind kind;
 	unsigned a, b, c;
+	unsigned char addr[16]; /* NM_DADDR: network order, 4 or 16 bytes by a */
 };
 
 enum netlock_verdict {
 	NV_JUMP_AGENT,
+	NV_JUMP_INJECT,
 	NV_ACCEPT,
 	NV_REJECT_TCP_RESET,
 	NV_REJECT_ADMIN,

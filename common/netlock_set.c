@@ -4,6 +4,7 @@
  * agents registry; and ocsb-agentd's route ports read from its guard.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -462,27 +463,73 @@ int netlock_registry(
 	return rc;
 }
 
-/* ---- ocsb-agentd's routes, from its guard ---- */
+/* ---- ocsb-inject's side from this host ---- */
+
+int netlock_inject_host(struct netlock_spec *s, const char *etc)
+{
+	char path[4096], line[512];
+	struct user_info u;
+	FILE *f;
+
+	s->inject_uid = user_lookup(NETLOCK_INJECT_USER, &u) == 0 ? u.uid : 0;
+	s->n_ns = 0;
+	if (path_join(path, sizeof(path), etc, "resolv.conf") < 0)
+		return -ENAMETOOLONG;
+	/* Root's file (or systemd-resolved's link to its own): read as the resolver does. */
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (s->n_ns < NETLOCK_MAX_NS && fgets(line, sizeof(line), f)) {
+		struct netlock_addr *a = &s->ns[s->n_ns];
+		char word[16], addr[128];
+
+		/* "nameserver ADDR", ADDR possibly with an IPv6 scope ("%eth0": any link). */
+		if (sscanf(line, " %15s %127s", word, addr) != 2 || strcmp(word, "nameserver") != 0)
+			continue;
+		addr[strcspn(addr, "%")] = '\0';
+		memset(a, 0, sizeof(*a));
+		if (inet_pton(AF_INET, addr, a->a) == 1)
+			a->family = AF_INET;
+		else if (inet_pton(AF_INET6, addr, a->a) == 1)
+			a->family = AF_INET6;
+		else
+			continue;
+		s->n_ns++;
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ---- ocsb-agentd's routes and ocsb-inject's chain, from its guard ---- */
 
 struct netlock_routes {
 	uid_t uid;
 	unsigned port[NETLOCK_MAX_INJECT];
 	size_t n;
+	/* chain inject: found when the output chain jumps to it */
+	int inject;
+	uid_t inject_uid;
+	unsigned uport[NETLOCK_MAX_INJECT];
+	size_t n_uports;
+	struct netlock_addr ns[NETLOCK_MAX_NS];
+	size_t n_ns;
 	int err;
 };
 
-/* A rule of the guard's agent chain that is exactly a route's accept: its uid and port. */
-static int netlock_route_of(const struct nftnl_rule *r, uid_t *ret_uid, unsigned *ret_port)
+/* The values a rule compares with: the first 4-byte one, the last 2-byte one, an address. */
+struct netlock_cmps {
+	uint32_t u32;
+	int got_u32;
+	uint16_t port; /* network order */
+	struct netlock_addr addr;
+};
+
+static int netlock_cmps_of(const struct nftnl_rule *r, struct netlock_cmps *c)
 {
 	struct nftnl_expr_iter *it = nftnl_expr_iter_create(r);
 	struct nftnl_expr *e;
-	struct netlock_rule nr;
-	struct nftnl_rule *built;
-	char *have, *want;
-	uint32_t uid = 0;
-	uint16_t port = 0;
-	int got_uid = 0, same = 0;
 
+	memset(c, 0, sizeof(*c));
 	if (!it)
 		return -ENOMEM;
 	for (e = nftnl_expr_iter_next(it); e; e = nftnl_expr_iter_next(it)) {
@@ -492,41 +539,99 @@ static int netlock_route_of(const struct nftnl_rule *r, uid_t *ret_uid, unsigned
 		if (!netlock_streq(nftnl_expr_get_str(e, NFTNL_EXPR_NAME), "cmp"))
 			continue;
 		v = nftnl_expr_get(e, NFTNL_EXPR_CMP_DATA, &len);
-		if (v && len == sizeof(uid) && !got_uid) {
-			memcpy(&uid, v, sizeof(uid));
-			got_uid = 1;
-		} else if (v && len == sizeof(port)) {
-			memcpy(&port, v, sizeof(port));
+		if (!v)
+			continue;
+		if (len == 4 && !c->got_u32) {
+			memcpy(&c->u32, v, 4);
+			c->got_u32 = 1;
 		}
+		if ((len == 4 || len == 16) && !c->addr.family) {
+			c->addr.family = len == 4 ? AF_INET : AF_INET6;
+			memcpy(c->addr.a, v, len);
+		}
+		if (len == 2)
+			memcpy(&c->port, v, 2);
 	}
 	nftnl_expr_iter_destroy(it);
-	if (!got_uid || uid == 0 || !port)
-		return 0;
-	/* Whatever the values, only the very shape netlock_rules gives a route counts. */
-	nr = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = uid), M(NM_IP4_LOOPBACK),
-		M(NM_DPORT, .a = IPPROTO_TCP, .b = ntohs(port)));
-	built = netlock_rule_build(&nr);
-	want = built ? netlock_rule_exprs(built) : NULL;
-	have = netlock_rule_exprs(r);
-	if (want && have)
-		same = strcmp(want, have) == 0;
+	return 0;
+}
+
+/* 1 if the live rule r is exactly nr (its expressions), 0 if not, -ENOMEM. */
+static int netlock_rule_is(const struct nftnl_rule *r, const struct netlock_rule *nr)
+{
+	struct nftnl_rule *built = netlock_rule_build(nr);
+	char *want = built ? netlock_rule_exprs(built) : NULL, *have = netlock_rule_exprs(r);
+	int same = want && have ? strcmp(want, have) == 0 : -ENOMEM;
+
 	free(want);
 	free(have);
 	if (built)
 		nftnl_rule_free(built);
-	if (!same)
+	return same;
+}
+
+/*
+ * A rule of the guard, if it is one of the shapes netlock_rules gives a route (agent), the
+ * jump to ocsb-inject's chain (output), or an upstream port or a nameserver (inject):
+ * whatever the values, only those very shapes count. 0 none, 1 taken into rt, -ENOMEM.
+ */
+static int netlock_guard_rule(
+	const struct nftnl_rule *r, const char *chain, struct netlock_routes *rt)
+{
+	struct netlock_cmps c;
+	struct netlock_rule nr;
+	unsigned port;
+	int rc = netlock_cmps_of(r, &c);
+
+	if (rc < 0)
+		return rc;
+	port = ntohs(c.port);
+	if (strcmp(chain, NETLOCK_CHAIN_AGENT) == 0) {
+		if (!c.got_u32 || c.u32 == 0 || !port)
+			return 0;
+		nr = RULE(NETLOCK_CHAIN_AGENT, NV_ACCEPT, M(NM_SKUID, .a = c.u32),
+			M(NM_IP4_LOOPBACK), M(NM_DPORT, .a = IPPROTO_TCP, .b = port));
+		rc = netlock_rule_is(r, &nr);
+		if (rc == 1 && (rt->n == 0 || c.u32 == rt->uid) && rt->n < NETLOCK_MAX_INJECT) {
+			rt->uid = (uid_t)c.u32;
+			rt->port[rt->n++] = port;
+		}
+		return rc;
+	}
+	if (strcmp(chain, NETLOCK_CHAIN_OUTPUT) == 0) {
+		if (!c.got_u32 || c.u32 == 0)
+			return 0;
+		nr = RULE(NETLOCK_CHAIN_OUTPUT, NV_JUMP_INJECT, M(NM_SKUID, .a = c.u32));
+		rc = netlock_rule_is(r, &nr);
+		if (rc == 1) {
+			rt->inject = 1;
+			rt->inject_uid = (uid_t)c.u32;
+		}
+		return rc;
+	}
+	if (strcmp(chain, NETLOCK_CHAIN_INJECT) != 0 || !port)
 		return 0;
-	*ret_uid = (uid_t)uid;
-	*ret_port = ntohs(port);
-	return 1;
+	nr = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT, M(NM_DPORT, .a = IPPROTO_TCP, .b = port));
+	rc = netlock_rule_is(r, &nr);
+	if (rc == 1 && port != 53 && rt->n_uports < NETLOCK_MAX_INJECT)
+		rt->uport[rt->n_uports++] = port;
+	if (rc != 0 || !c.addr.family || port != 53)
+		return rc;
+	/* A nameserver: its udp rule (the tcp one beside it is made with it). */
+	nr = RULE(NETLOCK_CHAIN_INJECT, NV_ACCEPT, M(NM_DADDR, .a = (unsigned)c.addr.family),
+		M(NM_DPORT, .a = IPPROTO_UDP, .b = 53));
+	memcpy(nr.m[0].addr, c.addr.a, sizeof(nr.m[0].addr));
+	rc = netlock_rule_is(r, &nr);
+	if (rc == 1 && rt->n_ns < NETLOCK_MAX_NS)
+		rt->ns[rt->n_ns++] = c.addr;
+	return rc;
 }
 
 static int netlock_routes_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct netlock_routes *rt = data;
 	struct nftnl_rule *r = nftnl_rule_alloc();
-	unsigned port = 0;
-	uid_t uid = 0;
+	const char *chain;
 	int got;
 
 	if (!r) {
@@ -534,15 +639,11 @@ static int netlock_routes_cb(const struct nlmsghdr *nlh, void *data)
 		return MNL_CB_ERROR;
 	}
 	if (nftnl_rule_nlmsg_parse(nlh, r) == 0 &&
-		netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), netlock_name) &&
-		netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_CHAIN), NETLOCK_CHAIN_AGENT)) {
-		got = netlock_route_of(r, &uid, &port);
+		netlock_streq(nftnl_rule_get_str(r, NFTNL_RULE_TABLE), netlock_name)) {
+		chain = netlock_str(nftnl_rule_get_str(r, NFTNL_RULE_CHAIN));
+		got = netlock_guard_rule(r, chain, rt);
 		if (got < 0)
 			rt->err = got;
-		else if (got && (rt->n == 0 || uid == rt->uid) && rt->n < NETLOCK_MAX_INJECT) {
-			rt->uid = uid;
-			rt->port[rt->n++] = port;
-		}
 	}
 	nftnl_rule_free(r);
 	return MNL_CB_OK;
@@ -583,6 +684,17 @@ int netlock_guard_routes(struct netlock_spec *s)
 	mnl_socket_close(nl);
 	if (rc < 0)
 		return rc;
+	/*
+	 * ocsb-inject's chain as agentd has it: the upstream ports of the routes it serves,
+	 * and the nameservers it read, so a run does not make the table agentd's view differ.
+	 */
+	if (rt.inject) {
+		s->inject_uid = rt.inject_uid;
+		memcpy(s->inject_uports, rt.uport, sizeof(rt.uport));
+		s->n_uports = rt.n_uports;
+		memcpy(s->ns, rt.ns, sizeof(rt.ns));
+		s->n_ns = rt.n_ns;
+	}
 	if (rt.n == 0)
 		return 0;
 	if (s->uid != rt.uid) {

@@ -313,7 +313,7 @@ static int netlock_compare_chain(const struct netlock_live *l, const struct netl
 static int netlock_compare(const struct netlock_live *l, const struct netlock_spec *s,
 	const struct netlock_rule *nr, size_t n, char *err, size_t errlen)
 {
-	const struct netlock_live_chain *out, *agent;
+	const struct netlock_live_chain *out, *agent, *inject;
 	int rc;
 
 	/* A dormant table is installed but filters nothing. */
@@ -324,10 +324,14 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_sp
 		return 1;
 	}
 	for (size_t i = 0; i < l->nchain; i++) {
-		if (strcmp(l->chain[i].name, NETLOCK_CHAIN_OUTPUT) != 0 &&
-			strcmp(l->chain[i].name, NETLOCK_CHAIN_AGENT) != 0) {
-			netlock_seterr(err, errlen, "unexpected chain %s in table inet %s",
-				l->chain[i].name, netlock_name);
+		const char *name = l->chain[i].name;
+
+		/* ocsb-inject's chain belongs to a table that locks its account, only. */
+		if (strcmp(name, NETLOCK_CHAIN_OUTPUT) != 0 &&
+			strcmp(name, NETLOCK_CHAIN_AGENT) != 0 &&
+			(strcmp(name, NETLOCK_CHAIN_INJECT) != 0 || !s->inject_uid)) {
+			netlock_seterr(err, errlen, "unexpected chain %s in table inet %s", name,
+				netlock_name);
 			return 1;
 		}
 	}
@@ -337,9 +341,13 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_sp
 	}
 	out = netlock_live_chain(l, NETLOCK_CHAIN_OUTPUT);
 	agent = netlock_live_chain(l, NETLOCK_CHAIN_AGENT);
-	if (!out || !agent) {
+	inject = netlock_live_chain(l, NETLOCK_CHAIN_INJECT);
+	if (!out || !agent || (s->inject_uid && !inject)) {
 		netlock_seterr(err, errlen, "chain %s missing in table inet %s",
-			out ? NETLOCK_CHAIN_AGENT : NETLOCK_CHAIN_OUTPUT, netlock_name);
+			!out		 ? NETLOCK_CHAIN_OUTPUT
+				: !agent ? NETLOCK_CHAIN_AGENT
+					 : NETLOCK_CHAIN_INJECT,
+			netlock_name);
 		return 1;
 	}
 	if (!out->base || strcmp(out->type, "filter") != 0 || out->hook != NF_INET_LOCAL_OUT ||
@@ -356,17 +364,23 @@ static int netlock_compare(const struct netlock_live *l, const struct netlock_sp
 				"a regular chain");
 		return 1;
 	}
-	if (agent->base) {
-		netlock_seterr(err, errlen,
-			"chain agent differs: want a regular chain, have type %s hook %s",
-			agent->type, netlock_hook_name(agent->hook));
-		return 1;
+	for (int i = 0; i < 2; i++) {
+		const struct netlock_live_chain *c = i ? inject : agent;
+
+		if (c && c->base) {
+			netlock_seterr(err, errlen,
+				"chain %s differs: want a regular chain, have type %s hook %s",
+				c->name, c->type, netlock_hook_name(c->hook));
+			return 1;
+		}
 	}
 	rc = netlock_set_compare(&l->set, s, err, errlen);
 	if (rc == 0)
 		rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_OUTPUT, err, errlen);
 	if (rc == 0)
 		rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_AGENT, err, errlen);
+	if (rc == 0 && s->inject_uid)
+		rc = netlock_compare_chain(l, nr, n, NETLOCK_CHAIN_INJECT, err, errlen);
 	return rc;
 }
 

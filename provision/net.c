@@ -47,8 +47,8 @@ static void netlock_uids_text(const struct netlock_spec *s, char *out, size_t n)
 
 /*
  * The table of this machine: this configuration's proxy, this agent's ports, every agent of
- * the registry but `skip` (an agent being removed) with the range its entry records, and
- * ocsb-agentd's route ports while its guard holds them. The uid is this agent's, or with
+ * the registry but `skip` (an agent being removed) with the range its entry records,
+ * ocsb-inject's chain, and ocsb-agentd's route ports while its guard holds them. The uid is this agent's, or with
  * `skip` the last remaining one (with its entry's range); 0 then when none remains. 0, or
  * -1 (said).
  */
@@ -87,7 +87,15 @@ static int netlock_spec_of(struct prov *p, struct netlock_spec *s, const char *s
 		s->ports_hi = pr.hi;
 		s->n_others--;
 	}
-	/* The routes are agentd's: kept as its guard has them, not taken away by this run. */
+	/* ocsb-inject's account (made before the netlock, prov.c) and its nameservers. */
+	r = netlock_inject_host(s, p->paths.etc);
+	if (r < 0)
+		log_warn("%s/resolv.conf: %s: no nameserver for " NETLOCK_INJECT_USER, p->paths.etc,
+			strerror(-r));
+	/*
+	 * The routes are agentd's: kept as its guard has them, not taken away by this run;
+	 * so are ocsb-inject's upstream ports and the nameservers agentd read.
+	 */
 	r = netlock_guard_routes(s);
 	if (r < 0) {
 		log_err("reading ocsb-agentd's routes from table inet " NETLOCK_GUARD_TABLE ": %s",

@@ -588,13 +588,15 @@ int prov_main(struct prov_opts *o)
 	} else if (p->mode == PROV_REMOVE) {
 		r = run_remove(p) < 0 ? 1 : 0;
 	} else {
-		/* The netlock goes in right after the account exists, before any way in. */
-		if (config_ensure(p) < 0 || account_ensure(p) < 0 || net_ensure(p) < 0 ||
-			keys_ensure(p) < 0 || keys_global_ensure(p) < 0 || sshd_ensure(p) < 0 ||
-			repos_ensure(p) < 0 || systemd_ensure(p) < 0 || secrets_ensure(p) < 0 ||
-			inject_account_ensure(p) < 0 ||
-			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 ||
-			opencode_ensure(p, o->install_opencode) < 0)
+		/*
+		 * The netlock goes in right after the accounts exist, before any way in: the
+		 * agent's, and ocsb-inject's, which the table gives a chain of its own.
+		 */
+		if (config_ensure(p) < 0 || account_ensure(p) < 0 || inject_account_ensure(p) < 0 ||
+			net_ensure(p) < 0 || keys_ensure(p) < 0 || keys_global_ensure(p) < 0 ||
+			sshd_ensure(p) < 0 || repos_ensure(p) < 0 || systemd_ensure(p) < 0 ||
+			secrets_ensure(p) < 0 || prov_mirror_ensure(p) < 0 ||
+			harden_ensure(p) < 0 || opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}
 	if (r == 1) {

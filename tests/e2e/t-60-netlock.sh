@@ -97,6 +97,41 @@ s = socket.socket(socket.AF_INET6); s.settimeout(3); s.connect(("::ffff:127.0.0.
 check_output "root reaches ::ffff:127.0.0.1:22 (control)" "SSH-2.0" v4mapped root
 check "agent: ::ffff:127.0.0.1:22 refused fast" fast 2 v4mapped "$AGENT"
 
+# --- a server the agent runs on every address answers local clients only
+# (the reply direction of its sockets is accepted towards local addresses alone: a host of
+# the fake internet that connects in gets no byte of it, so nothing leaves around the proxy)
+serve_banner() { # USER PORT TEXT: a TCP server on 0.0.0.0:PORT greeting with TEXT, as USER
+	local who=$1
+	shift
+	(as_user "$who" python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(16)
+while True:
+    c, _ = s.accept()
+    try: c.sendall((sys.argv[2] + "\n").encode())
+    except OSError: pass
+    c.close()' "$@" >/dev/null 2>&1 &)
+}
+from_inet() { # ADDR PORT: from a host of the fake internet, the first line it gets, or why not
+	ip netns exec "$INET_NS" python3 -c 'import socket, sys
+try:
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3)
+    d = s.recv(64)
+    print("ANSWER " + d.decode().strip() if d else "CLOSED without a byte"); sys.exit(0 if d else 1)
+except OSError as e:
+    print("ERROR %s" % e); sys.exit(1)' "$@"
+}
+serve_banner "$AGENT" 8765 AGENT-SERVER
+serve_banner root 8766 ROOT-SERVER
+wait_port 127.0.0.1 8765 5 && wait_port 127.0.0.1 8766 5
+check_output "positive control: a host of the fake internet reaches root's server on 198.18.0.1" \
+	'^ANSWER ROOT-SERVER$' from_inet 198.18.0.1 8766
+check_fails_output "it gets nothing from the agent's server on 0.0.0.0" '^(ERROR|CLOSED)' from_inet 198.18.0.1 8765
+check_output "positive control: the owner reaches the agent's server on 127.0.0.1" 'AGENT-SERVER' \
+	as_owner timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/8765; head -1 <&3'
+check_output "... and on the host's own address 198.18.0.1" 'AGENT-SERVER' \
+	as_owner timeout 3 bash -c 'exec 3<>/dev/tcp/198.18.0.1/8765; head -1 <&3'
+
 # --- DNS
 udp53() { as_user "$1" python3 -c '
 import socket

@@ -114,10 +114,12 @@ static inline int enter_userns_netns(int outfd)
 
 /*
  * The most rules a spec can have: every agent with a range over the route ports, every
- * route; SPEC_MAX_RULES of them (11 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1),
- * see netlock_int.h).
+ * route, each route's own upstream port, three nameservers; SPEC_MAX_RULES of them (20 +
+ * 2 * NETLOCK_MAX_INJECT + 2 * NETLOCK_MAX_NS + 2 * (NETLOCK_MAX_AGENTS + 1), see
+ * netlock_int.h).
  */
-#define SPEC_MAX_RULES (11 + 2 * NETLOCK_MAX_INJECT + 2 * (NETLOCK_MAX_AGENTS + 1))
+#define SPEC_MAX_RULES \
+	(20 + 2 * NETLOCK_MAX_INJECT + 2 * NETLOCK_MAX_NS + 2 * (NETLOCK_MAX_AGENTS + 1))
 static inline void spec_max(struct netlock_spec *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -129,12 +131,24 @@ static inline void spec_max(struct netlock_spec *s)
 		s->others_ports[i] = (struct netlock_range){18000 + (unsigned)i, 18999};
 	}
 	s->n_others = NETLOCK_MAX_AGENTS;
-	for (size_t i = 0; i < NETLOCK_MAX_INJECT; i++)
+	for (size_t i = 0; i < NETLOCK_MAX_INJECT; i++) {
 		s->inject_ports[i] = 18400 + (unsigned)i;
-	s->n_inject = NETLOCK_MAX_INJECT;
+		s->inject_uports[i] = 8400 + (unsigned)i;
+	}
+	s->n_inject = s->n_uports = NETLOCK_MAX_INJECT;
 	s->proxy_port = 3128;
 	s->proxy_uid = 13;
 	s->dns_allow = 1;
+	s->inject_uid = 995;
+	for (size_t i = 0; i < NETLOCK_MAX_NS; i++) {
+		s->ns[i].family = i == 2 ? AF_INET6 : AF_INET;
+		inet_pton(s->ns[i].family,
+			i == 0		 ? "127.0.0.53"
+				: i == 1 ? "10.0.0.2"
+					 : "::1",
+			s->ns[i].a);
+	}
+	s->n_ns = NETLOCK_MAX_NS;
 }
 
 /* nft with these arguments, in the current namespaces; its exit status, output in out. */

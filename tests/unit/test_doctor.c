@@ -213,6 +213,38 @@ static void fix_mode_never_through_a_link_without_openat2(void **state)
 	fo_no_openat2 = 0;
 }
 
+/*
+ * `ocsb doctor` (root) compares the route ports agentd serves with its guard's (issue 25:
+ * a SIGHUP rebuilt both tables without them while the injector went on serving, and a
+ * check that read the routes from the guard alone found nothing wrong).
+ */
+static void routes_compared_with_the_guard(void **state)
+{
+	const unsigned two[] = {18400, 18401};
+	char why[256];
+
+	(void)state;
+	assert_int_equal(doctor_routes_differ("18400 18401", two, 2, why, sizeof(why)), 0);
+	assert_int_equal(doctor_routes_differ("none", two, 0, why, sizeof(why)), 0);
+	/* Served, not in the table: the SIGHUP of issue 25. */
+	assert_int_equal(doctor_routes_differ("18400 18401", two, 0, why, sizeof(why)), 1);
+	assert_string_equal(why,
+		"ocsb-agentd serves the route 127.0.0.1:18400 but its netlock has no rule for it "
+		"(the injector answers a port the table does not name)");
+	assert_int_equal(doctor_routes_differ("18400 18401", two, 1, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "127.0.0.1:18401 but"));
+	/* In the table, not served. */
+	assert_int_equal(doctor_routes_differ("18401", two, 2, why, sizeof(why)), 1);
+	assert_string_equal(
+		why, "the netlock opens the route 127.0.0.1:18400 that ocsb-agentd does not serve");
+	assert_int_equal(doctor_routes_differ("none", two, 1, why, sizeof(why)), 1);
+	/* Not a list of ports: never "the same". */
+	assert_int_equal(doctor_routes_differ("18400,18401", two, 2, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "unreadable"));
+	assert_int_equal(doctor_routes_differ("0", two, 0, why, sizeof(why)), 1);
+	assert_int_equal(doctor_routes_differ("", two, 0, why, sizeof(why)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -226,6 +258,7 @@ int main(void)
 		cmocka_unit_test(sensitive_paths),
 		cmocka_unit_test(status_names),
 		cmocka_unit_test(abstract_sockets_need_ocsb_shell_and_abi_6),
+		cmocka_unit_test(routes_compared_with_the_guard),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -49,6 +49,17 @@ static const struct netlock_spec spec_ranges = {.uid = 1000,
 	.ports_lo = 8000,
 	.ports_hi = 8099};
 
+/* ocsb-inject's account with two routes (one upstream port twice) and two nameservers. */
+static const struct netlock_spec spec_injector = {.uid = 1000,
+	.proxy_port = 3128,
+	.inject_ports = {18400, 18401},
+	.n_inject = 2,
+	.inject_uid = 995,
+	.inject_uports = {8443, 443, 443},
+	.n_uports = 3,
+	.ns = {{AF_INET, {127, 0, 0, 53}}, {AF_INET6, {[15] = 1}}},
+	.n_ns = 2};
+
 /* The rule lines of render_nft's text, in order, one per line, tabs stripped. */
 static char *rules_of(const struct netlock_spec *s)
 {
@@ -79,7 +90,8 @@ static void render_proxy_only(void **state)
 
 	assert_string_equal(r,
 		"meta skuid @agents jump agent\n"
-		"ct direction reply ct state established,related accept\n"
+		"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
+		"ct direction reply ct state established,related fib daddr type local accept\n"
 		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
 		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
 		"fib daddr type local reject with icmpx admin-prohibited\n"
@@ -96,7 +108,8 @@ static void render_full(void **state)
 	/* DNS comes after the local rejects: a resolver on a local address stays closed. */
 	assert_string_equal(r,
 		"meta skuid @agents jump agent\n"
-		"ct direction reply ct state established,related accept\n"
+		"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
+		"ct direction reply ct state established,related fib daddr type local accept\n"
 		"ip daddr 127.0.0.1 tcp dport 65535 accept\n"
 		"meta skuid 65534 fib daddr type local tcp dport 18400-18415 reject with tcp "
 		"reset\n"
@@ -123,9 +136,10 @@ static void render_proxy_uid(void **state)
 
 	assert_string_equal(r,
 		"meta skuid @agents jump agent\n"
+		"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
 		"meta skuid 13 ct direction reply accept\n"
 		"meta skuid 13 fib daddr type local meta l4proto tcp reject with tcp reset\n"
-		"ct direction reply ct state established,related accept\n"
+		"ct direction reply ct state established,related fib daddr type local accept\n"
 		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
 		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
 		"fib daddr type local reject with icmpx admin-prohibited\n"
@@ -143,16 +157,20 @@ static void render_proxy_uid(void **state)
 	}
 }
 
-/* ocsb-inject's routes: each port exactly, on 127.0.0.1 only, before the local rejects. */
+/*
+ * ocsb-inject's routes: each port exactly, on 127.0.0.1 only, before the local rejects,
+ * for agentd's agent; every other uid is reset on the whole route range, routed or not
+ * (issue 25: agentd listens on all 16 from its start, so a connection let through before
+ * the first push waited in the backlog and was served with the key once the route existed).
+ */
 static void render_inject_ports(void **state)
 {
 	char *r = rules_of(&spec_inject);
 
 	assert_string_equal(r,
 		"meta skuid @agents jump agent\n"
-		"ip daddr 127.0.0.1 tcp dport 18400 reject with tcp reset\n"
-		"ip daddr 127.0.0.1 tcp dport 18401 reject with tcp reset\n"
-		"ct direction reply ct state established,related accept\n"
+		"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
+		"ct direction reply ct state established,related fib daddr type local accept\n"
 		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
 		"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18400 accept\n"
 		"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18401 accept\n"
@@ -161,10 +179,128 @@ static void render_inject_ports(void **state)
 		"meta l4proto tcp reject with tcp reset\n"
 		"reject with icmpx admin-prohibited\n");
 	free(r);
-	/* Control: without routes, no port of theirs is open. */
+	/* Without routes, no port of theirs is open to anyone, and the range is reset. */
 	r = rules_of(&spec_proxy);
-	assert_null(strstr(r, "18400"));
+	assert_null(strstr(r, "18400 accept"));
+	assert_non_null(
+		strstr(r, "ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"));
 	free(r);
+}
+
+/*
+ * ocsb-inject's chain (issue 25): its account reaches its routes' upstream ports and DNS
+ * on non-local addresses, its nameservers' port 53 (local ones too), and nothing else
+ * local; the answers of the sockets it accepts from the agent (its own: accept gives them
+ * its uid) pass by their direction from the route ports.
+ */
+static void render_inject_chain(void **state)
+{
+	struct netlock_spec s = spec_injector;
+	struct buf b = {0};
+	char *r = rules_of(&s);
+
+	assert_string_equal(r,
+		"meta skuid @agents jump agent\n"
+		"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
+		"meta skuid 995 jump inject\n"
+		"ct direction reply ct state established,related fib daddr type local accept\n"
+		"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
+		"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18400 accept\n"
+		"meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18401 accept\n"
+		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
+		"fib daddr type local reject with icmpx admin-prohibited\n"
+		"meta l4proto tcp reject with tcp reset\n"
+		"reject with icmpx admin-prohibited\n"
+		"ct direction reply ip saddr 127.0.0.1 tcp sport 18400-18415 accept\n"
+		"ip daddr 127.0.0.53 udp dport 53 accept\n"
+		"ip daddr 127.0.0.53 tcp dport 53 accept\n"
+		"ip6 daddr ::1 udp dport 53 accept\n"
+		"ip6 daddr ::1 tcp dport 53 accept\n"
+		"fib daddr type local meta l4proto tcp reject with tcp reset\n"
+		"fib daddr type local reject with icmpx admin-prohibited\n"
+		"tcp dport 443 accept\n"
+		"tcp dport 8443 accept\n"
+		"udp dport 53 accept\n"
+		"tcp dport 53 accept\n"
+		"meta l4proto tcp reject with tcp reset\n"
+		"reject with icmpx admin-prohibited\n");
+	free(r);
+	assert_int_equal(netlock_render_nft(&s, &b), 0);
+	assert_has_line(b.data, "chain inject {");
+	buf_free(&b);
+	/* An upstream on port 53 is the DNS rule's: no second rule for it. */
+	s.inject_uports[0] = 53;
+	r = rules_of(&s);
+	assert_null(strstr(r, "tcp dport 8443 accept\n"));
+	assert_non_null(
+		strstr(r, "tcp dport 443 accept\nudp dport 53 accept\ntcp dport 53 accept\n"));
+	free(r);
+	/* Control: without the account, no chain and no jump. */
+	s.inject_uid = 0;
+	r = rules_of(&s);
+	assert_null(strstr(r, "inject"));
+	assert_null(strstr(r, "sport"));
+	assert_int_equal(netlock_render_nft(&s, &b), 0);
+	assert_null(strstr(b.data, "chain inject"));
+	buf_free(&b);
+	/* The account is neither an agent nor the proxy; ports and addresses are checked. */
+	s = spec_injector;
+	s.inject_uid = s.uid;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.others[0] = 995;
+	s.n_others = 1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.proxy_uid = 995;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.inject_uid = (uid_t)-1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.inject_uports[1] = 0;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s.inject_uports[1] = 65536;
+	assert_int_equal(netlock_render_expr(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.n_uports = NETLOCK_MAX_INJECT + 1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.n_ns = NETLOCK_MAX_NS + 1;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	s = spec_injector;
+	s.ns[1].family = AF_UNIX;
+	assert_int_equal(netlock_render_nft(&s, &b), -EINVAL);
+	buf_free(&b);
+}
+
+/* resolv.conf's nameservers: the first three, IPv4 and IPv6, a scope dropped. */
+static void inject_host_nameservers(void **state)
+{
+	static const char resolv[] =
+		"# comment\nsearch example.test\nnameserver not-an-address\n"
+		"  nameserver   127.0.0.53  \noptions edns0\nnameserver fe80::1%eth0\n"
+		"nameserver 10.0.0.2\nnameserver 10.0.0.3\n";
+	struct netlock_spec s = {0};
+	struct user_info u;
+	char a[INET6_ADDRSTRLEN], dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s", unit_path("etc"));
+
+	assert_int_equal(mkdir(dir, 0755), 0);
+	/* No file: no nameserver (and no error). */
+	s.n_ns = 2;
+	assert_int_equal(netlock_inject_host(&s, dir), 0);
+	assert_int_equal(s.n_ns, 0);
+	assert_int_equal(s.inject_uid, user_lookup("ocsb-inject", &u) == 0 ? u.uid : 0);
+	unit_write(unit_path("etc/resolv.conf"), resolv, strlen(resolv), 0644);
+	assert_int_equal(netlock_inject_host(&s, dir), 0);
+	assert_int_equal(s.n_ns, 3);
+	assert_int_equal(s.ns[0].family, AF_INET);
+	assert_string_equal(inet_ntop(AF_INET, s.ns[0].a, a, sizeof(a)), "127.0.0.53");
+	assert_int_equal(s.ns[1].family, AF_INET6);
+	assert_string_equal(inet_ntop(AF_INET6, s.ns[1].a, a, sizeof(a)), "fe80::1");
+	assert_string_equal(inet_ntop(AF_INET, s.ns[2].a, a, sizeof(a)), "10.0.0.2");
 }
 
 /*
@@ -202,14 +338,15 @@ static void render_range_over_routes(void **state)
 	/* Controls: a range beside them, and one ending right before them, get no such rule. */
 	s.ports_lo = 18416;
 	r = rules_of(&s);
-	assert_null(strstr(r, "18415"));
+	assert_null(strstr(r, "local tcp dport 18400-"));
+	assert_null(strstr(r, "-18415 reject with tcp reset\nmeta skuid"));
 	assert_non_null(
 		strstr(r, "meta skuid 1000 fib daddr type local tcp dport 18416-18999 accept\n"));
 	free(r);
 	s.ports_lo = 8000;
 	s.ports_hi = 18399;
 	r = rules_of(&s);
-	assert_null(strstr(r, "dport 18400-"));
+	assert_null(strstr(r, "local tcp dport 18400-"));
 	free(r);
 }
 
@@ -219,7 +356,8 @@ static void render_range_over_routes(void **state)
  */
 static const char ranges_rules[] =
 	"meta skuid @agents jump agent\n"
-	"ct direction reply ct state established,related accept\n"
+	"ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset\n"
+	"ct direction reply ct state established,related fib daddr type local accept\n"
 	"ip daddr 127.0.0.1 tcp dport 3128 accept\n"
 	"meta skuid 1000 fib daddr type local tcp dport 8000-8099 accept\n"
 	"meta skuid 1001 fib daddr type local tcp dport 9000-9009 accept\n"
@@ -357,9 +495,18 @@ static void render_max_rules(void **state)
 static void render_egress_off(void **state)
 {
 	char *r = rules_of(&spec_off);
+	const char *p = r;
+	size_t accepts = 0;
 
-	assert_null(strstr(r, "127.0.0.1"));
-	assert_null(strstr(r, "dport"));
+	/* Nothing accepted but the replies of the agent's servers to local clients. */
+	while ((p = strstr(p, "accept\n")) != NULL) {
+		accepts++;
+		p++;
+	}
+	assert_int_equal(accepts, 1);
+	assert_non_null(strstr(r,
+		"ct direction reply ct state established,related fib daddr type local accept\n"));
+	assert_null(strstr(r, "127.0.0.1 tcp dport 3128"));
 	assert_non_null(strstr(r, "fib daddr type local reject with icmpx admin-prohibited\n"));
 	free(r);
 }
@@ -633,17 +780,18 @@ static void oracle_nft_encoding(void **state)
 		printf("# skip: no user namespace for nft: %s\n", why);
 		skip();
 	}
-	oracle_one(&spec_proxy, 7);
-	oracle_one(&spec_range, 8);
-	oracle_one(&spec_dns, 9);
-	oracle_one(&spec_off, 6);
-	oracle_one(&spec_all, 11);
-	oracle_one(&spec_one_port, 8);
-	oracle_one(&spec_squid, 9);
-	oracle_one(&spec_inject, 11);
-	oracle_one(&spec_inject_range, 13);
+	oracle_one(&spec_proxy, 8);
+	oracle_one(&spec_range, 9);
+	oracle_one(&spec_dns, 10);
+	oracle_one(&spec_off, 7);
+	oracle_one(&spec_all, 12);
+	oracle_one(&spec_one_port, 9);
+	oracle_one(&spec_squid, 10);
+	oracle_one(&spec_inject, 10);
+	oracle_one(&spec_inject_range, 12);
 	oracle_one(&spec_agents, 9);
-	oracle_one(&spec_ranges, 10);
+	oracle_one(&spec_ranges, 11);
+	oracle_one(&spec_injector, 24);
 	{
 		struct netlock_spec max;
 
@@ -725,7 +873,8 @@ static int fn_live(void *arg, int outfd)
 		r == 1 &&
 			strcmp(err,
 				"netlock: chain agent rule 1 missing: want \"ct direction "
-				"reply ct state established,related accept\"") == 0,
+				"reply ct state established,related fib daddr type local "
+				"accept\"") == 0,
 		"%d %s", r, err);
 	LCHECK(outfd, netlock_apply(s, err, sizeof(err)) == 0, "%s", err);
 
@@ -738,7 +887,8 @@ static int fn_live(void *arg, int outfd)
 		r == 1 &&
 			strstr(err,
 				"netlock: chain agent rule 1 differs: want \"ct direction reply "
-				"ct state established,related accept\" [ ct load direction => "
+				"ct state established,related fib daddr type local accept\" "
+				"[ ct load direction => "
 				"reg 1 ] [ cmp eq reg 1 0x00000001 ] [ ct load state => reg 1 ]") ==
 				err &&
 			strstr(err,
@@ -754,7 +904,7 @@ static int fn_live(void *arg, int outfd)
 			4096) == 0,
 		"%s", out);
 	r = netlock_verify(s, err, sizeof(err));
-	LCHECK(outfd, r == 1 && strstr(err, "chain output has an extra rule 2: "), "%d %s", r, err);
+	LCHECK(outfd, r == 1 && strstr(err, "chain output has an extra rule 3: "), "%d %s", r, err);
 	LCHECK(outfd, netlock_apply(s, err, sizeof(err)) == 0, "%s", err);
 
 	LCHECK(outfd,
@@ -900,6 +1050,56 @@ static void live_apply_verify_remove(void **state)
 	assert_int_not_equal(netlock_exists(), 1);
 }
 
+/* ocsb-inject's chain, live: verified with the rest, its absence and its presence told. */
+static int fn_live_inject(void *arg, int outfd)
+{
+	struct netlock_spec none = spec_injector;
+	char err[1024], out[4096];
+	int r;
+
+	(void)arg;
+	none.inject_uid = 0;
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	LCHECK(outfd, netlock_apply(&spec_injector, err, sizeof(err)) == 0, "%s", err);
+	r = netlock_verify(&spec_injector, err, sizeof(err));
+	LCHECK(outfd, r == 0, "%d %s", r, err);
+	LCHECK(outfd,
+		run_nft("list", "chain", "inet ocsb inject", NULL, NULL, out, 4096) == 0 &&
+			strstr(out, "ip6 daddr ::1 udp dport 53 accept"),
+		"%s", out);
+	r = netlock_verify(&none, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strcmp(err, "netlock: unexpected chain inject in table inet ocsb") == 0,
+		"%d %s", r, err);
+	LCHECK(outfd, run_nft("flush", "chain", "inet ocsb inject", NULL, NULL, out, 4096) == 0,
+		"%s", out);
+	r = netlock_verify(&spec_injector, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 &&
+			strcmp(err,
+				"netlock: chain inject rule 1 missing: want \"ct direction reply "
+				"ip saddr 127.0.0.1 tcp sport 18400-18415 accept\"") == 0,
+		"%d %s", r, err);
+	LCHECK(outfd, netlock_apply(&none, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&none, err, sizeof(err)) == 0, "%s", err);
+	r = netlock_verify(&spec_injector, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strcmp(err, "netlock: chain inject missing in table inet ocsb") == 0,
+		"%d %s", r, err);
+	return 0;
+}
+
+static void live_inject_chain(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_live_inject, NULL, &o, &r), 0);
+	child_report(&r, "live inject chain");
+	spawn_result_free(&r);
+}
+
 /*
  * ocsb-agentd's kept socket: apply and verify through one socket, many times, and an
  * answer left queued by an exchange given up on (a dump request never read) does not
@@ -961,6 +1161,8 @@ int main(void)
 		cmocka_unit_test(render_full),
 		cmocka_unit_test(render_proxy_uid),
 		cmocka_unit_test(render_inject_ports),
+		cmocka_unit_test(render_inject_chain),
+		DIR_TEST(inject_host_nameservers),
 		cmocka_unit_test(render_range_over_routes),
 		cmocka_unit_test(render_agent_ranges),
 		cmocka_unit_test(agent_ranges_same_uid),
@@ -971,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(unprivileged_errors),
 		cmocka_unit_test(answer_after_deadline),
 		cmocka_unit_test(kept_socket),
+		cmocka_unit_test(live_inject_chain),
 		DIR_TEST(oracle_nft_encoding),
 		DIR_TEST(live_apply_verify_remove),
 	};

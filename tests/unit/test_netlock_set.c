@@ -31,7 +31,7 @@ static void render_two_agents(void **state)
 	assert_null(strstr(b.data, "meta skuid 1001"));
 	/* The route: agentd's agent's alone, reset for every other uid. */
 	assert_has_line(b.data, "meta skuid 1000 ip daddr 127.0.0.1 tcp dport 18400 accept");
-	assert_has_line(b.data, "ip daddr 127.0.0.1 tcp dport 18400 reject with tcp reset");
+	assert_has_line(b.data, "ip daddr 127.0.0.1 tcp dport 18400-18415 reject with tcp reset");
 	assert_null(strstr(b.data, "\tip daddr 127.0.0.1 tcp dport 18400 accept"));
 	buf_free(&b);
 }
@@ -429,8 +429,9 @@ static int fn_live_ranges(void *arg, int outfd)
 	LCHECK(outfd,
 		run_nft("flush", "chain", "inet ocsb agent", NULL, NULL, out, sizeof(out)) == 0 &&
 			run_nft("add", "rule", "inet ocsb agent",
-				"ct direction reply ct state established,related accept", NULL, out,
-				sizeof(out)) == 0 &&
+				"ct direction reply ct state established,related fib daddr type "
+				"local accept",
+				NULL, out, sizeof(out)) == 0 &&
 			run_nft("add", "rule", "inet ocsb agent",
 				"ip daddr 127.0.0.1 tcp dport 3128 accept", NULL, out,
 				sizeof(out)) == 0 &&
@@ -503,10 +504,24 @@ static int fn_guard_routes(void *arg, int outfd)
 		.n_others = 1,
 		.proxy_port = 3128,
 		.inject_ports = {18400, 18401},
-		.n_inject = 2};
-	/* What a run for the second agent starts from: its own uid, the registry's other. */
-	struct netlock_spec prov = {.uid = 1001, .others = {1000}, .n_others = 1, .proxy_port = 3128};
-	struct netlock_spec before = prov;
+		.n_inject = 2,
+		.inject_uid = 995,
+		.inject_uports = {8443, 443},
+		.n_uports = 2,
+		.ns = {{AF_INET, {127, 0, 0, 53}}},
+		.n_ns = 1};
+	/*
+	 * What a run for the second agent starts from: its own uid, the registry's other,
+	 * ocsb-inject's account and a resolv.conf that changed since agentd read it.
+	 */
+	struct netlock_spec prov = {.uid = 1001,
+		.others = {1000},
+		.n_others = 1,
+		.proxy_port = 3128,
+		.inject_uid = 995,
+		.ns = {{AF_INET, {10, 9, 9, 9}}, {AF_INET, {10, 9, 9, 10}}},
+		.n_ns = 2};
+	struct netlock_spec before = prov, t;
 	struct mnl_socket *owner;
 	char err[1024], out[4096];
 	int r;
@@ -537,7 +552,23 @@ static int fn_guard_routes(void *arg, int outfd)
 	LCHECK(outfd, netlock_apply(&agentd, err, sizeof(err)) == 0, "%s", err);
 	/* Control: without the guard's routes, the run would call agentd's table drift. */
 	r = netlock_verify(&before, err, sizeof(err));
-	LCHECK(outfd, r == 1 && strstr(err, "chain output has an extra rule 2"), "%d %s", r, err);
+	LCHECK(outfd,
+		r == 1 && strstr(err, "chain agent rule 3 differs") &&
+			strstr(err,
+				"have [ meta load skuid => reg 1 ] [ cmp eq reg 1 0x000003e8 ]"),
+		"%d %s", r, err);
+	/* ... and so would its nameservers, read since. */
+	t = before;
+	t.uid = 1000;
+	t.others[0] = 1001;
+	memcpy(t.inject_ports, agentd.inject_ports, sizeof(t.inject_ports));
+	t.n_inject = 2;
+	memcpy(t.inject_uports, agentd.inject_uports, sizeof(t.inject_uports));
+	t.n_uports = 2;
+	r = netlock_verify(&t, err, sizeof(err));
+	LCHECK(outfd,
+		r == 1 && strstr(err, "chain inject rule 2 differs: want \"ip daddr 10.9.9.9"),
+		"%d %s", r, err);
 
 	r = netlock_guard_routes(&prov);
 	LCHECK(outfd, r == 2, "%d", r);
@@ -545,6 +576,14 @@ static int fn_guard_routes(void *arg, int outfd)
 		prov.uid == 1000 && prov.n_inject == 2 && prov.inject_ports[0] == 18400 &&
 			prov.inject_ports[1] == 18401,
 		"uid %u, %zu routes", (unsigned)prov.uid, prov.n_inject);
+	/* ocsb-inject's chain as agentd has it: its upstream ports (ascending), its nameserver. */
+	LCHECK(outfd,
+		prov.inject_uid == 995 && prov.n_uports == 2 && prov.inject_uports[0] == 443 &&
+			prov.inject_uports[1] == 8443 && prov.n_ns == 1 &&
+			prov.ns[0].family == AF_INET &&
+			memcmp(prov.ns[0].a, agentd.ns[0].a, 4) == 0,
+		"inject uid %u, %zu upstream ports (%u), %zu nameservers",
+		(unsigned)prov.inject_uid, prov.n_uports, prov.inject_uports[0], prov.n_ns);
 	r = netlock_verify(&prov, err, sizeof(err));
 	LCHECK(outfd, r == 0, "agentd's table is drift to the run: %d %s", r, err);
 
@@ -558,11 +597,21 @@ static int fn_guard_routes(void *arg, int outfd)
 	LCHECK(outfd, r == 1, "a port agentd does not serve passed: %d %s", r, err);
 	LCHECK(outfd, netlock_apply(&prov, err, sizeof(err)) == 0, "%s", err);
 	LCHECK(outfd, netlock_verify(&agentd, err, sizeof(err)) == 0, "%s", err);
+	/* ... and a port opened to ocsb-inject that agentd's routes do not need. */
+	LCHECK(outfd,
+		run_nft("insert", "rule", "inet ocsb inject", "tcp dport 22 accept", NULL, out,
+			sizeof(out)) == 0,
+		"%s", out);
+	r = netlock_verify(&prov, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strstr(err, "chain inject rule 1 differs"),
+		"a port for ocsb-inject passed: %d %s", r, err);
+	LCHECK(outfd, netlock_apply(&prov, err, sizeof(err)) == 0, "%s", err);
 	mnl_socket_close(owner);
-	/* The guard goes with agentd's socket, and its routes with it. */
+	/* The guard goes with agentd's socket, and its routes with it: the run's own view. */
 	prov = before;
 	r = netlock_guard_routes(&prov);
-	LCHECK(outfd, r == 0 && prov.n_inject == 0, "%d", r);
+	LCHECK(outfd, r == 0 && prov.n_inject == 0 && prov.n_uports == 0 && prov.n_ns == 2, "%d",
+		r);
 	return 0;
 }
 

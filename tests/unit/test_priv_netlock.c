@@ -508,10 +508,18 @@ static int fn_two_agents(void *arg, int outfd)
 	LCHECK(outfd, o[RT_OTHER].err == 0, "%s", strerror(o[RT_OTHER].err));
 	LCHECK(outfd, REFUSED_FAST(o[RT_ROUTE]), "uid %d reached the route: %s", OTHER2_UID,
 		strerror(o[RT_ROUTE].err));
-	/* A route port without a route: neither agent, range or not. */
+	/* A route port without a route: neither agent, range or not, nor anyone else. */
 	LCHECK(outfd, REFUSED_FAST(a[RT_FREE]), "%s", strerror(a[RT_FREE].err));
 	LCHECK(outfd, REFUSED_FAST(b[RT_FREE]), "second agent reached a route port: %s",
 		strerror(b[RT_FREE].err));
+	LCHECK(outfd, REFUSED_FAST(o[RT_FREE]), "uid %d reached a route port without a route: %s",
+		OTHER2_UID, strerror(o[RT_FREE].err));
+	{
+		struct probe_res rt = probe_run(&route_probes[RT_FREE]);
+
+		LCHECK(outfd, REFUSED_FAST(rt), "root reached a route port without a route: %s",
+			strerror(rt.err));
+	}
 	/* The range's other ports: both agents with it (control), neither without. */
 	LCHECK(outfd, wide ? a[RT_RANGE].err == 0 : REFUSED_FAST(a[RT_RANGE]), "%s",
 		strerror(a[RT_RANGE].err));
@@ -588,6 +596,196 @@ static int fn_two_ranges(void *arg, int outfd)
 	return 0;
 }
 
+/*
+ * ocsb-inject's account (issue 25): its routes' upstream port and DNS on non-local
+ * addresses, its nameserver's port 53 (a local one here, like systemd-resolved's), nothing
+ * else local. A socket it accepts on a route listener root made is its own (accept gives
+ * the new socket the accepting process's uid): its answers to the agent get out by their
+ * direction from the route port, the same answers from another port do not.
+ */
+#define INJ_UID 65531
+#define P_UP 443
+#define P_PLAIN 9998 /* a listener of root's whose connections ocsb-inject accepts */
+
+static const struct probe inj_probes[] = {
+	{"tcp 127.0.0.1 other", AF_INET, "127.0.0.1", P_OTHER, 0},
+	{"tcp 127.0.0.1 proxy", AF_INET, "127.0.0.1", P_PROXY, 0},
+	{"tcp 127.0.0.1 route", AF_INET, "127.0.0.1", P_ROUTE, 0},
+	{"udp 127.0.0.53 53 (ns)", AF_INET, "127.0.0.53", 53, 1},
+	{"udp 127.0.0.1 53", AF_INET, "127.0.0.1", 53, 1},
+	{"tcp 198.18.0.1 443", AF_INET, "198.18.0.1", P_UP, 0},
+	{"tcp 198.18.0.1 80", AF_INET, "198.18.0.1", 80, 0},
+	{"tcp 2001:db8::1 443", AF_INET6, "2001:db8::1", P_UP, 0},
+	{"udp 198.18.0.1 53", AF_INET, "198.18.0.1", 53, 1},
+	{"udp 198.18.0.1 54", AF_INET, "198.18.0.1", 54, 1},
+};
+enum {
+	IP_OTHER,
+	IP_PROXY,
+	IP_ROUTE,
+	IP_NS,
+	IP_LOCAL53,
+	IP_UP,
+	IP_80,
+	IP_UP6,
+	IP_DNS,
+	IP_UDP,
+	IP_N
+};
+
+/* As uid: accept one connection on lfd (root's listener), answer "hi", close. The pid. */
+static pid_t accept_once_as(uid_t uid, int lfd)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct pollfd pf = {.fd = lfd, .events = POLLIN};
+		int c;
+
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+			setresuid(uid, uid, uid) < 0)
+			_exit(126);
+		if (poll(&pf, 1, 5000) <= 0 || (c = accept(lfd, NULL, NULL)) < 0)
+			_exit(125);
+		if (write(c, "hi", 2) != 2)
+			_exit(124);
+		close(c);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* As uid: connect to 127.0.0.1:port and read: "hi", or why not. */
+static void read_as(uid_t uid, unsigned port, char *buf, size_t n)
+{
+	int pfd[2];
+	pid_t pid;
+	ssize_t got;
+
+	snprintf(buf, n, "no child");
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		struct probe p = {"", AF_INET, "127.0.0.1", port, 0};
+		struct sockaddr_storage ss;
+		socklen_t len = make_addr(&p, &ss);
+		struct pollfd pf;
+		char b[64];
+		ssize_t r;
+		int fd;
+
+		close(pfd[0]);
+		if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
+			setresuid(uid, uid, uid) < 0)
+			_exit(126);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&ss, len) < 0) {
+			dprintf(pfd[1], "connect: %s", strerror(errno));
+			_exit(0);
+		}
+		pf = (struct pollfd){.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 2000) <= 0) {
+			dprintf(pfd[1], "no answer in 2 s");
+			_exit(0);
+		}
+		r = read(fd, b, sizeof(b) - 1);
+		if (r < 0)
+			dprintf(pfd[1], "read: %s", strerror(errno));
+		else
+			dprintf(pfd[1], "%.*s", (int)r, b);
+		_exit(0);
+	}
+	close(pfd[1]);
+	got = pid > 0 ? read(pfd[0], buf, n - 1) : -1;
+	buf[got > 0 ? (size_t)got : 0] = '\0';
+	close(pfd[0]);
+	if (pid > 0)
+		wait_child(pid);
+}
+
+static int fn_inject(void *arg, int outfd)
+{
+	struct netlock_spec s = {.uid = AGENT_UID,
+		.proxy_port = P_PROXY,
+		.inject_ports = {P_ROUTE},
+		.n_inject = 1,
+		.inject_uid = INJ_UID,
+		.inject_uports = {P_UP},
+		.n_uports = 1,
+		.ns = {{AF_INET, {127, 0, 0, 53}}},
+		.n_ns = 1};
+	struct probe_res in[IP_N], root[IP_N];
+	int ns53, lo53, route, plain;
+	char err[1024], buf[128];
+	pid_t pid;
+
+	(void)arg;
+	if (enter_netns(outfd) != 0)
+		return 2;
+	if (access(IP, X_OK) != 0 || run_ip("route", "add", "default", "dev", "lo", NULL) != 0 ||
+		run_ip("-6", "route", "add", "default", "dev", "lo") != 0) {
+		dprintf(outfd, "SKIP no default route over lo (" IP ")\n");
+		return 2;
+	}
+	route = listen_on(AF_INET, "127.0.0.1", P_ROUTE, 0);
+	plain = listen_on(AF_INET, "127.0.0.1", P_PLAIN, 0);
+	ns53 = listen_on(AF_INET, "127.0.0.53", 53, 1);
+	lo53 = listen_on(AF_INET, "127.0.0.1", 53, 1);
+	LCHECK(outfd,
+		route >= 0 && plain >= 0 && ns53 >= 0 && lo53 >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_OTHER, 0) >= 0 &&
+			listen_on(AF_INET, "127.0.0.1", P_PROXY, 0) >= 0,
+		"listen: %s", strerror(errno));
+	LCHECK(outfd, netlock_apply(&s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_verify(&s, err, sizeof(err)) == 0, "%s", err);
+	pid = probe_as(INJ_UID, inj_probes, IP_N, in, 0);
+	LCHECK(outfd, pid > 0 && wait_child(pid) == 0, "ocsb-inject probes");
+	for (size_t i = 0; i < IP_N; i++)
+		root[i] = probe_run(&inj_probes[i]);
+	for (size_t i = 0; i < IP_N; i++)
+		dprintf(outfd, "# %-24s ocsb-inject %-26s root %s\n", inj_probes[i].name,
+			in[i].err ? strerror(in[i].err) : "ok",
+			root[i].err ? strerror(root[i].err) : "ok");
+	/* Controls: root reaches the local services; its SYN to 198.18.0.1:80 goes out. */
+	LCHECK(outfd, root[IP_OTHER].err == 0 && root[IP_NS].err == 0 && root[IP_LOCAL53].err == 0,
+		"root: %s, %s, %s", strerror(root[IP_OTHER].err), strerror(root[IP_NS].err),
+		strerror(root[IP_LOCAL53].err));
+	LCHECK(outfd, !REFUSED_FAST(root[IP_80]), "root was refused 198.18.0.1:80");
+	/* Its upstream port and DNS go out (the SYN unanswered here, not refused). */
+	LCHECK(outfd, !REFUSED_FAST(in[IP_UP]), "its upstream port was refused: %s",
+		strerror(in[IP_UP].err));
+	LCHECK(outfd, !REFUSED_FAST(in[IP_UP6]), "its upstream port (IPv6) was refused: %s",
+		strerror(in[IP_UP6].err));
+	LCHECK(outfd, in[IP_DNS].err == 0, "dns: %s", strerror(in[IP_DNS].err));
+	LCHECK(outfd, in[IP_NS].err == 0, "its nameserver 127.0.0.53: %s", strerror(in[IP_NS].err));
+	LCHECK(outfd, udp_received(ns53, 1000) == 2, "the nameserver's datagrams (root's, its)");
+	/* Nothing else. */
+	LCHECK(outfd, REFUSED_FAST(in[IP_80]), "198.18.0.1:80: %s", strerror(in[IP_80].err));
+	LCHECK(outfd, UDP_REFUSED(in[IP_UDP]), "udp 54: %s", strerror(in[IP_UDP].err));
+	LCHECK(outfd, REFUSED_FAST(in[IP_OTHER]), "a local service: %s",
+		strerror(in[IP_OTHER].err));
+	LCHECK(outfd, REFUSED_FAST(in[IP_PROXY]), "the proxy: %s", strerror(in[IP_PROXY].err));
+	LCHECK(outfd, REFUSED_FAST(in[IP_ROUTE]), "a route: %s", strerror(in[IP_ROUTE].err));
+	LCHECK(outfd, UDP_REFUSED(in[IP_LOCAL53]), "127.0.0.1:53: %s",
+		strerror(in[IP_LOCAL53].err));
+	LCHECK(outfd, udp_received(lo53, 200) == 1, "only root's datagram reached 127.0.0.1:53");
+
+	/* The agent's request on a route, accepted by ocsb-inject: answered. */
+	pid = accept_once_as(INJ_UID, route);
+	read_as(AGENT_UID, P_ROUTE, buf, sizeof(buf));
+	LCHECK(outfd, wait_child(pid) == 0 && strcmp(buf, "hi") == 0,
+		"the agent got no answer from the route: %s", buf);
+	/* Control: the same answer from a port that is not a route's is stopped (root asks). */
+	pid = accept_once_as(INJ_UID, plain);
+	read_as(0, P_PLAIN, buf, sizeof(buf));
+	wait_child(pid);
+	LCHECK(outfd, strcmp(buf, "hi") != 0, "an answer of ocsb-inject's from port %d got out",
+		P_PLAIN);
+	dprintf(outfd, "# ocsb-inject answering root on %d: %s\n", P_PLAIN, buf);
+	return 0;
+}
+
 /* fn in a child (it enters a network namespace of its own), as root. */
 static void run_as_root(int (*fn)(void *, int), void *arg, const char *what)
 {
@@ -628,6 +826,11 @@ static void two_ranges_other_run_as_root(void **state)
 	run_as_root(fn_two_ranges, &other, "two agents, a range each, the other agent's run");
 }
 
+static void inject_as_root(void **state)
+{
+	run_as_root(fn_inject, NULL, "ocsb-inject's account");
+}
+
 static void behaviour_as_root(void **state)
 {
 	run_as_root(fn_behaviour, NULL, "behaviour");
@@ -642,6 +845,7 @@ int main(void)
 		cmocka_unit_test(two_agents_covering_range_as_root),
 		cmocka_unit_test(two_ranges_as_root),
 		cmocka_unit_test(two_ranges_other_run_as_root),
+		cmocka_unit_test(inject_as_root),
 	};
 
 	if (geteuid() != 0) {
