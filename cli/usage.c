@@ -86,8 +86,9 @@ int cmd_usage(int argc, char **argv)
 			char st[128];
 			snprintf(st, sizeof(st), "%llu/%llu/%llu/%llu/%llu", u->st[0], u->st[1],
 				u->st[2], u->st[3], u->st[4]);
-			printf("%-24s %-10s %8llu %10llu %10llu %10llu %10llu  %-22s %llu\n", u->route,
-				u->day, u->n, u->req, u->resp, u->in, u->out, st, u->refused);
+			printf("%-24s %-10s %8llu %10llu %10llu %10llu %10llu  %-22s %llu\n",
+				u->route, u->day, u->n, u->req, u->resp, u->in, u->out, st,
+				u->refused);
 		}
 	}
 	rc = 0;

@@ -238,7 +238,7 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 				return refuse(req, 501, "only Transfer-Encoding: chunked is accepted");
 			have_te = 1;
 		} else if (nlen == 10 && !strncasecmp(p, "connection", 10) &&
-			   has_token(v, (size_t)(ve - v), "close")) {
+			has_token(v, (size_t)(ve - v), "close")) {
 			req->close = 1;
 		}
 		if (is_dropped(p, nlen, r))
@@ -288,8 +288,8 @@ int inj_rewrite(const struct inj_route *r, const char *key, const char *head, si
  * Headers of the upstream's answer never passed to the agent: hop-by-hop (each leg has its
  * own connection) and the framing, written again from what was parsed.
  */
-static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection",
-	"te", "trailer", "upgrade", "transfer-encoding", "content-length"};
+static const char *const resp_dropped[] = {"connection", "keep-alive", "proxy-connection", "te",
+	"trailer", "upgrade", "transfer-encoding", "content-length"};
 
 int inj_resp_head(const char *head, size_t n, const char *method, int close_client,
 	struct inj_resp *resp, struct buf *out)
@@ -367,7 +367,8 @@ int inj_resp_head(const char *head, size_t n, const char *method, int close_clie
 				resp->upstream_close = 0;
 		}
 		for (size_t i = 0; i < ARRAY_SIZE(resp_dropped) && !drop; i++)
-			drop = strlen(resp_dropped[i]) == nlen && !strncasecmp(p, resp_dropped[i], nlen);
+			drop = strlen(resp_dropped[i]) == nlen &&
+				!strncasecmp(p, resp_dropped[i], nlen);
 		if (drop)
 			continue;
 		if (buf_append(out, p, (size_t)(eol - p)) < 0 || buf_puts(out, "\r\n") < 0)
@@ -379,7 +380,8 @@ int inj_resp_head(const char *head, size_t n, const char *method, int close_clie
 		resp->status == 304) {
 		/* No body, whatever the head says; its length (of a GET) is passed on as it is. */
 		resp->body = INJ_BODY_NONE;
-		if (keep_cl && (buf_append(out, keep_cl, keep_len) < 0 || buf_puts(out, "\r\n") < 0))
+		if (keep_cl &&
+			(buf_append(out, keep_cl, keep_len) < 0 || buf_puts(out, "\r\n") < 0))
 			return -1;
 	} else if (chunked) {
 		resp->body = INJ_BODY_CHUNKED;

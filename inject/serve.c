@@ -135,8 +135,8 @@ void inj_worker_free(struct inj_worker *w)
 	free(w);
 }
 
-void inj_worker_counts(struct inj_worker *w, unsigned *conns, unsigned long long *opened,
-	size_t *idle)
+void inj_worker_counts(
+	struct inj_worker *w, unsigned *conns, unsigned long long *opened, size_t *idle)
 {
 	pthread_mutex_lock(&w->mu);
 	*conns = w->conns;
@@ -201,8 +201,8 @@ static int open_upstream(struct inj_worker *w, struct inj_conn **ret, char *why,
 {
 	char err[512];
 
-	if (inj_conn_open(w->tls, w->r.host, w->r.uport, w->to.upstream_ms, ret, err,
-		    sizeof(err)) < 0) {
+	if (inj_conn_open(w->tls, w->r.host, w->r.uport, w->to.upstream_ms, ret, err, sizeof(err)) <
+		0) {
 		snprintf(why, whylen, "502 %s", err);
 		return -1;
 	}
@@ -259,10 +259,12 @@ static int send_chunk(int fd, const char *p, size_t n)
  * Up to n bytes from the agent by deadline (monotonic ms): the count, 0 at its end, -1 an
  * error, -2 the deadline, -3 the worker drains (only with watch_drain).
  */
-static ssize_t crecv(struct inj_worker *w, int fd, void *p, size_t n, long deadline, int watch_drain)
+static ssize_t crecv(
+	struct inj_worker *w, int fd, void *p, size_t n, long deadline, int watch_drain)
 {
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN}, {.fd = w->drain_r, .events = POLLIN}};
+		struct pollfd pf[2] = {
+			{.fd = fd, .events = POLLIN}, {.fd = w->drain_r, .events = POLLIN}};
 		long left = deadline - now_ms();
 		int r;
 
@@ -560,7 +562,8 @@ static int relay_answer(struct relay *x, struct inj_conn *up, const char *method
 			k = inj_conn_read(up, buf, sizeof(buf));
 			if (k <= 0) {
 				snprintf(why, whylen,
-					k == 0 ? "no answer from upstream" : "upstream read failed");
+					k == 0 ? "no answer from upstream"
+					       : "upstream read failed");
 				goto out;
 			}
 			if (buf_append(&hb, buf, (size_t)k) < 0)
@@ -599,8 +602,8 @@ static void report(struct inj_worker *w, const struct inj_usage *u)
 	int n = inj_usage_line(w->r.name, time(NULL), u, line, sizeof(line));
 
 	/* Never waited for: a lost line is a lost count, a blocked worker a lost route. */
-	if (w->report_fd >= 0 && n > 0 && (size_t)n < sizeof(line) && write(w->report_fd, line, (size_t)n) < 0 &&
-		errno != EAGAIN)
+	if (w->report_fd >= 0 && n > 0 && (size_t)n < sizeof(line) &&
+		write(w->report_fd, line, (size_t)n) < 0 && errno != EAGAIN)
 		log_warn("route %s: usage report lost: %s", w->r.name, strerror(errno));
 }
 
@@ -624,9 +627,9 @@ static int serve_one(struct inj_worker *w, struct client *c, struct inj_redact *
 	c->first = 0;
 	if (end < 0) {
 		answer(c->fd, (int)-end,
-			end == -431	? "request head too large"
-			: end == -408 ? "request head timed out"
-				      : "incomplete request head",
+			end == -431	      ? "request head too large"
+				: end == -408 ? "request head timed out"
+					      : "incomplete request head",
 			why, sizeof(why));
 		u.status = INJ_REFUSED;
 		goto out;
@@ -752,7 +755,9 @@ static int recv_conn(int sock)
 	} cm;
 	char tag;
 	struct iovec iov = {&tag, 1};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+	struct msghdr m = {.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cm.b,
 		.msg_controllen = sizeof(cm.b)};
 	int fd = -1;
 	ssize_t r;

@@ -50,13 +50,14 @@ static void accepted_and_rewritten(void **state)
 		0);
 	assert_int_equal(req.body, INJ_BODY_LENGTH);
 	assert_int_equal(req.clen, 12);
-	assert_string_equal(out.data, "POST /v1/messages?beta=1 HTTP/1.1\r\n"
-				      "Host: api.example.test\r\n"
-				      "Content-Type: application/json\r\n"
-				      "anthropic-version: 2023-06-01\r\n"
-				      "x-api-key: " KEY "\r\n"
-				      "Content-Length: 12\r\n"
-				      "Accept-Encoding: identity\r\n\r\n");
+	assert_string_equal(out.data,
+		"POST /v1/messages?beta=1 HTTP/1.1\r\n"
+		"Host: api.example.test\r\n"
+		"Content-Type: application/json\r\n"
+		"anthropic-version: 2023-06-01\r\n"
+		"x-api-key: " KEY "\r\n"
+		"Content-Length: 12\r\n"
+		"Accept-Encoding: identity\r\n\r\n");
 	/* Kept alive: the agent's connection and the upstream's stay open by default. */
 	assert_int_equal(req.close, 0);
 	/* The exact prefix is a path too. */
@@ -325,7 +326,8 @@ static void hand_over_round_trip(void **state)
 		"route\tA\t1\th_bad\t443\t/v1\tx\t{}\tk\nend\n",
 		"route\tA\t1\th.test\t443\t/v1/\tx\t{}\tk\nend\n",
 		"route\tA\t1\th.test\t443\t/v1/../x\tx\t{}\tk\nend\n",
-		"route\tA\t1\th.test\t443\t/v1\tx\t{}\tk\nroute\tB\t1\th.test\t443\t\tx\t{}\tk\nend\n",
+		"route\tA\t1\th.test\t443\t/"
+		"v1\tx\t{}\tk\nroute\tB\t1\th.test\t443\t\tx\t{}\tk\nend\n",
 		"route\tA\t1\th.test\t443\t/v1\tx\t{}\tk\n",
 		"route\tA\t1\th.test\t443\t/v1\tx\t{}\tk\nend\nmore",
 		"route\tA\t0\th.test\t443\t/v1\tx\t{}\tk\nend\n",
@@ -538,15 +540,14 @@ static void usage_summed_per_route_and_day(void **state)
 	/* A file of the last version (12 fields) still reads; the refused count is 0. */
 	assert_int_equal(inj_usage_parse("A\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\t0\n"
 					 "B\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\t0\t7\n",
-			 back, &m, 3),
+				 back, &m, 3),
 		0);
 	assert_int_equal(m, 2);
 	assert_int_equal(back[0].refused, 0);
 	assert_int_equal(back[1].refused, 7);
 	/* ... but a line's fields never come from the next line. */
-	assert_int_equal(inj_usage_parse("A\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\n9\n", back,
-				 &m, 3),
-		-1);
+	assert_int_equal(
+		inj_usage_parse("A\t2026-12-01\t1\t2\t3\t4\t5\t1\t0\t0\t0\n9\n", back, &m, 3), -1);
 }
 
 /* The upstream's answer head: framing parsed, hop-by-hop dropped, framing written again. */
@@ -564,16 +565,18 @@ static void answer_head(void **state)
 	assert_int_equal(r.body, INJ_BODY_CHUNKED);
 	assert_int_equal(r.upstream_close, 0);
 	assert_int_equal(r.client_close, 0);
-	assert_string_equal(out.data, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-				      "Transfer-Encoding: chunked\r\n\r\n");
+	assert_string_equal(out.data,
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n");
 	/* A length; the agent asked to close. */
 	h = "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n";
 	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 1, &r, &out), 0);
 	assert_int_equal(r.body, INJ_BODY_LENGTH);
 	assert_int_equal(r.clen, 2);
 	assert_int_equal(r.client_close, 1);
-	assert_string_equal(out.data, "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n"
-				      "Connection: close\r\n\r\n");
+	assert_string_equal(out.data,
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n"
+		"Connection: close\r\n\r\n");
 	/* Neither: read to the close, and the agent's connection ends with it. */
 	h = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
 	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 0, &r, &out), 0);

@@ -265,7 +265,8 @@ static int agent_request(const char *host_name, const char *ca_pem, struct upstr
 		close(sp[0]);
 		to.upstream_ms = 5000;
 		if (pipe2(rp, O_NONBLOCK) < 0 ||
-			inj_worker_new(&r, ca_pem, strlen(ca_pem), rp[1], &to, &w, err, sizeof(err)) < 0)
+			inj_worker_new(
+				&r, ca_pem, strlen(ca_pem), rp[1], &to, &w, err, sizeof(err)) < 0)
 			_exit(3);
 		inj_serve_conn(w, sp[1]);
 		/* The usage line: the status, the tokens, and never the key. */
@@ -417,7 +418,8 @@ static void kept_alive_both_ways(void **state)
 	if (up == 0) {
 		SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
 		X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
-		int conns = 0, out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int conns = 0,
+		    out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
 		SSL_CTX_use_certificate(ctx, leaf);
 		SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
@@ -443,7 +445,8 @@ static void kept_alive_both_ways(void **state)
 				}
 				/* The echo of the request's head, as some debug endpoints do. */
 				int k = snprintf(ans, sizeof(ans),
-					"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nX-Seen: %s\r\n\r\n",
+					"HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nX-Seen: "
+					"%s\r\n\r\n",
 					h, KEY);
 				memcpy(ans + k, buf, h);
 				SSL_write(ssl, ans, k + (int)h);
@@ -475,8 +478,8 @@ static void kept_alive_both_ways(void **state)
 		snprintf(r.hname, sizeof(r.hname), "x-api-key");
 		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
 		r.key = KEY;
-		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, NULL, &w, err,
-			    sizeof(err)) < 0)
+		if (inj_worker_new(
+			    &r, pki.ca_pem, strlen(pki.ca_pem), -1, NULL, &w, err, sizeof(err)) < 0)
 			_exit(3);
 		inj_serve_conn(w, sp[1]);
 		_exit(0);
@@ -537,8 +540,8 @@ static void stalled_head_times_out(void **state)
 	if (pid == 0) {
 		close(sp[0]);
 		to.head_ms = 500;
-		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err,
-			    sizeof(err)) < 0)
+		if (inj_worker_new(
+			    &r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err, sizeof(err)) < 0)
 			_exit(3);
 		inj_serve_conn(w, sp[1]);
 		_exit(0);
@@ -572,19 +575,19 @@ static void stalled_head_times_out(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(trusted_ca_and_name_get_the_key, unit_setup_dir,
-			unit_teardown_dir),
-		cmocka_unit_test_setup_teardown(chunked_body_relayed, unit_setup_dir,
-			unit_teardown_dir),
-		cmocka_unit_test_setup_teardown(untrusted_ca_never_sees_the_key, unit_setup_dir,
-			unit_teardown_dir),
-		cmocka_unit_test_setup_teardown(other_name_never_sees_the_key, unit_setup_dir,
-			unit_teardown_dir),
-		cmocka_unit_test_setup_teardown(refused_request_never_connects, unit_setup_dir,
-			unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			trusted_ca_and_name_get_the_key, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			chunked_body_relayed, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			untrusted_ca_never_sees_the_key, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			other_name_never_sees_the_key, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			refused_request_never_connects, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(stalled_head_times_out),
-		cmocka_unit_test_setup_teardown(kept_alive_both_ways, unit_setup_dir,
-			unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			kept_alive_both_ways, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, pki_setup, pki_teardown);
