@@ -84,31 +84,47 @@ int inj_confine(int worker, char *err, size_t errlen)
 	 * netlink's route and sock_diag protocols (getaddrinfo's address check, who
 	 * connected). Every other family, and raw and packet sockets, are refused.
 	 */
+	/*
+	 * The arguments are ints: compared on their low 32 bits alone (a mask), as the
+	 * kernel reads them, so AF_VSOCK | 1 << 32 is AF_VSOCK here too.
+	 */
 	for (int fam = 0; fam < 46 && r == 0; fam++)
 		if (fam != AF_UNIX && fam != AF_INET && fam != AF_INET6 && fam != AF_NETLINK)
 			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-				SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam));
+				SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, (scmp_datum_t)fam));
 	for (int proto = 1; proto <= 4 && r == 0; proto++)
 		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
-			SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-			proto == 4 ? SCMP_A2(SCMP_CMP_GT, NETLINK_SOCK_DIAG)
-				   : SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)proto));
+			SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, AF_NETLINK),
+			proto == 4 ? SCMP_A2_32(SCMP_CMP_GT, NETLINK_SOCK_DIAG)
+				   : SCMP_A2_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, (scmp_datum_t)proto));
+	/* No raw IP (glibc's own route-netlink socket is SOCK_RAW: netlink keeps it). */
+	for (int fam = AF_INET; fam <= AF_INET6 && r == 0; fam += AF_INET6 - AF_INET) {
+		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+			SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, (scmp_datum_t)fam),
+			SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
+		if (r == 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+				SCMP_A0_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, (scmp_datum_t)fam),
+				SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
+	}
+	/*
+	 * No namespace by clone either (unshare is denied above); clone3's flags are out of
+	 * reach, so it answers ENOSYS and glibc falls back to clone, where they are checked.
+	 */
+	static const unsigned long newns[] = {CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID,
+		CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP};
+	for (size_t i = 0; i < ARRAY_SIZE(newns) && r == 0; i++)
+		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			SCMP_A0_64(SCMP_CMP_MASKED_EQ, newns[i], newns[i]));
 	if (r == 0)
-		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_RAW));
-	if (r == 0)
-		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
-			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_PACKET));
+		r = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (r == 0 && worker) {
 		for (size_t i = 0; i < ARRAY_SIZE(denied_worker) && r == 0; i++)
 			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), denied_worker[i], 0);
-		/* clone without CLONE_THREAD is a fork; clone3's flags are out of reach. */
+		/* clone without CLONE_THREAD is a fork. */
 		if (r == 0)
 			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-				SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
-		/* ENOSYS makes glibc fall back to clone, where the flags are checked. */
-		if (r == 0)
-			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+				SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
 	}
 	if (r == 0)
 		r = seccomp_load(f);

@@ -211,6 +211,12 @@ static int apply(struct daemon *d, struct inj_conf *nc)
 	if (!nc->have_peer)
 		log_err("the hand-over names no agent: every connection is refused");
 	memcpy(old, d->wk, sizeof(old));
+	/*
+	 * The previous keys go before any new worker is forked: a fork copies this process's
+	 * memory, and a worker must hold its own route's current key alone (the old workers
+	 * have their own copies).
+	 */
+	inj_conf_free(&prev);
 	d->conf = *nc;
 	d->have_conf = 1;
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {
@@ -235,7 +241,6 @@ static int apply(struct daemon *d, struct inj_conf *nc)
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
 		if (old[i].sock >= 0)
 			worker_drain(&old[i]);
-	inj_conf_free(&prev);
 	log_info("%zu route(s) loaded", d->conf.n);
 	return 0;
 }
@@ -334,6 +339,18 @@ static int read_ctl(struct daemon *d)
 	}
 }
 
+static int usage_line_ok(const struct daemon *d, const char *line, size_t n)
+{
+	if (n < 7 || memcmp(line, "usage\t", 6))
+		return 0;
+	for (size_t i = 0; i < d->conf.n; i++) {
+		size_t l = strlen(d->conf.r[i].name);
+		if (n > 6 + l && !memcmp(line + 6, d->conf.r[i].name, l) && line[6 + l] == '\t')
+			return 1;
+	}
+	return 0;
+}
+
 static void relay_reports(struct daemon *d)
 {
 	char chunk[1024], *nl;
@@ -351,7 +368,14 @@ static void relay_reports(struct daemon *d)
 	d->rep_len += (size_t)r;
 	while ((nl = memchr(d->rep, '\n', d->rep_len))) {
 		size_t n = (size_t)(nl - d->rep) + 1;
-		ctl_send(d, d->rep, n);
+		/*
+		 * A worker's line reaches agentd only as a usage line of a route of the current
+		 * set: a worker cannot speak for the injector ("error", "ready") nor invent a
+		 * route. (The pipe is shared, so a compromised worker can still miscount
+		 * another current route.)
+		 */
+		if (usage_line_ok(d, d->rep, n))
+			ctl_send(d, d->rep, n);
 		memmove(d->rep, d->rep + n, d->rep_len - n);
 		d->rep_len -= n;
 	}
@@ -401,6 +425,7 @@ int inj_daemon(int ctl)
 	int p[2];
 
 	memset(&d, 0, sizeof(d));
+	d.in.wipe = 1; /* the hand-over text holds every key */
 	d.ctl = ctl;
 	d.self = getpid();
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {

@@ -83,6 +83,12 @@ static int target_ok(const char *t, size_t len, const struct inj_route *r, struc
 			return refuse(req, 400, "bad character in the request target");
 		if (c == '?' && plen == len)
 			plen = i;
+		/*
+		 * Path parameters ("/v1/..;/x") are resolved by some servers after the prefix
+		 * was checked here: none in the path.
+		 */
+		if (c == ';' && plen == len)
+			return refuse(req, 400, "';' in the path");
 	}
 	for (size_t i = 0; i + 2 < plen; i++)
 		if (t[i] == '%' &&
@@ -248,6 +254,14 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 	}
 	if (have_len && have_te)
 		return refuse(req, 400, "both Content-Length and Transfer-Encoding");
+	/*
+	 * A body only where HTTP gives it a meaning: an upstream that ignores a GET's body
+	 * would read it as the next request on the kept connection, in front of the next
+	 * request's head and its key (a request outside the prefix, with the key).
+	 */
+	if ((have_te || clen) && strcmp(req->method, "POST") && strcmp(req->method, "PUT") &&
+		strcmp(req->method, "PATCH"))
+		return refuse(req, 400, "a body is accepted with POST, PUT and PATCH only");
 	if (put_key_header(r, key, out) < 0)
 		goto oom;
 	if (have_te) {
@@ -354,7 +368,13 @@ int inj_resp_head(const char *head, size_t n, const char *method, int close_clie
 			keep_cl = p;
 			keep_len = (size_t)(eol - p);
 		} else if (nlen == 17 && !strncasecmp(p, "transfer-encoding", 17)) {
-			/* Chunked must be the last coding; anything else is read to the close. */
+			/*
+			 * Chunked must be the last coding; anything else is read to the close.
+			 * One line only: "chunked" then "gzip" on another line would be taken
+			 * for plain chunked text the redactor could read.
+			 */
+			if (++resp->te_lines > 1)
+				return -1;
 			if (has_token(v, (size_t)(ve - v), "chunked") && (size_t)(ve - v) >= 7 &&
 				!strncasecmp(ve - 7, "chunked", 7))
 				chunked = 1;
@@ -393,10 +413,17 @@ int inj_resp_head(const char *head, size_t n, const char *method, int close_clie
 		if (buf_printf(out, "Content-Length: %llu\r\n", clen) < 0)
 			return -1;
 	} else {
+		/*
+		 * Read to the upstream's close, passed on chunked: a read error or a timeout
+		 * then ends the agent's connection without the last chunk (an incomplete
+		 * answer, not a whole one), and the agent's connection can be kept.
+		 */
 		resp->body = INJ_BODY_CLOSE;
 		resp->upstream_close = 1;
+		if (buf_puts(out, "Transfer-Encoding: chunked\r\n") < 0)
+			return -1;
 	}
-	resp->client_close = close_client || resp->body == INJ_BODY_CLOSE;
+	resp->client_close = close_client;
 	if (resp->client_close && buf_puts(out, "Connection: close\r\n") < 0)
 		return -1;
 	return buf_puts(out, "\r\n");

@@ -101,7 +101,8 @@ int inj_rewrite(const struct inj_route *r, const char *key, const char *head, si
 
 /*
  * The upstream's answer head. INJ_BODY_CLOSE: the body ends when the upstream closes (no
- * length, no chunked), so the agent's connection must end with it.
+ * length, no chunked); the agent gets it chunked, so an answer cut by an error is never
+ * taken for a whole one.
  */
 #define INJ_BODY_CLOSE 3
 #define INJ_RESP_HEAD_MAX 65536
@@ -111,6 +112,7 @@ struct inj_resp {
 	unsigned long long clen;
 	int upstream_close; /* the upstream's connection cannot be reused after this answer */
 	int client_close; /* the head sent to the agent says "Connection: close" */
+	int te_lines; /* Transfer-Encoding lines seen (more than one: refused) */
 };
 /*
  * Parses the upstream's answer head (n bytes, ending in "\r\n\r\n") to a request made with
@@ -178,11 +180,14 @@ int inj_conn_pending(struct inj_conn *c);
 int inj_conn_reusable(struct inj_conn *c);
 int inj_conn_fd(struct inj_conn *c);
 void inj_conn_close(struct inj_conn *c);
+/* Closed without a TLS close_notify (never blocks on a peer that stopped reading). */
+void inj_conn_drop(struct inj_conn *c);
 
 /* ---- one route's worker: serve.c ---- */
 
 #define INJ_ROUTE_CONNS 32 /* agent connections one route serves at once */
 #define INJ_POOL_MAX 8 /* idle upstream connections kept per route */
+#define INJ_DRAIN_MAX_S 900 /* an old worker (a push replaced its key) ends by then */
 
 struct inj_timeouts {
 	int head_ms; /* a whole request head, from its first byte (or the connection's start) */

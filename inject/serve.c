@@ -162,7 +162,7 @@ static struct inj_conn *pool_get(struct inj_worker *w)
 		pthread_mutex_unlock(&w->mu);
 		if (now_ms() - p.since < w->to.pool_idle_ms && inj_conn_reusable(p.c))
 			return p.c;
-		inj_conn_close(p.c);
+		inj_conn_drop(p.c);
 	}
 }
 
@@ -193,8 +193,9 @@ static void pool_expire(struct inj_worker *w)
 	}
 	w->npool = k;
 	pthread_mutex_unlock(&w->mu);
+	/* No close_notify: an upstream that stopped reading must not hold this loop. */
 	for (size_t i = 0; i < n; i++)
-		inj_conn_close(old[i]);
+		inj_conn_drop(old[i]);
 }
 
 static int open_upstream(struct inj_worker *w, struct inj_conn **ret, char *why, size_t whylen)
@@ -440,7 +441,7 @@ static int emit(struct relay *x, const char *p, size_t n)
 	inj_usage_feed(x->u, p, n);
 	if (inj_redact_feed(x->rd, p, n, &x->out) < 0)
 		return -1;
-	if (x->resp->body == INJ_BODY_CHUNKED)
+	if (x->resp->body == INJ_BODY_CHUNKED || x->resp->body == INJ_BODY_CLOSE)
 		return send_chunk(x->c->fd, x->out.data, x->out.len);
 	return send_all(x->c->fd, x->out.data, x->out.len);
 }
@@ -451,7 +452,7 @@ static int finish(struct relay *x)
 	x->out.len = 0;
 	if (inj_redact_flush(x->rd, &x->out) < 0)
 		return -1;
-	if (x->resp->body == INJ_BODY_CHUNKED)
+	if (x->resp->body == INJ_BODY_CHUNKED || x->resp->body == INJ_BODY_CLOSE)
 		return send_chunk(x->c->fd, x->out.data, x->out.len) < 0 ||
 				send_all(x->c->fd, "0\r\n\r\n", 5) < 0
 			? -1
@@ -767,6 +768,8 @@ static int recv_conn(int sock)
 	while (r < 0 && errno == EINTR);
 	if (r <= 0)
 		return r == 0 ? -2 : -1;
+	/* A message without its descriptor (the fd limit): skipped, not taken for an end. */
+	errno = EAGAIN;
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
 			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
@@ -835,9 +838,17 @@ int inj_worker_run(struct inj_worker *w, int sock)
 	close(w->drain_w);
 	w->drain_w = -1;
 	pool_expire(w);
+	/*
+	 * Bounded: an agent trickling a body (a pause under body_ms each time) would keep an
+	 * old worker, and its old key, alive for ever after a push. Past the deadline the
+	 * process ends with whatever is still open.
+	 */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += INJ_DRAIN_MAX_S;
 	pthread_mutex_lock(&w->mu);
-	while (w->conns)
-		pthread_cond_wait(&w->cv, &w->mu);
+	while (w->conns && pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT)
+		;
 	pthread_mutex_unlock(&w->mu);
 	return 0;
 }

@@ -246,6 +246,17 @@ int inj_conn_fd(struct inj_conn *c)
 	return c->fd;
 }
 
+void inj_conn_drop(struct inj_conn *c)
+{
+	if (!c)
+		return;
+	SSL_free(c->ssl);
+	ERR_clear_error();
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c);
+}
+
 void inj_conn_close(struct inj_conn *c)
 {
 	if (!c)

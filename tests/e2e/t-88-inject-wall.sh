@@ -151,4 +151,35 @@ else
 fi
 kill "$RUNNER" 2>/dev/null
 wait "$RUNNER" 2>/dev/null
-check_fails "no key in the injector's log" grep -qF "$KEY" "$E2E_SCRATCH/inj-run.err"
+
+# --- a push of new keys: the new workers hold their new key alone, none of the old ones
+python3 "$(dirname "$0")/inject-run.py" "$OCSB_BUILD/ocsb-inject" "$AUID" "$P/ca.pem" --second \
+	"ANTHROPIC_API_KEY:api.anthropic.com:/v1:x-api-key:{}:$KEY" \
+	"SECOND_KEY:api.anthropic.com:/v1:x-api-key:{}:$KEY2" >"$RUN" 2>>"$E2E_SCRATCH/inj-run.err" &
+RUNNER=$!
+check "the injector took two hand-overs" wait_for 10 bash -c "[ \$(grep -c $'^ready\t2' $RUN) = 2 ]"
+NKEY=${KEY/sk-/sk-new-}
+NKEY2=${KEY2/sk-/sk-new-}
+# The old workers drain (no connection is open) and end: a first process and two workers.
+check "the old workers ended" wait_for 10 bash -c '[ "$(pgrep -u ocsb-inject -x ocsb-inject | wc -l)" = 3 ]'
+set -- $(pgrep -o -u ocsb-inject -x ocsb-inject) $(pgrep -u ocsb-inject -x ocsb-inject | sort -n | tail -n 2)
+check_output "positive control: the new first route's worker holds its new key" '^found$' mem_of "$2" "$NKEY"
+for k in KEY KEY2 NKEY2; do
+	check_output "... and not $k (an old key, or the other route's)" '^none$' mem_of "$2" "${!k}"
+done
+check_output "positive control: the new second route's worker holds its new key" '^found$' mem_of "$3" "$NKEY2"
+for k in KEY KEY2 NKEY; do
+	check_output "... and not $k" '^none$' mem_of "$3" "${!k}"
+done
+: >"$P/api.rec"
+check_output "the agent's request carries the new key" 'INJECTED-ANSWER' \
+	as_user "$AGENT" curl -sS -m 10 -d "$MSG" "$R/v1/messages"
+check_output "... the new one" "^x-api-key: $NKEY\$" cat "$P/api.rec"
+# --- answers that end badly are never taken for whole ones
+check_fails_output "an answer cut short (a length not reached) fails for the agent" 'transfer closed|Recv failure|partial' \
+	as_user "$AGENT" curl -sS -m 10 "$R/v1/truncated"
+check_output "an answer read to the upstream's close reaches the agent whole (re-framed chunked)" '^Transfer-Encoding: chunked' \
+	as_user "$AGENT" curl -sS -i -m 10 "$R/v1/close"
+kill "$RUNNER" 2>/dev/null
+wait "$RUNNER" 2>/dev/null
+check_fails "no key in the injector's log" grep -qF -e "$KEY" -e "$NKEY" "$E2E_SCRATCH/inj-run.err"

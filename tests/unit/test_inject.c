@@ -173,6 +173,14 @@ static void refusals(void **state)
 		{"GET /v1/m HTTP/1.1\r\nX-A: a\x01z\r\n\r\n", 400},
 		{"GET /v1/m HTTP/1.1\r\nX-A: a\nX-B: b\r\n\r\n", 400},
 		{"GET /v1/m HTTP/1.1\r\n", 400},
+		/* path parameters: resolved after the prefix check by some servers */
+		{"GET /v1/..;/admin HTTP/1.1\r\n\r\n", 400},
+		{"GET /v1;x/models HTTP/1.1\r\n\r\n", 400},
+		/* a body where the upstream may not read one: the next request on its connection */
+		{"GET /v1/m HTTP/1.1\r\nContent-Length: 40\r\n\r\n", 400},
+		{"DELETE /v1/m HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+		{"OPTIONS /v1/m HTTP/1.1\r\nContent-Length: 1\r\n\r\n", 400},
+		{"HEAD /v1/m HTTP/1.1\r\nContent-Length: 1\r\n\r\n", 400},
 	};
 	struct buf out = {0};
 	struct inj_req req;
@@ -196,6 +204,10 @@ static void refusals(void **state)
 	assert_int_equal(req.body, INJ_BODY_CHUNKED);
 	assert_non_null(strstr(out.data, "\r\nTransfer-Encoding: chunked\r\n"));
 	assert_int_equal(rw("OPTIONS /v1/m HTTP/1.1\r\nX-A: a\tb\r\n\r\n", &out, &req), 0);
+	assert_int_equal(rw("GET /v1/m?a=;b HTTP/1.1\r\n\r\n", &out, &req), 0);
+	assert_int_equal(rw("DELETE /v1/m HTTP/1.1\r\nContent-Length: 0\r\n\r\n", &out, &req), 0);
+	assert_int_equal(rw("PUT /v1/m HTTP/1.1\r\nContent-Length: 40\r\n\r\n", &out, &req), 0);
+	assert_int_equal(rw("PATCH /v1/m HTTP/1.1\r\nContent-Length: 40\r\n\r\n", &out, &req), 0);
 	buf_free(&out);
 }
 
@@ -577,9 +589,9 @@ static void answer_head(void **state)
 	assert_string_equal(out.data,
 		"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n"
 		"Connection: close\r\n\r\n");
-	/* Neither: read to the close, and the agent's connection ends with it. */
+	/* Neither: read to the close (the upstream's connection is not kept). */
 	h = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
-	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 0, &r, &out), 0);
+	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 1, &r, &out), 0);
 	assert_int_equal(r.body, INJ_BODY_CLOSE);
 	assert_int_equal(r.upstream_close, 1);
 	assert_int_equal(r.client_close, 1);
@@ -601,6 +613,12 @@ static void answer_head(void **state)
 	h = "HTTP/1.1 100 Continue\r\n\r\n";
 	assert_int_equal(inj_resp_head(h, strlen(h), "POST", 0, &r, &out), 0);
 	assert_int_equal(r.status, 100);
+	/* Neither length nor chunked: the agent gets it chunked, its connection kept. */
+	h = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n";
+	assert_int_equal(inj_resp_head(h, strlen(h), "GET", 0, &r, &out), 0);
+	assert_int_equal(r.client_close, 0);
+	assert_string_equal(out.data, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+				      "Transfer-Encoding: chunked\r\n\r\n");
 	/* Refused: ambiguous framing, not HTTP, 101, folded or broken lines. */
 	static const char *const bad[] = {
 		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
@@ -613,6 +631,8 @@ static void answer_head(void **state)
 		"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nX: a\x01b\r\n\r\n",
 		"ICY 200 OK\r\n\r\n",
+		/* gzip after chunked on a second line: not plain chunked text. */
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\n\r\n",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		if (inj_resp_head(bad[i], strlen(bad[i]), "GET", 0, &r, &out) == 0)

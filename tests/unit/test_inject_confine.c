@@ -10,8 +10,11 @@
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/vm_sockets.h>
 
 #include "../../inject/inject.h"
 
@@ -49,6 +52,10 @@ static int confined(int worker)
 	if ((fd = socket(AF_NETLINK, SOCK_DGRAM, NETLINK_ROUTE)) < 0)
 		return 6;
 	close(fd);
+	/* glibc's getaddrinfo (AI_ADDRCONFIG) opens this one. */
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)) < 0)
+		return 8;
+	close(fd);
 	if (pthread_create(&t, NULL, nothing, NULL) != 0 || pthread_join(t, NULL) != 0)
 		return 7;
 	/* Refused: running a program, other socket kinds, listening. */
@@ -59,6 +66,16 @@ static int confined(int worker)
 		return 11;
 	if (socket(AF_INET, SOCK_RAW, IPPROTO_ICMP) >= 0)
 		return 19;
+	/* The kernel reads an int: bits above 32 change nothing. */
+	if (syscall(SYS_socket, (long)AF_VSOCK | (1L << 32), SOCK_STREAM, 0) >= 0)
+		return 20;
+	if (syscall(SYS_socket, (long)AF_PACKET | (1L << 32), SOCK_DGRAM, 0) >= 0)
+		return 21;
+	/* No namespace by clone either. */
+	if (syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0) >= 0 || errno != EPERM)
+		return 22;
+	if (syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0) >= 0 || errno != EPERM)
+		return 23;
 	if (socket(AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER) >= 0)
 		return 12;
 	if (socket(AF_NETLINK, SOCK_DGRAM, NETLINK_AUDIT) >= 0)
