@@ -220,6 +220,7 @@ check_output "git push through the route (a chunked request body)" 'PUSHED' \
 	owner_ssh "$AGENT" 'cd ~/t86-clone && head -c 300000 /dev/urandom >big.bin && git add big.bin &&
 		git -c user.name=agent -c user.email=agent@example.test commit -qm agent-push &&
 		git -c http.postBuffer=65536 push -q origin HEAD:refs/heads/from-agent 2>&1 && echo PUSHED'
+# What the injector said of the git route (nothing when all went well), for the record.
 grep -h 'route GIT_TOKEN' /var/log/ocsb/inject.log 2>/dev/null | tail -n 5 | sed 's/^/  # inject.log: /'
 check_output "... the server has the agent's commit" '^agent-push$' git -C "$P/git/repo.git" log -1 --format=%s from-agent
 check_output "... received chunked, with the real credential" "^POST /repo.git/git-receive-pack chunked=1 auth=Basic $VG\$" cat "$P/git.rec"
