@@ -176,6 +176,8 @@ int inj_conn_write(struct inj_conn *c, const void *p, size_t n);
 /* Bytes read, 0 at the end, -1 on error. */
 ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n);
 int inj_conn_pending(struct inj_conn *c);
+/* Why the connection's last write failed (for the owner's log; never holds data). */
+const char *inj_conn_error(const struct inj_conn *c);
 /* 1 when a kept connection may take a request: nothing unread, no close from the peer. */
 int inj_conn_reusable(struct inj_conn *c);
 int inj_conn_fd(struct inj_conn *c);

@@ -475,7 +475,8 @@ static int relay_answer_body(struct relay *x, struct inj_conn *up, const char *p
 
 	switch (x->resp->body) {
 	case INJ_BODY_NONE:
-		rc = npre ? 0 : 1;
+		/* Kept only if the upstream keeps it too, and sent nothing past the head. */
+		rc = npre || x->resp->upstream_close ? 0 : 1;
 		goto out;
 	case INJ_BODY_LENGTH:
 		for (;;) {
@@ -672,7 +673,9 @@ static int serve_one(struct inj_worker *w, struct client *c, struct inj_redact *
 		goto out;
 	}
 	if (rc == -3) {
-		answer(c->fd, 502, "upstream closed during the request body", why, sizeof(why));
+		answer(c->fd, 502, "upstream closed during the request body", NULL, 0);
+		snprintf(why, sizeof(why), "502 upstream closed during the request body (%s%s)",
+			inj_conn_error(up), reused ? ", a kept connection" : "");
 		goto out;
 	}
 	if (rc < 0) {

@@ -31,6 +31,7 @@ struct inj_tls {
 struct inj_conn {
 	int fd;
 	SSL *ssl; /* owned */
+	char err[160]; /* why the last write or read failed, for the owner's log */
 };
 
 static void ssl_error(char *err, size_t errlen, const char *what)
@@ -205,6 +206,14 @@ int inj_conn_write(struct inj_conn *c, const void *p, size_t n)
 	while (n) {
 		int w = SSL_write(c->ssl, s, n > 1 << 30 ? 1 << 30 : (int)n);
 		if (w <= 0) {
+			int e = errno, se = SSL_get_error(c->ssl, w);
+			unsigned long le = ERR_get_error();
+			char lib[120] = "";
+
+			if (le)
+				ERR_error_string_n(le, lib, sizeof(lib));
+			snprintf(c->err, sizeof(c->err), "TLS write: error %d, %s%s%s", se,
+				se == SSL_ERROR_SYSCALL ? strerror(e) : "", lib[0] ? " " : "", lib);
 			ERR_clear_error();
 			return -1;
 		}
@@ -239,6 +248,11 @@ int inj_conn_reusable(struct inj_conn *c)
 	 * of file (or close_notify) is the upstream closing it.
 	 */
 	return SSL_pending(c->ssl) == 0 && poll(&p, 1, 0) == 0;
+}
+
+const char *inj_conn_error(const struct inj_conn *c)
+{
+	return c && c->err[0] ? c->err : "no detail";
 }
 
 int inj_conn_fd(struct inj_conn *c)

@@ -52,6 +52,6 @@ inject_git_up() { # DIR WANT-FILE
 	ip netns exec "$INET_NS" ip addr add 198.18.1.22/32 dev lo
 	printf '198.18.1.22\tgit.example\n' >>/etc/hosts
 	ip netns exec "$INET_NS" python3 "$(dirname "$INJECT_PROVIDER_PY")/inject-git.py" 198.18.1.22 443 \
-		"$d/git.pem" "$d/git.key" "$d/git.rec" "$d/git" "$2" >/dev/null 2>&1 &
+		"$d/git.pem" "$d/git.key" "$d/git.rec" "$d/git" "$2" >/dev/null 2>"$d/git.err" &
 	wait_port 198.18.1.22 443 5
 }

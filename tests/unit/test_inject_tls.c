@@ -516,6 +516,105 @@ static void kept_alive_both_ways(void **state)
 	assert_string_equal(received(), "connections 1\n");
 }
 
+/*
+ * An upstream that says "Connection: close" on an answer without a body is never asked
+ * again on that connection, even while it has not closed it yet: the second request of the
+ * agent's connection goes on a new one (the first stays open, unread, to catch a reuse).
+ */
+static void upstream_close_honoured(void **state)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sp[2], st;
+	pid_t up, pid;
+
+	(void)state;
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+	up = fork();
+	assert_true(up >= 0);
+	if (up == 0) {
+		SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+		X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
+		SSL *kept[4];
+		int conns = 0, out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		SSL_CTX_use_certificate(ctx, leaf);
+		SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
+		for (; conns < 4; conns++) {
+			struct pollfd lp = {.fd = lfd, .events = POLLIN};
+			char buf[4096];
+			size_t n = 0;
+			if (poll(&lp, 1, 1500) <= 0)
+				break;
+			int fd = accept(lfd, NULL, NULL);
+			SSL *ssl = SSL_new(ctx);
+			SSL_set_fd(ssl, fd);
+			if (SSL_accept(ssl) != 1)
+				_exit(3);
+			while (!inj_head_end(buf, n)) {
+				int r = SSL_read(ssl, buf + n, (int)(sizeof(buf) - 1 - n));
+				if (r <= 0)
+					_exit(4);
+				n += (size_t)r;
+			}
+			static const char ans[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+			SSL_write(ssl, ans, sizeof(ans) - 1);
+			kept[conns] = ssl; /* open, never read again */
+		}
+		dprintf(out, "connections %d\n", conns);
+		(void)kept;
+		_exit(0);
+	}
+	close(lfd);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct inj_route r;
+		struct inj_worker *w;
+		struct inj_timeouts to = inj_timeouts_default;
+		char err[512];
+
+		close(sp[0]);
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "TEST_KEY");
+		snprintf(r.host, sizeof(r.host), "localhost");
+		r.uport = ntohs(a.sin_port);
+		snprintf(r.hname, sizeof(r.hname), "x-api-key");
+		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
+		r.key = KEY;
+		to.upstream_ms = 3000;
+		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err,
+			    sizeof(err)) < 0)
+			_exit(3);
+		inj_serve_conn(w, sp[1]);
+		_exit(0);
+	}
+	close(sp[1]);
+	for (int i = 0; i < 2; i++) {
+		static const char req[] = "DELETE /v1/x HTTP/1.1\r\nHost: x\r\n\r\n";
+		char ans[1024];
+		size_t got = 0;
+
+		assert_int_equal(write(sp[0], req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+		while (!inj_head_end(ans, got)) {
+			ssize_t k = read(sp[0], ans + got, sizeof(ans) - 1 - got);
+			assert_true(k > 0);
+			got += (size_t)k;
+			ans[got] = 0;
+		}
+		if (!strstr(ans, "HTTP/1.1 204 No Content\r\n"))
+			fail_msg("request %d: %s", i, ans);
+	}
+	close(sp[0]);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_int_equal(waitpid(up, &st, 0), up);
+	assert_string_equal(received(), "connections 2\n");
+}
+
 /* A head that never ends: a fixed 408 after the timeout, no upstream connection. */
 static void stalled_head_times_out(void **state)
 {
@@ -588,6 +687,8 @@ int main(void)
 		cmocka_unit_test(stalled_head_times_out),
 		cmocka_unit_test_setup_teardown(
 			kept_alive_both_ways, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			upstream_close_honoured, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, pki_setup, pki_teardown);
