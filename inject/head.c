@@ -120,6 +120,34 @@ static int header_value_ok(const char *v, size_t len)
 	return 1;
 }
 
+/*
+ * One header line p..eol: its name's length, and its value without the blanks around it
+ * in *ret_v..*ret_ve. -1 a bad line (no name, no colon), -2 a bad name, -3 a bad value.
+ */
+static int header_split(const char *p, const char *eol, size_t *ret_nlen, const char **ret_v,
+	const char **ret_ve)
+{
+	const char *colon = memchr(p, ':', (size_t)(eol - p)), *v, *ve;
+
+	if (!colon || colon == p)
+		return -1;
+	for (const char *c = p; c < colon; c++)
+		if (!tchar((unsigned char)*c))
+			return -2;
+	v = colon + 1;
+	ve = eol;
+	while (v < ve && (*v == ' ' || *v == '\t'))
+		v++;
+	while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+		ve--;
+	if (!header_value_ok(v, (size_t)(ve - v)))
+		return -3;
+	*ret_nlen = (size_t)(colon - p);
+	*ret_v = v;
+	*ret_ve = ve;
+	return 0;
+}
+
 /* 1 when the comma-separated list v (len bytes) holds token, in any case. */
 static int has_token(const char *v, size_t len, const char *token)
 {
@@ -208,7 +236,7 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 		goto oom;
 
 	for (p = eol + 2; p < end - 2; p = eol + 2) {
-		const char *colon, *v, *ve;
+		const char *v, *ve;
 
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (!eol || eol[1] != '\n')
@@ -217,21 +245,13 @@ static int rewrite(const struct inj_route *r, const char *key, const char *head,
 			return refuse(req, 400, "folded header lines are not accepted");
 		if (++nhdr > INJ_MAX_HEADERS)
 			return refuse(req, 431, "too many header lines");
-		colon = memchr(p, ':', (size_t)(eol - p));
-		if (!colon || colon == p)
-			return refuse(req, 400, "bad header line");
-		for (const char *c = p; c < colon; c++)
-			if (!tchar((unsigned char)*c))
-				return refuse(req, 400, "bad header name");
-		v = colon + 1;
-		ve = eol;
-		while (v < ve && (*v == ' ' || *v == '\t'))
-			v++;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		if (!header_value_ok(v, (size_t)(ve - v)))
-			return refuse(req, 400, "bad header value");
-		size_t nlen = (size_t)(colon - p);
+		size_t nlen;
+		int bad = header_split(p, eol, &nlen, &v, &ve);
+		if (bad)
+			return refuse(req, 400,
+				bad == -1	? "bad header line"
+				: bad == -2 ? "bad header name"
+					    : "bad header value");
 		if (nlen == 14 && !strncasecmp(p, "content-length", 14)) {
 			unsigned long long x;
 			/* Two lengths, or a length beside chunked: the classic smuggling pair. */
@@ -337,28 +357,15 @@ int inj_resp_head(const char *head, size_t n, const char *method, int close_clie
 	/* An HTTP/1.0 upstream closes unless told otherwise: never kept. */
 	resp->upstream_close = http10;
 	for (p = eol + 2; p < end - 2; p = eol + 2) {
-		const char *colon, *v, *ve;
+		const char *v, *ve;
 		size_t nlen;
 		int drop = 0;
 
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (!eol || eol[1] != '\n' || *p == ' ' || *p == '\t' || ++nhdr > 200)
 			return -1;
-		colon = memchr(p, ':', (size_t)(eol - p));
-		if (!colon || colon == p)
+		if (header_split(p, eol, &nlen, &v, &ve) < 0)
 			return -1;
-		for (const char *c = p; c < colon; c++)
-			if (!tchar((unsigned char)*c))
-				return -1;
-		v = colon + 1;
-		ve = eol;
-		while (v < ve && (*v == ' ' || *v == '\t'))
-			v++;
-		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-			ve--;
-		if (!header_value_ok(v, (size_t)(ve - v)))
-			return -1;
-		nlen = (size_t)(colon - p);
 		if (nlen == 14 && !strncasecmp(p, "content-length", 14)) {
 			unsigned long long x;
 			if (parse_length(v, (size_t)(ve - v), &x) < 0 || (have_len && x != clen))

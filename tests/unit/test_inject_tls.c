@@ -183,9 +183,11 @@ static void upstream_serve(int lfd, const char *cn, int other_ca, int go_r, cons
 	}
 	(void)!write(out, buf, n);
 	close(out);
-	static const char one[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
-				  "event: message_start\ndata: {\"usage\":{\"input_tokens\":11}}\n\n";
-	static const char two[] = "event: message_delta\ndata: {\"usage\":{\"output_tokens\":5}}\n\n";
+	static const char one[] =
+		"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+		"event: message_start\ndata: {\"usage\":{\"input_tokens\":11}}\n\n";
+	static const char two[] =
+		"event: message_delta\ndata: {\"usage\":{\"output_tokens\":5}}\n\n";
 	SSL_write(ssl, one, sizeof(one) - 1);
 	pf = (struct pollfd){.fd = go_r, .events = POLLIN};
 	if (poll(&pf, 1, 10000) > 0 && read(go_r, &c, 1) == 1)
@@ -395,6 +397,69 @@ static void refused_request_never_connects(void **state)
 	assert_string_equal(received(), "");
 }
 
+/* A listener on 127.0.0.1 (any port): its descriptor, *a its address. */
+static int tls_listener(struct sockaddr_in *a)
+{
+	socklen_t al = sizeof(*a);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	*a = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)a, sizeof(*a)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)a, &al), 0);
+	return lfd;
+}
+
+/* The upstream's TLS context: a certificate for localhost from the test CA. */
+static SSL_CTX *leaf_ctx(void)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+	X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
+
+	SSL_CTX_use_certificate(ctx, leaf);
+	SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
+	return ctx;
+}
+
+/*
+ * A worker of route TEST_KEY (upstream localhost:port) serving the agent's connection, in
+ * a child; *agent gets the agent's end. The child's pid.
+ */
+static pid_t worker_on(unsigned port, int upstream_ms, int *agent)
+{
+	int sp[2];
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct inj_timeouts to = inj_timeouts_default;
+		struct inj_route r;
+		struct inj_worker *w;
+		char err[512];
+
+		close(sp[0]);
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "TEST_KEY");
+		snprintf(r.host, sizeof(r.host), "localhost");
+		r.uport = port;
+		snprintf(r.hname, sizeof(r.hname), "x-api-key");
+		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
+		r.key = KEY;
+		to.upstream_ms = upstream_ms;
+		if (inj_worker_new(
+			    &r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err, sizeof(err)) < 0)
+			_exit(3);
+		inj_serve_conn(w, sp[1]);
+		_exit(0);
+	}
+	close(sp[1]);
+	*agent = sp[0];
+	return pid;
+}
+
 /*
  * Keep-alive on both legs: an upstream that frames its answers (a length) and keeps its
  * connection, and an agent that sends three requests on one connection. The upstream
@@ -403,26 +468,18 @@ static void refused_request_never_connects(void **state)
  */
 static void kept_alive_both_ways(void **state)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sp[2], st;
+	struct sockaddr_in a;
+	int lfd = tls_listener(&a), agent, st;
 	pid_t up, pid;
 
 	(void)state;
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
 	up = fork();
 	assert_true(up >= 0);
 	if (up == 0) {
-		SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-		X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
+		SSL_CTX *ctx = leaf_ctx();
 		int conns = 0,
 		    out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-		SSL_CTX_use_certificate(ctx, leaf);
-		SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
 		for (;;) {
 			struct pollfd lp = {.fd = lfd, .events = POLLIN};
 			char buf[8192], ans[8400];
@@ -462,39 +519,17 @@ static void kept_alive_both_ways(void **state)
 		_exit(0);
 	}
 	close(lfd);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct inj_route r;
-		struct inj_worker *w;
-		char err[512];
-
-		close(sp[0]);
-		memset(&r, 0, sizeof(r));
-		snprintf(r.name, sizeof(r.name), "TEST_KEY");
-		snprintf(r.host, sizeof(r.host), "localhost");
-		r.uport = ntohs(a.sin_port);
-		snprintf(r.hname, sizeof(r.hname), "x-api-key");
-		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
-		r.key = KEY;
-		if (inj_worker_new(
-			    &r, pki.ca_pem, strlen(pki.ca_pem), -1, NULL, &w, err, sizeof(err)) < 0)
-			_exit(3);
-		inj_serve_conn(w, sp[1]);
-		_exit(0);
-	}
-	close(sp[1]);
+	pid = worker_on(ntohs(a.sin_port), inj_timeouts_default.upstream_ms, &agent);
 	for (int i = 0; i < 3; i++) {
 		static const char req[] = "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n";
 		char ans[8192];
 		size_t got = 0, h = 0;
 		unsigned long len = 0;
 
-		assert_int_equal(write(sp[0], req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+		assert_int_equal(write(agent, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
 		/* One answer, framed by its length; the connection stays open. */
 		while (!h || got < h + len) {
-			ssize_t k = read(sp[0], ans + got, sizeof(ans) - 1 - got);
+			ssize_t k = read(agent, ans + got, sizeof(ans) - 1 - got);
 			assert_true(k > 0);
 			got += (size_t)k;
 			ans[got] = 0;
@@ -508,7 +543,7 @@ static void kept_alive_both_ways(void **state)
 		assert_null(strstr(ans, KEY));
 		assert_non_null(strstr(ans, "x-api-key: *******"));
 	}
-	close(sp[0]);
+	close(agent);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_int_equal(waitpid(up, &st, 0), up);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -523,26 +558,19 @@ static void kept_alive_both_ways(void **state)
  */
 static void upstream_close_honoured(void **state)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), sp[2], st;
+	struct sockaddr_in a;
+	int lfd = tls_listener(&a), agent, st;
 	pid_t up, pid;
 
 	(void)state;
-	assert_true(lfd >= 0);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
 	up = fork();
 	assert_true(up >= 0);
 	if (up == 0) {
-		SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-		X509 *leaf = make_cert(pki.leaf_key, "localhost", pki.ca, pki.ca_key, 2);
+		SSL_CTX *ctx = leaf_ctx();
 		SSL *kept[4];
-		int conns = 0, out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		int conns = 0,
+		    out = open(unit_path("received"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-		SSL_CTX_use_certificate(ctx, leaf);
-		SSL_CTX_use_PrivateKey(ctx, pki.leaf_key);
 		for (; conns < 4; conns++) {
 			struct pollfd lp = {.fd = lfd, .events = POLLIN};
 			char buf[4096];
@@ -560,7 +588,8 @@ static void upstream_close_honoured(void **state)
 					_exit(4);
 				n += (size_t)r;
 			}
-			static const char ans[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+			static const char ans[] =
+				"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
 			SSL_write(ssl, ans, sizeof(ans) - 1);
 			kept[conns] = ssl; /* open, never read again */
 		}
@@ -569,39 +598,15 @@ static void upstream_close_honoured(void **state)
 		_exit(0);
 	}
 	close(lfd);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct inj_route r;
-		struct inj_worker *w;
-		struct inj_timeouts to = inj_timeouts_default;
-		char err[512];
-
-		close(sp[0]);
-		memset(&r, 0, sizeof(r));
-		snprintf(r.name, sizeof(r.name), "TEST_KEY");
-		snprintf(r.host, sizeof(r.host), "localhost");
-		r.uport = ntohs(a.sin_port);
-		snprintf(r.hname, sizeof(r.hname), "x-api-key");
-		snprintf(r.htmpl, sizeof(r.htmpl), "{}");
-		r.key = KEY;
-		to.upstream_ms = 3000;
-		if (inj_worker_new(&r, pki.ca_pem, strlen(pki.ca_pem), -1, &to, &w, err,
-			    sizeof(err)) < 0)
-			_exit(3);
-		inj_serve_conn(w, sp[1]);
-		_exit(0);
-	}
-	close(sp[1]);
+	pid = worker_on(ntohs(a.sin_port), 3000, &agent);
 	for (int i = 0; i < 2; i++) {
 		static const char req[] = "DELETE /v1/x HTTP/1.1\r\nHost: x\r\n\r\n";
 		char ans[1024];
 		size_t got = 0;
 
-		assert_int_equal(write(sp[0], req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
+		assert_int_equal(write(agent, req, sizeof(req) - 1), (ssize_t)(sizeof(req) - 1));
 		while (!inj_head_end(ans, got)) {
-			ssize_t k = read(sp[0], ans + got, sizeof(ans) - 1 - got);
+			ssize_t k = read(agent, ans + got, sizeof(ans) - 1 - got);
 			assert_true(k > 0);
 			got += (size_t)k;
 			ans[got] = 0;
@@ -609,7 +614,7 @@ static void upstream_close_honoured(void **state)
 		if (!strstr(ans, "HTTP/1.1 204 No Content\r\n"))
 			fail_msg("request %d: %s", i, ans);
 	}
-	close(sp[0]);
+	close(agent);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_int_equal(waitpid(up, &st, 0), up);
 	assert_string_equal(received(), "connections 2\n");
