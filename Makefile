@@ -91,7 +91,7 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
-.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps \
+.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps tcb \
 	format format-check bench deb deb-install FORCE
 all: $(PROGRAMS) $(UNIT_FILE)
 
@@ -212,6 +212,10 @@ test-all: deps
 
 $(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The C compiled into each program, from its debug information's compile units (issue 26).
+tcb: $(PROGRAMS)
+	@tools/tcb.sh $(PROGRAMS)
 
 bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refresh
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
