@@ -49,7 +49,6 @@ struct daemon {
 	int report_r, report_w; /* owned: the workers' usage lines */
 	int nl; /* owned: sock_diag, who connected */
 	struct inj_conf conf; /* owned: keys in locked memory */
-	int have_conf;
 	int slot[INJ_MAX_ROUTES]; /* owned: agentd's listener of INJ_PORT_BASE + i, -1 none */
 	int lfd[INJ_MAX_ROUTES]; /* borrowed from slot: listener of conf.r[i], -1 none */
 	struct worker wk[INJ_MAX_ROUTES]; /* of conf.r[i] */
@@ -60,14 +59,6 @@ struct daemon {
 	char rep[4096];
 	size_t rep_len;
 };
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- lines to agentd: queued, never blocking ---- */
 
@@ -180,7 +171,7 @@ static int worker_start(struct daemon *d, size_t i)
 	fcntl(sv[0], F_SETFL, O_NONBLOCK);
 	k->pid = pid;
 	k->sock = sv[0];
-	k->started = now_ms();
+	k->started = mono_ms();
 	return 0;
 }
 
@@ -218,7 +209,6 @@ static int apply(struct daemon *d, struct inj_conf *nc)
 	 */
 	inj_conf_free(&prev);
 	d->conf = *nc;
-	d->have_conf = 1;
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++) {
 		unsigned p = i < d->conf.n ? d->conf.r[i].port : 0;
 
@@ -235,7 +225,7 @@ static int apply(struct daemon *d, struct inj_conf *nc)
 			continue;
 		}
 		if (worker_start(d, i) < 0)
-			d->wk[i].restart_at = now_ms() + RESTART_MS;
+			d->wk[i].restart_at = mono_ms() + RESTART_MS;
 	}
 	/* The new workers exist before the old ones stop taking connections. */
 	for (size_t i = 0; i < INJ_MAX_ROUTES; i++)
@@ -403,7 +393,7 @@ static void reap(struct daemon *d)
 			k->sock = -1;
 			k->pid = -1;
 			at = k->started + RESTART_MS;
-			k->restart_at = at > now_ms() ? at : now_ms();
+			k->restart_at = at > mono_ms() ? at : mono_ms();
 		}
 }
 
@@ -462,7 +452,7 @@ int inj_daemon(int ctl)
 	while (!stop) {
 		struct pollfd pf[INJ_MAX_ROUTES + 2];
 		size_t map[INJ_MAX_ROUTES], np = 2;
-		long now = now_ms(), wait = 1000;
+		long now = mono_ms(), wait = 1000;
 
 		for (size_t i = 0; i < d.conf.n; i++) {
 			if (d.wk[i].restart_at && d.wk[i].restart_at <= now &&

@@ -175,12 +175,10 @@ int inj_conn_open(struct inj_tls *t, const char *host, unsigned port, int timeou
 int inj_conn_write(struct inj_conn *c, const void *p, size_t n);
 /* Bytes read, 0 at the end, -1 on error. */
 ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n);
-int inj_conn_pending(struct inj_conn *c);
 /* Why the connection's last write failed (for the owner's log; never holds data). */
 const char *inj_conn_error(const struct inj_conn *c);
 /* 1 when a kept connection may take a request: nothing unread, no close from the peer. */
 int inj_conn_reusable(struct inj_conn *c);
-int inj_conn_fd(struct inj_conn *c);
 void inj_conn_close(struct inj_conn *c);
 /* Closed without a TLS close_notify (never blocks on a peer that stopped reading). */
 void inj_conn_drop(struct inj_conn *c);
@@ -217,9 +215,6 @@ void inj_worker_free(struct inj_worker *w);
  * other choice, or the worker drains. Blocking; one thread per connection.
  */
 void inj_serve_conn(struct inj_worker *w, int fd);
-/* Connections being served, upstream connections opened, kept idle now. */
-void inj_worker_counts(struct inj_worker *w, unsigned *conns, unsigned long long *opened,
-	size_t *idle);
 /*
  * The worker's own loop (a process): connections arrive as descriptors on sock (from the
  * injector's first process); each gets a thread, beyond INJ_ROUTE_CONNS a 503. When sock
@@ -253,6 +248,12 @@ int inj_peer_uid(int nl, int fd, uid_t *ret_uid);
 int inj_listen(unsigned port);
 /* head with the n descriptors fds attached (SCM_RIGHTS), in one message. */
 int inj_send_fds(int sock, const char *head, const int *fds, size_t n);
+/*
+ * One message of up to n bytes into p, with up to max descriptors (SCM_RIGHTS, CLOEXEC;
+ * more are closed, and all are when the kernel truncated them) into fds, *ret_nfd of
+ * them: recvmsg's result (0 at the end, -1 with errno).
+ */
+ssize_t inj_recv_fds(int sock, void *p, size_t n, int *fds, size_t max, size_t *ret_nfd);
 /* lfd[i] (listener of INJ_PORT_BASE + i, -1 none) over sock, before the first hand-over. */
 int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES]);
 /* The injector's side: ret_lfd[i] as sent (CLOEXEC), -1 for none; -1 on anything else. */

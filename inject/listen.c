@@ -79,37 +79,60 @@ int inj_send_listeners(int sock, const int lfd[INJ_MAX_ROUTES])
 	return inj_send_fds(sock, head, fds, n);
 }
 
-int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES])
+ssize_t inj_recv_fds(int sock, void *p, size_t n, int *fds, size_t max, size_t *ret_nfd)
 {
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(sizeof(int) * INJ_MAX_ROUTES)];
 	} cm;
-	char head[HEAD_LEN + 1], want[HEAD_LEN + 1];
-	struct iovec iov = {head, HEAD_LEN};
-	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+	struct iovec iov = {p, n};
+	struct msghdr m = {.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cm.b,
 		.msg_controllen = sizeof(cm.b)};
-	int fds[INJ_MAX_ROUTES], type = 0, ok = 1;
-	size_t got = 0, nfd = 0, k = 0;
-	unsigned long mask;
-	char *e;
+	size_t nfd = 0;
+	ssize_t r;
 
 	memset(&cm, 0, sizeof(cm));
-	ssize_t r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	if (r <= 0)
-		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-			for (size_t i = 0; i < n; i++) {
+	do
+		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r >= 0)
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
 				int fd;
 				memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-				if (nfd < INJ_MAX_ROUTES)
+				if (nfd < max)
 					fds[nfd++] = fd;
 				else
 					close(fd);
 			}
 		}
+	/* Descriptors the kernel could not pass (the fd limit): as good as none. */
+	if (r >= 0 && (m.msg_flags & MSG_CTRUNC)) {
+		while (nfd)
+			close(fds[--nfd]);
+	}
+	*ret_nfd = nfd;
+	return r;
+}
+
+int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES])
+{
+	char head[HEAD_LEN + 1], want[HEAD_LEN + 1];
+	int fds[INJ_MAX_ROUTES], type = 0, ok = 1;
+	size_t got = 0, nfd = 0, k = 0;
+	unsigned long mask;
+	char *e;
+	ssize_t r = inj_recv_fds(sock, head, HEAD_LEN, fds, INJ_MAX_ROUTES, &nfd);
+
+	if (r <= 0) {
+		while (nfd)
+			close(fds[--nfd]);
+		return -1;
+	}
 	got = (size_t)r;
 	/* The rest of the head, if the stream split it (no descriptors come with it). */
 	while (ok && got < HEAD_LEN) {
@@ -121,7 +144,7 @@ int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES])
 	}
 	head[HEAD_LEN] = 0;
 	mask = ok && !strncmp(head, "ocsb-listen ", 12) ? strtoul(head + 12, &e, 16) : 0;
-	if (!ok || (m.msg_flags & MSG_CTRUNC) || strncmp(head, "ocsb-listen ", 12) ||
+	if (!ok || strncmp(head, "ocsb-listen ", 12) ||
 		e != head + 16 || *e != '\n' || (unsigned)__builtin_popcountl(mask) != nfd)
 		ok = 0;
 	snprintf(want, sizeof(want), HEAD_FMT, (unsigned)mask);

@@ -63,7 +63,6 @@ struct inj_worker {
 	struct pooled pool[INJ_POOL_MAX];
 	size_t npool;
 	unsigned conns;
-	unsigned long long opened;
 	int draining;
 	int drain_r, drain_w; /* owned: closing drain_w wakes every waiting connection */
 };
@@ -75,14 +74,6 @@ struct client {
 	size_t got;
 	int first; /* no request served yet */
 };
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int inj_worker_new(const struct inj_route *r, const char *ca_pem, size_t ca_len, int report_fd,
 	const struct inj_timeouts *to, struct inj_worker **ret, char *err, size_t errlen)
@@ -135,16 +126,6 @@ void inj_worker_free(struct inj_worker *w)
 	free(w);
 }
 
-void inj_worker_counts(
-	struct inj_worker *w, unsigned *conns, unsigned long long *opened, size_t *idle)
-{
-	pthread_mutex_lock(&w->mu);
-	*conns = w->conns;
-	*opened = w->opened;
-	*idle = w->npool;
-	pthread_mutex_unlock(&w->mu);
-}
-
 /* ---- the pool ---- */
 
 /* A kept connection that may take a request, the most recently used first; NULL: none. */
@@ -160,7 +141,7 @@ static struct inj_conn *pool_get(struct inj_worker *w)
 		}
 		p = w->pool[--w->npool];
 		pthread_mutex_unlock(&w->mu);
-		if (now_ms() - p.since < w->to.pool_idle_ms && inj_conn_reusable(p.c))
+		if (mono_ms() - p.since < w->to.pool_idle_ms && inj_conn_reusable(p.c))
 			return p.c;
 		inj_conn_drop(p.c);
 	}
@@ -170,7 +151,7 @@ static void pool_put(struct inj_worker *w, struct inj_conn *c)
 {
 	pthread_mutex_lock(&w->mu);
 	if (!w->draining && w->npool < INJ_POOL_MAX) {
-		w->pool[w->npool++] = (struct pooled){c, now_ms()};
+		w->pool[w->npool++] = (struct pooled){c, mono_ms()};
 		c = NULL;
 	}
 	pthread_mutex_unlock(&w->mu);
@@ -182,7 +163,7 @@ static void pool_expire(struct inj_worker *w)
 {
 	struct inj_conn *old[INJ_POOL_MAX];
 	size_t n = 0, k = 0;
-	long now = now_ms();
+	long now = mono_ms();
 
 	pthread_mutex_lock(&w->mu);
 	for (size_t i = 0; i < w->npool; i++) {
@@ -207,9 +188,6 @@ static int open_upstream(struct inj_worker *w, struct inj_conn **ret, char *why,
 		snprintf(why, whylen, "502 %s", err);
 		return -1;
 	}
-	pthread_mutex_lock(&w->mu);
-	w->opened++;
-	pthread_mutex_unlock(&w->mu);
 	return 0;
 }
 
@@ -266,7 +244,7 @@ static ssize_t crecv(
 	for (;;) {
 		struct pollfd pf[2] = {
 			{.fd = fd, .events = POLLIN}, {.fd = w->drain_r, .events = POLLIN}};
-		long left = deadline - now_ms();
+		long left = deadline - mono_ms();
 		int r;
 
 		if (left <= 0)
@@ -311,7 +289,7 @@ static void answer(int fd, int status, const char *text, char *why, size_t whyle
  */
 static long read_head(struct inj_worker *w, struct client *c)
 {
-	long start = now_ms(), deadline;
+	long start = mono_ms(), deadline;
 	size_t end, scanned = 0;
 	ssize_t k;
 
@@ -329,7 +307,7 @@ static long read_head(struct inj_worker *w, struct client *c)
 			return 0;
 		c->got = (size_t)k;
 		if (!c->first)
-			start = now_ms();
+			start = mono_ms();
 	}
 	/* The whole head by one deadline, however the agent spaces its bytes. */
 	deadline = start + w->to.head_ms;
@@ -375,7 +353,7 @@ static int relay_body(struct inj_worker *w, struct client *c, size_t off, struct
 			if (req->body == INJ_BODY_LENGTH && left < want)
 				want = (size_t)left;
 			pos = c->got = 0;
-			k = crecv(w, c->fd, c->in, want, now_ms() + w->to.body_ms, 0);
+			k = crecv(w, c->fd, c->in, want, mono_ms() + w->to.body_ms, 0);
 			if (k <= 0) {
 				rc = -1;
 				break;
@@ -475,9 +453,8 @@ static int relay_answer_body(struct relay *x, struct inj_conn *up, const char *p
 
 	switch (x->resp->body) {
 	case INJ_BODY_NONE:
-		/* Kept only if the upstream keeps it too, and sent nothing past the head. */
-		rc = npre || x->resp->upstream_close ? 0 : 1;
-		goto out;
+		extra = npre != 0;
+		break;
 	case INJ_BODY_LENGTH:
 		for (;;) {
 			size_t take = npre < left ? npre : (size_t)left;
@@ -753,37 +730,23 @@ static void *conn_thread(void *p)
 /* A connection from the first process: "c" with its descriptor. */
 static int recv_conn(int sock)
 {
-	union {
-		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int) * 4)];
-	} cm;
-	char tag;
-	struct iovec iov = {&tag, 1};
-	struct msghdr m = {.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cm.b,
-		.msg_controllen = sizeof(cm.b)};
-	int fd = -1;
-	ssize_t r;
+	int fds[1];
+	size_t nfd = 0;
+	char tag = 0;
+	ssize_t r = inj_recv_fds(sock, &tag, 1, fds, 1, &nfd);
 
-	do
-		r = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
-	if (r <= 0)
+	if (r <= 0) {
+		if (nfd)
+			close(fds[0]);
 		return r == 0 ? -2 : -1;
+	}
+	if (nfd && tag == 'c')
+		return fds[0];
+	if (nfd)
+		close(fds[0]);
 	/* A message without its descriptor (the fd limit): skipped, not taken for an end. */
 	errno = EAGAIN;
-	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
-		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
-				int got;
-				memcpy(&got, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-				if (fd < 0 && tag == 'c')
-					fd = got;
-				else
-					close(got);
-			}
-	return fd;
+	return -1;
 }
 
 int inj_worker_run(struct inj_worker *w, int sock)

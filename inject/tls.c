@@ -234,11 +234,6 @@ ssize_t inj_conn_read(struct inj_conn *c, void *p, size_t n)
 	return e == SSL_ERROR_ZERO_RETURN ? 0 : -1;
 }
 
-int inj_conn_pending(struct inj_conn *c)
-{
-	return SSL_pending(c->ssl) > 0;
-}
-
 int inj_conn_reusable(struct inj_conn *c)
 {
 	struct pollfd p = {.fd = c->fd, .events = POLLIN};
@@ -253,11 +248,6 @@ int inj_conn_reusable(struct inj_conn *c)
 const char *inj_conn_error(const struct inj_conn *c)
 {
 	return c && c->err[0] ? c->err : "no detail";
-}
-
-int inj_conn_fd(struct inj_conn *c)
-{
-	return c->fd;
 }
 
 void inj_conn_drop(struct inj_conn *c)
