@@ -62,7 +62,10 @@ print("found" if found else "none")'
 mem_of() { python3 -c "$MEMFIND" "$1" "$2"; }
 # The workers' order is the routes': the first process is the oldest.
 set -- $(pgrep -o -u ocsb-inject -x ocsb-inject) $(pgrep -u ocsb-inject -x ocsb-inject | sort -n | tail -n 2)
-check_output "positive control: the first process holds the second route's key (locked memory)" '^found$' mem_of "$1" "$KEY2"
+check_output "positive control: the first process holds the second route's key" '^found$' mem_of "$1" "$KEY2"
+# sodium_malloc locks what it holds (never swapped): the first process and a worker.
+check_output "the keys' memory is locked (first process)" '^VmLck:\s+[1-9][0-9]* kB$' grep '^VmLck' "/proc/$1/status"
+check_output "... and in a worker" '^VmLck:\s+[1-9][0-9]* kB$' grep '^VmLck' "/proc/$2/status"
 check_output "positive control: the first route's worker holds its own key" '^found$' mem_of "$2" "$KEY"
 check_output "the first route's worker does not hold the second route's key" '^none$' mem_of "$2" "$KEY2"
 check_output "the second route's worker does not hold the first route's key" '^none$' mem_of "$3" "$KEY"
