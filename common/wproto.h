@@ -40,7 +40,7 @@
 enum wp_type {
 	/* requests */
 	WP_HELLO = 1, /* {} once, first: the supervisor is up (state INIT -> RUN) */
-	WP_SPAWN, /* struct wp_spawn + env; fds: [0] stdout+stderr (a pipe), [1] see kinds */
+	WP_SPAWN, /* struct wp_spawn + env; fds: [0] stdout+stderr (a pipe), [1] see the kinds */
 	WP_SIGNAL, /* struct wp_signal */
 	WP_EGRESS, /* struct wp_egress: the netlock's egress bits, applied and verified */
 	WP_ROUTES, /* struct wp_routes: the injector's routes, applied and verified */
@@ -71,11 +71,18 @@ enum wp_kind {
 	WP_KIND_PROXY = 1, /* squid -N -f <proxy conf>: root, drops to `proxy` itself */
 	WP_KIND_OPENCODE, /* project `index` of ocsb.conf: the agent, in its cgroup and sandbox */
 	WP_KIND_INJECT, /* ocsb-inject --fd 4, as ocsb-inject; fds[1] becomes its fd 4 */
-	WP_KIND_MIRROR_READ, /* ocsb-agentd --mirror-read: the owner; stdout = fds[1] */
-	WP_KIND_MIRROR_LINK, /* ocsb-agentd --mirror-link: the agent; stdout = fds[1] */
+	/*
+	 * The supervisor's own program in a mode of one job, run as someone else with
+	 * `--config <the warden's ocsb.conf>` after the mode; fds[0] is its stderr, fds[1]
+	 * its stdout, stdin /dev/null. Not in the agent's cgroup (MIRROR_LINK is: it is
+	 * the agent's).
+	 */
+	WP_KIND_MIRROR_READ, /* ocsb-agentd --mirror-read: as the owner */
+	WP_KIND_MIRROR_LINK, /* ocsb-agentd --mirror-link: as the agent */
+	WP_KIND_OWNER_EGRESS, /* ocsb-agentd --owner-egress: as the owner */
 };
 
-#define WP_MAX_CHILDREN 24 /* slots: AGENTD_MAX_PROJECTS + proxy + inject + mirror (2) */
+#define WP_MAX_CHILDREN 24 /* slots: AGENTD_MAX_PROJECTS + proxy + inject + one-job modes */
 
 struct wp_spawn {
 	uint32_t kind; /* enum wp_kind */
