@@ -68,7 +68,11 @@ struct wp_hdr {
 
 /* What the warden runs: the program, its argv and its uid are the kind's. */
 enum wp_kind {
-	WP_KIND_PROXY = 1, /* squid -N -f <proxy conf>: root, drops to `proxy` itself */
+	/*
+	 * squid -N -f <varlib>/ocsb/squid/squid.conf, as `proxy` from the start: the
+	 * supervisor renders that file, so root never parses it.
+	 */
+	WP_KIND_PROXY = 1,
 	WP_KIND_OPENCODE, /* project `index` of ocsb.conf: the agent, in its cgroup and sandbox */
 	WP_KIND_INJECT, /* ocsb-inject --fd 4, as ocsb-inject; fds[1] becomes its fd 4 */
 	/*
@@ -99,7 +103,7 @@ struct wp_r_spawn {
 
 struct wp_signal {
 	uint32_t slot;
-	uint32_t sig; /* SIGTERM or SIGKILL; nothing else */
+	uint32_t sig; /* SIGTERM or SIGKILL; SIGHUP to the proxy (squid's reload) */
 };
 
 struct wp_egress {
@@ -131,7 +135,7 @@ struct wp_r_port {
 
 enum wp_file {
 	WP_FILE_AGENT_ENV = 1, /* <run>/ocsb/<agent>/env: the agent's, 0400 (ssh sessions) */
-	WP_FILE_USAGE, /* <varlib>/ocsb/agentd/usage-<agent>: the owner's, 0400 */
+	WP_FILE_USAGE, /* <varlib>/ocsb/inject/usage (INJ_USAGE_REL): the owner's, 0400 */
 };
 
 struct wp_write {
