@@ -80,12 +80,16 @@ AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
+WARDEN_SRC    := $(filter-out warden/main.c,$(wildcard warden/*.c))
+WARDEN_OBJ    := $(WARDEN_SRC:%.c=$(BUILDDIR)/%.o)
+LIBWARDEN     := $(BUILDDIR)/libwarden.a
+
 INJECT_SRC    := $(filter-out inject/main.c,$(wildcard inject/*.c))
 INJECT_OBJ    := $(INJECT_SRC:%.c=$(BUILDDIR)/%.o)
 LIBINJECT     := $(BUILDDIR)/libinject.a
 
 PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd \
-                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject
+                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject $(BUILDDIR)/ocsb-warden
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -154,6 +158,14 @@ $(LIBAGENTD): $(AGENTD_OBJ)
 $(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(LIBWARDEN): $(WARDEN_OBJ)
+	$(AR) rcs $@ $^
+
+# The root part (issue 26): the netlock (libnftnl, libmnl), cgroups, the children's drops and
+# the common library; no OpenSSL, libgit2, libssh, libsecret nor libsodium.
+$(BUILDDIR)/ocsb-warden: $(BUILDDIR)/warden/main.o $(LIBWARDEN) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libnftnl libmnl 2>/dev/null)
+
 $(LIBINJECT): $(INJECT_OBJ)
 	$(AR) rcs $@ $^
 
@@ -179,7 +191,7 @@ $(LIBSECRETS): $(SECRETS_OBJ)
 $(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBWARDEN) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -261,6 +273,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-warden $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-shell $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
@@ -274,11 +287,12 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-warden
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] warden/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:

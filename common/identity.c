@@ -8,9 +8,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,18 +22,23 @@ static const char *const dmi_fields[] = {"product_uuid", "product_serial", "boar
 	"chassis_serial", "product_name", "sys_vendor", "board_vendor", "board_name", "bios_vendor",
 	"bios_version", "product_version", "chassis_vendor"};
 
-static void hex_id(char *out, size_t n, int dashes)
+/* 0, or -EIO when the kernel has no randomness to give (getrandom blocks until it has). */
+static int hex_id(char *out, size_t n, int dashes)
 {
 	unsigned char raw[16];
 	char hex[33];
 
-	randombytes_buf(raw, sizeof(raw));
-	sodium_bin2hex(hex, sizeof(hex), raw, sizeof(raw));
+	/* getrandom(2), not libsodium: the warden links no crypto library for 16 bytes. */
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -EIO;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
 	if (dashes)
 		snprintf(out, n, "%.8s-%.4s-4%.3s-a%.3s-%.12s\n", hex, hex + 8, hex + 13, hex + 17,
 			hex + 20);
 	else
 		snprintf(out, n, "%s\n", hex);
+	return 0;
 }
 
 /* dfd/name holds a value already (kept: stable across restarts), or gets `value`. */
@@ -63,17 +68,13 @@ int identity_ensure(const char *varlib, const char *agent, char *ret_dir, size_t
 
 	if (identity_dir(varlib, agent, ret_dir, n) < 0)
 		return -ENAMETOOLONG;
-	if (sodium_init() < 0)
-		return -EIO;
 	/* Root-owned, 0755: the bind mounts are read by the agent, never written. */
 	dfd = fo_mkdir_p(AT_FDCWD, ret_dir, 0755, 0, 0);
 	if (dfd < 0)
 		return dfd;
-	hex_id(v, sizeof(v), 0);
-	if ((r = keep_or_write(dfd, "machine-id", v)) < 0)
+	if ((r = hex_id(v, sizeof(v), 0)) < 0 || (r = keep_or_write(dfd, "machine-id", v)) < 0)
 		goto out;
-	hex_id(v, sizeof(v), 1);
-	if ((r = keep_or_write(dfd, "boot_id", v)) < 0)
+	if ((r = hex_id(v, sizeof(v), 1)) < 0 || (r = keep_or_write(dfd, "boot_id", v)) < 0)
 		goto out;
 	/* A neutral command line: the real one names disks, UUIDs and hypervisor details. */
 	r = keep_or_write(dfd, "cmdline", "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro quiet\n");
@@ -85,9 +86,10 @@ int identity_ensure(const char *varlib, const char *agent, char *ret_dir, size_t
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(dmi_fields) / sizeof(dmi_fields[0]); i++) {
-		if (!strcmp(dmi_fields[i], "product_uuid"))
-			hex_id(v, sizeof(v), 1);
-		else if (strstr(dmi_fields[i], "serial"))
+		if (!strcmp(dmi_fields[i], "product_uuid")) {
+			if ((r = hex_id(v, sizeof(v), 1)) < 0)
+				goto out;
+		} else if (strstr(dmi_fields[i], "serial"))
 			snprintf(v, sizeof(v), "0\n");
 		else
 			snprintf(v, sizeof(v), "ocsb\n");

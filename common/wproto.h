@@ -155,7 +155,7 @@ struct wp_r_status {
 	uint64_t memory_max;
 	uint32_t tasks_max;
 	uint32_t cpu_percent;
-	char cg_what[256]; /* the agent's cgroup, as cgroup.h names it */
+	char cg_what[1200]; /* the agent's cgroup, as cgroup.h names it (struct cgroup's what) */
 	char cg_error[512]; /* why there is none */
 	char netlock_error[512];
 	char stale_agents[1024];
@@ -168,8 +168,8 @@ struct wp_e_exec {
 
 struct wp_e_exit {
 	uint32_t slot;
-	int32_t si_code; /* CLD_EXITED, CLD_KILLED, CLD_DUMPED */
-	int32_t si_status;
+	int32_t cld; /* siginfo si_code: CLD_EXITED, CLD_KILLED, CLD_DUMPED */
+	int32_t status; /* si_status: the exit code or the signal */
 };
 
 struct wp_e_frozen {
