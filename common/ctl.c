@@ -918,7 +918,7 @@ int ctl_call(const char *path, const struct ctl_request *rq, struct ctl_response
 		else
 			seterr(err, errlen,
 				"cannot reach ocsb-agentd at %s: %s (is it running? %s)", path,
-				strerror(-r), "sudo ocsb-agentd --foreground");
+				strerror(-r), "sudo ocsb-warden --foreground");
 		goto out;
 	}
 	sr = send_until(fd, req.data, req.len, deadline);

@@ -337,7 +337,7 @@ static int ensure_proxy(struct prov *p)
 			    p->cfg.proxy_port,
 			    p->mode == PROV_CHECK && p->agent_exists && !prov_agentd_running(p)
 				    ? ": ocsb-agentd is not running (it runs the proxy; start it: "
-				      "systemctl start ocsb-agentd, or sudo ocsb-agentd "
+				      "systemctl start ocsb-agentd, or sudo ocsb-warden "
 				      "--foreground)"
 				    : ""))
 			goto out;

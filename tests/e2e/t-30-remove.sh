@@ -290,7 +290,7 @@ locked "a system account in the registry changes nothing"
 
 # ocsb-agentd (serving $AGENT, the agent of ocsb.conf) restores the set of both after a flush.
 start_agentd() {
-	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd-30.log" 2>&1 </dev/null &
 	AGENTD=$!
 }

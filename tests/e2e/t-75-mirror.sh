@@ -162,7 +162,7 @@ if [ ! -x "$OC_BIN" ]; then
 	skip "OpenCode reads the mirrored config" "OpenCode not installed at $OC_BIN"
 	exit 0
 fi
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }
 running() { [ "$(field state 2)" = running ]; }

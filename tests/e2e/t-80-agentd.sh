@@ -19,7 +19,7 @@ check_output "provisioned" '^ocsb-provision: [1-9]' provision
 useradd -m -s /bin/bash bob
 
 start_agentd() {
-	CANARY_ROOT_ENV=leak OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	CANARY_ROOT_ENV=leak OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }

@@ -9,7 +9,7 @@ OCSB=$OCSB_BUILD/ocsb
 make_project
 check_output "provisioned" '^ocsb-provision: [1-9]' provision
 fake_opencode 30
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 LOG=/var/log/ocsb/opencode-shop.log
 flooded() { grep -q FLOOD-DONE "$LOG"; }

@@ -97,7 +97,7 @@ check_fails_output "push without ocsb-agentd says so" 'cannot reach ocsb-agentd'
 
 # --- ocsb-agentd with OpenCode
 start_agentd() {
-	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }
@@ -209,7 +209,7 @@ kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 chmod 0644 "$KEY"
 : >"$E2E_SCRATCH/agentd2.log"
-timeout 20 "$OCSB_BUILD/ocsb-agentd" --foreground >"$E2E_SCRATCH/agentd2.log" 2>&1 </dev/null
+timeout 20 "$OCSB_BUILD/ocsb-warden" --foreground >"$E2E_SCRATCH/agentd2.log" 2>&1 </dev/null
 check_output "agentd refuses to start with a readable private key" 'must be owned by root with mode 0600' cat "$E2E_SCRATCH/agentd2.log"
 chmod 0600 "$KEY"
 start_agentd

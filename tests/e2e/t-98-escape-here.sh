@@ -33,7 +33,7 @@ start() {
 		[ -f "\$f" ] || continue
 		while IFS= read -r l; do case \$l in Environment=*) envs+=("\${l#Environment=}") ;; esac; done <"\$f"
 	done
-	env "\${envs[@]}" setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+	env "\${envs[@]}" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	echo \$! >"\$PIDF"
 	echo "start \${envs[*]}" >>"$E2E_SCRATCH/systemctl.log"
 }
