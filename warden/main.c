@@ -208,8 +208,30 @@ static void give_dirs(struct warden *w)
 	give_dir(w, mirror, 0755, 0);
 }
 
-/* The control socket, bound and listening: the supervisor serves it. */
-static int ctl_bind(struct warden *w)
+/* A live supervisor answers on the control socket; a stale socket file refuses. */
+static int another_running(struct warden *w)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd, r = 0;
+
+	if (strlen(w->paths.ctl_sock) >= sizeof(a.sun_path))
+		return 0;
+	strcpy(a.sun_path, w->paths.ctl_sock);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+		log_err("another ocsb-warden is running (its supervisor listens on %s)", a.sun_path);
+		r = 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * The control socket, bound and listening, for each supervisor anew: the warden keeps no
+ * copy, so the supervisor alone serves it (ss -xlp names it alone).
+ */
+int warden_ctl_bind(struct warden *w)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	char dir[sizeof(a.sun_path)];
@@ -227,16 +249,6 @@ static int ctl_bind(struct warden *w)
 		return -1;
 	}
 	strcpy(a.sun_path, w->paths.ctl_sock);
-	/* A live supervisor answers; a stale socket file refuses. */
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		log_err("another ocsb-warden is running (its supervisor listens on %s)", a.sun_path);
-		close(fd);
-		close(dfd);
-		return -1;
-	}
-	if (fd >= 0)
-		close(fd);
 	unlinkat(dfd, path_base(w->paths.ctl_sock), 0);
 	close(dfd);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -247,8 +259,7 @@ static int ctl_bind(struct warden *w)
 			close(fd);
 		return -1;
 	}
-	w->ctlfd = fd;
-	return 0;
+	return fd;
 }
 
 static int setup(struct warden *w)
@@ -270,7 +281,7 @@ static int setup(struct warden *w)
 	}
 	*strrchr(self, '/') = '\0';
 	snprintf(w->self_dir, sizeof(w->self_dir), "%s", self);
-	if (warden_load(w) < 0)
+	if (another_running(w) || warden_load(w) < 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
@@ -314,8 +325,6 @@ static int setup(struct warden *w)
 	if (w->freeze_timer < 0 || w->sup_timer < 0 ||
 		warden_watch(w, w->freeze_timer, &w->freeze_src, WS_TIMER, NULL) < 0 ||
 		warden_watch(w, w->sup_timer, &w->sup_timer_src, WS_TIMER, w) < 0)
-		return -1;
-	if (ctl_bind(w) < 0)
 		return -1;
 	agent_cgroup_setup(w);
 	give_dirs(w);

@@ -368,16 +368,23 @@ int super_start(struct warden *w)
 		log_err("%s: %s", SUPERVISOR_USER, strerror(-r));
 		return -1;
 	}
+	w->ctlfd = warden_ctl_bind(w);
+	if (w->ctlfd < 0) {
+		spawn_cred_free(&cred);
+		return -1;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || sndbuf(sv[0]) < 0 ||
 		sndbuf(sv[1]) < 0) {
 		log_err("supervisor: socketpair: %s", strerror(errno));
 		spawn_cred_free(&cred);
+		close(w->ctlfd);
 		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
 		log_err("supervisor: fork: %s", strerror(errno));
 		spawn_cred_free(&cred);
+		close(w->ctlfd);
 		close(sv[0]);
 		close(sv[1]);
 		return -1;
@@ -407,6 +414,8 @@ int super_start(struct warden *w)
 	}
 	spawn_cred_free(&cred);
 	close(sv[1]);
+	close(w->ctlfd); /* the supervisor's alone */
+	w->ctlfd = -1;
 	w->sup_pid = pid;
 	w->sup_pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	w->sup_fd = sv[0];

@@ -78,7 +78,7 @@ struct warden {
 	void *nft_sock, *guard_sock, *nl_sock; /* owned: struct mnl_socket */
 	int nftfd;
 	struct wsrc nft_src;
-	int ctlfd; /* the control socket, listening: the supervisor's */
+	int ctlfd; /* the control socket between its bind and the supervisor's fork, else -1 */
 
 	/* the supervisor */
 	enum wstate state;
@@ -119,6 +119,8 @@ int warden_watch(struct warden *w, int fd, struct wsrc *s, enum wsrc_kind kind, 
 int warden_load(struct warden *w);
 /* SIGHUP, or the supervisor's WP_RELOAD: ocsb.conf again, all or nothing. */
 void warden_reload(struct warden *w);
+/* The control socket, bound and listening (0666; the supervisor checks SO_PEERCRED): fd or -1. */
+int warden_ctl_bind(struct warden *w);
 /* <run>/ocsb/<agent>, root's and not writable by others: an fd, or -1 (logged). */
 int warden_run_dir(struct warden *w, char *dir, size_t n);
 
