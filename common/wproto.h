@@ -159,6 +159,7 @@ struct wp_r_status {
 	char cg_error[512]; /* why there is none */
 	char netlock_error[512];
 	char stale_agents[1024];
+	int32_t cg_procs; /* processes in the agent's cgroup (cg_count), when cg_mode is not CG_NONE */
 };
 
 struct wp_e_exec {
