@@ -405,6 +405,18 @@ static int purge_machine(struct prov *p)
 		else
 			prov_done(p);
 	}
+	/* The supervisor's logs (its account's directory, removed without following links). */
+	if (lstat(AGENTD_LOG_DIR, &st) == 0 &&
+		prov_change(p, "remove %s (no agent is left)", AGENTD_LOG_DIR)) {
+		int e = fo_rmtree(AGENTD_LOG_DIR);
+
+		if (e < 0) {
+			log_err("%s: %s", AGENTD_LOG_DIR, strerror(-e));
+			r = e;
+		} else {
+			prov_done(p);
+		}
+	}
 	rmdir(keys);
 	if (rmdir(etc) < 0 && errno != ENOENT)
 		printf("kept %s: it holds files ocsb-provision did not write\n", etc);
@@ -593,6 +605,7 @@ int prov_main(struct prov_opts *o)
 		 * agent's, and ocsb-inject's, which the table gives a chain of its own.
 		 */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || inject_account_ensure(p) < 0 ||
+			agentd_account_ensure(p) < 0 || agentd_dirs_ensure(p) < 0 ||
 			net_ensure(p) < 0 || keys_ensure(p) < 0 || keys_global_ensure(p) < 0 ||
 			sshd_ensure(p) < 0 || repos_ensure(p) < 0 || systemd_ensure(p) < 0 ||
 			secrets_ensure(p) < 0 || prov_mirror_ensure(p) < 0 ||
