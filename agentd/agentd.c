@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,116 @@ int agentd_watch(
 	return 0;
 }
 
+#define OWNER_EGRESS_MS 10000 /* the owner's egress.conf, read by a child as the owner */
+#define OWNER_EGRESS_MAX ((1 << 20) + 1) /* CONF_MAX_FILE, and one byte to see it exceeded */
+#define OWNER_EGRESS_ERR 2048
+
+/*
+ * The owner's egress layer (~/.config/ocsb/egress.conf): we cannot read the owner's home,
+ * so the warden runs `ocsb-agentd --owner-egress` as the owner (WP_KIND_OWNER_EGRESS),
+ * which checks the file on its descriptor and prints it; we parse it. 0 with *ret (NULL:
+ * no layer, or an empty one), or -1 logged (its stderr, escaped by the log like every
+ * line: it is the owner's side talking).
+ */
+static int owner_egress_text(struct agentd *d, char **ret, size_t *ret_len)
+{
+	struct buf out = {0}, err = {0};
+	struct wp_r_spawn rs;
+	struct wp_e_exit ex;
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, r = -1, open_n = 2;
+	long deadline = mono_ms() + OWNER_EGRESS_MS;
+
+	*ret = NULL;
+	*ret_len = 0;
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		log_err("egress: pipe: %s", strerror(errno));
+		goto out;
+	}
+	r = wc_spawn(d, WP_KIND_OWNER_EGRESS, 0, NULL, 0, 0, pe[1], po[1], &rs);
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+	if (r < 0) {
+		log_err("egress: reading %s's %s: %s", d->owner.name, EGRESS_OWNER_FILE,
+			strerror(-r));
+		r = -1;
+		goto out;
+	}
+	/* Both pipes at once: a child that fills one while we wait on the other never ends. */
+	while (open_n > 0 && mono_ms() < deadline) {
+		struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+		char chunk[4096];
+
+		if (poll(pf, 2, (int)(deadline - mono_ms())) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			struct buf *b = i ? &err : &out;
+			size_t max = i ? OWNER_EGRESS_ERR : OWNER_EGRESS_MAX;
+			ssize_t n;
+
+			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(pf[i].fd, chunk, sizeof(chunk));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close(i ? pe[0] : po[0]);
+				if (i)
+					pe[0] = -1;
+				else
+					po[0] = -1;
+				open_n--;
+				continue;
+			}
+			if (b->len < max)
+				buf_append(b, chunk, (size_t)n < max - b->len ? (size_t)n : max - b->len);
+		}
+	}
+	/* Its pipes closed: its end is a moment away, whatever the deadline says. */
+	r = wc_wait_exit(d, rs.slot, open_n ? 0 : 1000 + deadline - mono_ms(), &ex);
+	if (r < 0) {
+		/* Stuck (an NFS home, a FIFO): ended, and the layer is not guessed. */
+		wc_signal(d, rs.slot, SIGKILL);
+		r = wc_wait_exit(d, rs.slot, 3000, &ex);
+		log_err("egress: reading %s's %s took more than %d ms: stopped", d->owner.name,
+			EGRESS_OWNER_FILE, OWNER_EGRESS_MS);
+		r = -1;
+		goto out;
+	}
+	if (ex.cld != CLD_EXITED || ex.status != 0) {
+		/* Its own words, the last line's newline off (log_* escapes what is left). */
+		while (err.len && err.data[err.len - 1] == '\n')
+			err.len--;
+		log_err("egress: %s's %s: %.*s", d->owner.name, EGRESS_OWNER_FILE,
+			err.len ? (int)err.len : 16, err.len ? err.data : "could not be read");
+		r = -1;
+		goto out;
+	}
+	if (out.len >= OWNER_EGRESS_MAX) {
+		log_err("egress: %s/%s: file too large (limit 1 MiB)", d->owner.home,
+			EGRESS_OWNER_FILE);
+		r = -1;
+		goto out;
+	}
+	r = 0;
+	if (out.len) {
+		buf_append(&out, "", 1); /* a NUL after the text, not counted */
+		*ret_len = out.len - 1;
+		*ret = out.data;
+		out.data = NULL;
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (po[i] >= 0)
+			close(po[i]);
+		if (pe[i] >= 0)
+			close(pe[i]);
+	}
+	buf_free(&out);
+	buf_free(&err);
+	return r;
+}
+
 static int load_config(struct agentd *d)
 {
 	char err[1024];
@@ -54,7 +165,16 @@ static int load_config(struct agentd *d)
 			d->config_path);
 		return -1;
 	}
-	r = egress_load(&d->egress, &d->paths, d->owner.home, d->owner.uid, err, sizeof(err));
+	{
+		char *text = NULL;
+		size_t len = 0;
+
+		if (owner_egress_text(d, &text, &len) < 0)
+			return -1;
+		r = egress_load_text(&d->egress, &d->paths, d->owner.home, text, len, err,
+			sizeof(err));
+		free(text);
+	}
 	if (r < 0) {
 		log_err("%s", err);
 		return -1;
@@ -159,6 +279,9 @@ int agentd_setup(struct agentd *d)
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
 	d->pcheck_fd = -1;
+	d->ctl_timer = -1;
+	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
+		d->clients[i].fd = -1;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0)
 		fatal("epoll_create1: %s", strerror(errno));
@@ -169,6 +292,9 @@ int agentd_setup(struct agentd *d)
 		log_err("warden: HELLO refused");
 		return -1;
 	}
+	/* A supervisor started again may find the agent frozen: its thaw comes as an event. */
+	wc_status(d, &d->wstatus);
+	d->frozen = (int)d->wstatus.frozen;
 	if (load_config(d) < 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -269,6 +395,15 @@ void agentd_frozen(struct agentd *d, int frozen)
 			child_start(d, &d->oc[i]);
 	if (d->proxy_child.state == CH_BACKOFF && d->proxy_child.pid == 0)
 		child_start(d, &d->proxy_child);
+	/* The injector too: wanted while it has routes, whether it ran before or not. */
+	{
+		unsigned ports[WP_MAX_ROUTES];
+
+		if (d->inject_child.pid == 0 &&
+			(d->inject_child.state == CH_BACKOFF ||
+				(d->inject_child.state == CH_STOPPED && injectd_ports(d, ports) > 0)))
+			child_start(d, &d->inject_child);
+	}
 }
 
 static void on_signal(struct agentd *d)

@@ -147,7 +147,7 @@ void ctlsrv_close(struct agentd *d)
 	/* The socket's name is the warden's: it stays for the next supervisor. */
 	if (d->ctlfd > 0)
 		close(d->ctlfd);
-	if (d->ctl_timer > 0)
+	if (d->ctl_timer >= 0)
 		close(d->ctl_timer);
 }
 
