@@ -169,6 +169,7 @@ static void status(struct warden *w, struct wp_r_status *s)
 	s->memory_max = w->limits.memory_max;
 	s->tasks_max = w->limits.tasks_max;
 	s->cpu_percent = w->limits.cpu_percent;
+	s->cg_procs = w->cg.mode != CG_NONE ? cg_count(&w->cg) : 0;
 	snprintf(s->cg_what, sizeof(s->cg_what), "%s", w->cg.what);
 	snprintf(s->cg_error, sizeof(s->cg_error), "%s", w->cg_error);
 	snprintf(s->netlock_error, sizeof(s->netlock_error), "%s", w->netlock_error);
