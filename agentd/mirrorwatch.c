@@ -188,7 +188,6 @@ static void drop_watch(struct mirrorwatch *mw, int wd)
 		}
 }
 
-
 /*
  * After each scan: watch every directory the manifest knows (new ones included). A file
  * created in a new directory between the scan and the watch makes no event: when a new
@@ -351,7 +350,8 @@ static int job_start(struct agentd *d, struct mirrorwatch *mw, uint32_t kind)
 	j->out_fd = out[0];
 	j->err_fd = err[0];
 	j->deadline = mono_ms() + MW_JOB_MS;
-	if (fcntl(j->out_fd, F_SETFL, O_NONBLOCK) < 0 || fcntl(j->err_fd, F_SETFL, O_NONBLOCK) < 0 ||
+	if (fcntl(j->out_fd, F_SETFL, O_NONBLOCK) < 0 ||
+		fcntl(j->err_fd, F_SETFL, O_NONBLOCK) < 0 ||
 		wc_on_slot(d, j->slot, job_event, j->tok) < 0) {
 		log_err("mirror: watching %s: %s", job_name(kind), strerror(errno));
 		wc_signal(d, j->slot, SIGKILL);
@@ -483,8 +483,7 @@ static void job_event(struct agentd *d, const struct wc_event *e, void *arg)
 		return;
 	}
 	mw->job.exited = 1;
-	mw->job.ok = e->u.exit.cld == CLD_EXITED && e->u.exit.status == 0 &&
-		     !mw->job.too_long;
+	mw->job.ok = e->u.exit.cld == CLD_EXITED && e->u.exit.status == 0 && !mw->job.too_long;
 	if (!mw->job.ok)
 		log_err("mirror: %s %s %d", job_name(mw->job.kind),
 			e->u.exit.cld == CLD_EXITED ? "exit" : "killed by signal",
@@ -607,8 +606,8 @@ static void writer_end(struct agentd *d, struct mirrorwatch *mw)
 			break; /* not terminated: a truncated answer */
 		off += n + 1;
 		if (r[0] == 'S')
-			have = sscanf(r + 2, "%u %u %u %ld", &st.written, &st.removed,
-					   &st.entries, &st.ms) == 4;
+			have = sscanf(r + 2, "%u %u %u %ld", &st.written, &st.removed, &st.entries,
+				       &st.ms) == 4;
 		else if (r[0] == 'L')
 			snprintf(flags, sizeof(flags), "%s", r + 2);
 		else

@@ -95,7 +95,8 @@ int agentd_account_ensure(struct prov *p);
 /*
  * Its state directories, made its own (by descriptor): <varlib>/ocsb/agentd 0700,
  * <varlib>/ocsb/squid 0755, /var/log/ocsb 0750; root's files of an earlier version in
- * them are given to it. The mirror's directory: prov_mirror_ensure.
+ * them are given to it (after secrets_ensure: its sealing key among them). The
+ * mirror's directory: prov_mirror_ensure.
  */
 int agentd_dirs_ensure(struct prov *p);
 /* Record one change; returns 1 when the caller must make it (apply/remove modes). */

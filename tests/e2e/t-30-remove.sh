@@ -60,6 +60,11 @@ check_fails "empty slice drop-in directory removed" test -e "$units/user-$uid.sl
 check_fails "agentd's OpenCode password removed with the last agent" test -e "/var/lib/ocsb/agentd/$(basename "$PROJECT").password"
 check_fails "the agent's identity removed with the last agent" test -e "/var/lib/ocsb/identity/$AGENT"
 check_fails "/var/lib/ocsb removed with the last agent" test -e /var/lib/ocsb
+check_fails "/var/log/ocsb (the supervisor's logs) removed with the last agent" test -e /var/log/ocsb
+# Like ocsb-inject's, the supervisor's account stays (apt purge ocsb removes it): owns no file.
+check "the system account ocsb-agentd is kept" getent passwd ocsb-agentd
+left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/log /var/spool -xdev -user ocsb-agentd 2>/dev/null | head)
+[ -z "$left" ] && pass "no file owned by ocsb-agentd left" || fail "files of ocsb-agentd remain" "$left"
 check_fails "/etc/ocsb removed with the last agent" test -e /etc/ocsb
 check_fails "pam_namespace line gone from /etc/pam.d/sshd" grep -q 'ocsb-provision' /etc/pam.d/sshd
 check_fails "agent gone from cron.deny and at.deny" grep -qx "$AGENT" /etc/cron.deny /etc/at.deny

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The read-only mirror of the owner's tool configs (docs/mirror.md): built by
-# ocsb-provision with the owner's rights into a root-owned tree, linked into the agent's
-# home, refreshed by ocsb-agentd, read by the real OpenCode.
+# ocsb-provision with the owner's rights into a tree of the account ocsb-agentd (issue 26:
+# written by that account, never by root), linked into the agent's home, refreshed by
+# ocsb-agentd, read by the real OpenCode.
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 
@@ -73,12 +74,14 @@ EOF
 # ---- build
 check_output "provisioning builds the mirror without hanging on the FIFO or the 20 GB file" \
 	'^\+ mirror .* written' timeout 60 "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT"
-check_output "the agent's ~/.config/opencode is a link to the root-owned tree" "^$TREE/.config/opencode\$" readlink "$AHOME/.config/opencode"
-check_output "the mirror directory is root's, readable by the agent's group only" "^750 root $AGENT\$" stat -c '%a %U %G' "$MIR"
-check_output "mirrored files are 0444 root" '^444 root$' stat -c '%a %U' "$TREE/.config/opencode/command/mirrorcmd.md"
-check_output "mirrored directories are 0555 root" '^555 root$' stat -c '%a %U' "$TREE/.config/opencode/command"
-check_output "no file or directory of the tree has another mode or owner" '^0$' \
-	sh -c "find '$TREE' \( -type f ! -perm 444 \) -o \( -type d ! -perm 555 \) -o ! -user root | wc -l"
+check_output "the agent's ~/.config/opencode is a link to the tree" "^$TREE/.config/opencode\$" readlink "$AHOME/.config/opencode"
+check_output "the mirror directory is ocsb-agentd's, readable by the agent's group only" "^750 ocsb-agentd $AGENT\$" stat -c '%a %U %G' "$MIR"
+check_output "mirrored files are 0444 ocsb-agentd" '^444 ocsb-agentd$' stat -c '%a %U' "$TREE/.config/opencode/command/mirrorcmd.md"
+check_output "mirrored directories are 0555 ocsb-agentd" '^555 ocsb-agentd$' stat -c '%a %U' "$TREE/.config/opencode/command"
+check_output "no file or directory of the tree has another mode or owner (none is root's)" '^0$' \
+	sh -c "find '$TREE' \( -type f ! -perm 444 \) -o \( -type d ! -perm 555 \) -o ! -user ocsb-agentd | wc -l"
+check_output "the status file is ocsb-agentd's, readable by the owner's group" "^640 ocsb-agentd $(id -gn "$OWNER")\$" \
+	stat -c '%a %U %G' "/var/lib/ocsb/mirror/$AGENT.status"
 check_output "positive control: the tree holds the owner's files" '^([5-9]|[1-9][0-9]+)$' sh -c "find '$TREE' -type f | wc -l"
 
 # ---- the agent reads, and cannot change anything

@@ -178,8 +178,8 @@ static void text_too_large_refused(void **state)
 	assert_non_null(strstr(err, "too large"));
 	free(text);
 	/* And a text without the owner's home is a caller's mistake, refused. */
-	assert_int_equal(egress_load_text_as(&e, &p, getuid(), NULL, "", 0, err, sizeof(err)),
-		-EINVAL);
+	assert_int_equal(
+		egress_load_text_as(&e, &p, getuid(), NULL, "", 0, err, sizeof(err)), -EINVAL);
 }
 
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)

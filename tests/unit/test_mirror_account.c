@@ -181,8 +181,8 @@ static void writer_owns_a_0555_tree(void **state)
 	{
 		size_t n;
 
-		assert_int_equal(fo_read(tree(&f, ".config/opencode/agent/review.md"), 4096, &d, &n),
-			0);
+		assert_int_equal(
+			fo_read(tree(&f, ".config/opencode/agent/review.md"), 4096, &d, &n), 0);
 	}
 	assert_string_equal(d, "Review twice.\n");
 	free(d);
