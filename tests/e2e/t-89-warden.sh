@@ -90,7 +90,7 @@ old=$(sup_pid)
 kill -KILL "$old"
 check "SIGKILL: that supervisor is gone" wait_for 5 bash -c "! kill -0 $old 2>/dev/null"
 check_output "SIGKILL: the warden says so and keeps the netlock" 'supervisor: signal 9 .*the netlock stays' cat "$LOG"
-check_output "SIGKILL: the guard table stays" 'table inet ocsb-guard' nft list table inet ocsb-guard
+check_output "SIGKILL: the guard table stays" 'table inet ocsb_guard' nft list table inet ocsb_guard
 check "SIGKILL: a new supervisor starts OpenCode again" wait_for 60 oc_running
 check_output "and the old OpenCode was stopped first (one left)" '^1$' \
 	bash -c "pgrep -u '$AGENT' -f fakeoc | wc -l"
