@@ -88,13 +88,14 @@ struct mw_job {
 	int out_eof, err_eof, exited, ok, too_long;
 	long deadline; /* mono_ms */
 	struct mw_token *tok; /* owned until the exit, then freed by the callback */
+	int dfd; /* borrowed: mw->dfd, the deadline's timer */
 };
 
 struct mirrorwatch {
 	struct mirror m;
 	int ok; /* initialised */
-	int ifd, tfd;
-	struct src isrc, tsrc;
+	int ifd, tfd, dfd; /* inotify, the debounce's timer, a job's deadline */
+	struct src isrc, tsrc, dsrc;
 	struct mw_watch *w; /* owned */
 	size_t nw, capw;
 	int limit_logged;
@@ -241,6 +242,11 @@ static void job_close(struct agentd *d, struct mw_job *j)
 	j->out_fd = j->err_fd = -1;
 	buf_free(&j->out);
 	buf_free(&j->err);
+	if (j->dfd >= 0) {
+		struct itimerspec off = {0};
+
+		timerfd_settime(j->dfd, 0, &off, NULL);
+	}
 	if (j->tok && !j->exited) {
 		/* Still running: the callback frees the token when the warden reports its end. */
 		j->tok->mw = NULL;
@@ -317,7 +323,11 @@ static void job_event(struct agentd *d, const struct wc_event *e, void *arg);
  * Ask the warden for a one-job child: its stdout and stderr are pipes of ours (read
  * ends non-blocking). 0, or -1 logged.
  */
-static int job_start(struct agentd *d, struct mirrorwatch *mw, uint32_t kind)
+/*
+ * async: the loop reads the pipes and the warden's report comes through wc_on_slot (and a
+ * deadline on mw->dfd); else job_run_sync collects both, the loop not turning.
+ */
+static int job_start(struct agentd *d, struct mirrorwatch *mw, uint32_t kind, int async)
 {
 	struct mw_job *j = &mw->job;
 	struct wp_r_spawn rs;
@@ -325,6 +335,7 @@ static int job_start(struct agentd *d, struct mirrorwatch *mw, uint32_t kind)
 
 	memset(j, 0, sizeof(*j));
 	j->out_fd = j->err_fd = -1;
+	j->dfd = mw->dfd;
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		log_err("mirror: pipe: %s", strerror(errno));
 		goto fail;
@@ -351,17 +362,33 @@ static int job_start(struct agentd *d, struct mirrorwatch *mw, uint32_t kind)
 	j->err_fd = err[0];
 	j->deadline = mono_ms() + MW_JOB_MS;
 	if (fcntl(j->out_fd, F_SETFL, O_NONBLOCK) < 0 ||
-		fcntl(j->err_fd, F_SETFL, O_NONBLOCK) < 0 ||
-		wc_on_slot(d, j->slot, job_event, j->tok) < 0) {
+		fcntl(j->err_fd, F_SETFL, O_NONBLOCK) < 0) {
+		log_err("mirror: %s: %s", job_name(kind), strerror(errno));
+		goto kill;
+	}
+	if (!async)
+		return 0;
+	if (agentd_watch(d, j->out_fd, &j->out_src, SRC_MIRROR, mw, EPOLLIN) < 0 ||
+		agentd_watch(d, j->err_fd, &j->err_src, SRC_MIRROR, mw, EPOLLIN) < 0) {
 		log_err("mirror: watching %s: %s", job_name(kind), strerror(errno));
-		wc_signal(d, j->slot, SIGKILL);
-		j->tok->mw = NULL; /* nobody listens: the token is lost, a few bytes */
-		j->tok = NULL;
-		j->exited = 1;
-		job_close(d, j);
-		return -1;
+		goto kill;
+	}
+	if (wc_on_slot(d, j->slot, job_event, j->tok) < 0) {
+		log_err("mirror: watching %s: too many children", job_name(kind));
+		goto kill;
+	}
+	{
+		struct itimerspec its = {.it_value = {.tv_sec = MW_JOB_MS / 1000}};
+
+		timerfd_settime(mw->dfd, 0, &its, NULL);
 	}
 	return 0;
+kill:
+	/* Nobody listens for its end: the warden's report of it finds no handler. */
+	wc_signal(d, j->slot, SIGKILL);
+	j->exited = 1;
+	job_close(d, j);
+	return -1;
 fail:
 	for (int i = 0; i < 2; i++) {
 		if (out[i] >= 0)
@@ -626,14 +653,8 @@ static void writer_end(struct agentd *d, struct mirrorwatch *mw)
 	strv_free(&anc);
 	strv_free(&dirs);
 	buf_free(&mw->in);
-	if (link && job_start(d, mw, WP_KIND_MIRROR_LINK) == 0) {
-		if (agentd_watch(d, mw->job.out_fd, &mw->job.out_src, SRC_MIRROR, mw, EPOLLIN) <
-				0 ||
-			agentd_watch(d, mw->job.err_fd, &mw->job.err_src, SRC_MIRROR, mw, EPOLLIN) <
-				0)
-			log_err("mirror: watching the link maker: %s", strerror(errno));
+	if (link && job_start(d, mw, WP_KIND_MIRROR_LINK, 1) == 0)
 		return; /* refresh_done follows its end */
-	}
 	refresh_done(d, mw);
 }
 
@@ -675,17 +696,9 @@ static void refresh_begin(struct agentd *d, struct mirrorwatch *mw, const char *
 	snprintf(mw->why, sizeof(mw->why), "%s", why);
 	/* Before the reader's first stat: every entry it checks is checked after this. */
 	mw->scan_ns = mirror_scan_start();
-	if (job_start(d, mw, WP_KIND_MIRROR_READ) < 0)
+	if (job_start(d, mw, WP_KIND_MIRROR_READ, 1) < 0)
 		return;
 	mw->busy = 1;
-	if (agentd_watch(d, mw->job.out_fd, &mw->job.out_src, SRC_MIRROR, mw, EPOLLIN) < 0 ||
-		agentd_watch(d, mw->job.err_fd, &mw->job.err_src, SRC_MIRROR, mw, EPOLLIN) < 0) {
-		log_err("mirror: watching the reader: %s", strerror(errno));
-		wc_signal(d, mw->job.slot, SIGKILL);
-		/* its exit still comes; the pipes are read no more */
-		mw->job.out_eof = mw->job.err_eof = 1;
-		mw->job.ok = 0;
-	}
 }
 
 /* The refresh is over (done or failed): what came meanwhile. */
@@ -713,7 +726,7 @@ static void refresh_sync(struct agentd *d, struct mirrorwatch *mw)
 	/* A tree of root's (an earlier version): set aside, a new one is built. */
 	mirror_own_tree(&mw->m);
 	mw->scan_ns = mirror_scan_start();
-	if (job_start(d, mw, WP_KIND_MIRROR_READ) < 0)
+	if (job_start(d, mw, WP_KIND_MIRROR_READ, 0) < 0)
 		goto out;
 	if (job_run_sync(d, mw) < 0 ||
 		mirror_apply(&mw->m, mw->job.out.data, mw->job.out.len, 0, mw->scan_ns, &st) < 0) {
@@ -731,7 +744,7 @@ static void refresh_sync(struct agentd *d, struct mirrorwatch *mw)
 	strv_free(&anc);
 	strv_free(&dirs);
 	/* The agent's places (ocsb-provision made them; a new configured path since). */
-	if (job_start(d, mw, WP_KIND_MIRROR_LINK) == 0) {
+	if (job_start(d, mw, WP_KIND_MIRROR_LINK, 0) == 0) {
 		job_run_sync(d, mw);
 		log_links(&mw->job);
 		job_close(d, &mw->job);
@@ -755,8 +768,8 @@ static int open_watch(struct agentd *d, int at_start)
 	mw = calloc(1, sizeof(*mw));
 	if (!mw)
 		return -1;
-	mw->ifd = mw->tfd = mw->rfd = -1;
-	mw->job.out_fd = mw->job.err_fd = -1;
+	mw->ifd = mw->tfd = mw->dfd = mw->rfd = -1;
+	mw->job.out_fd = mw->job.err_fd = mw->job.dfd = -1;
 	d->mirror = mw;
 	if (mirror_init(&mw->m, &d->paths, &d->owner, &d->agent, &d->cfg.mirror) < 0) {
 		log_err("mirror: path too long");
@@ -767,12 +780,14 @@ static int open_watch(struct agentd *d, int at_start)
 	mw->m.dmode = 0555;
 	mw->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	mw->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (mw->ifd < 0 || mw->tfd < 0) {
+	mw->dfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (mw->ifd < 0 || mw->tfd < 0 || mw->dfd < 0) {
 		log_err("mirror: inotify/timerfd: %s", strerror(errno));
 		return -1;
 	}
 	if (agentd_watch(d, mw->ifd, &mw->isrc, SRC_MIRROR, mw, EPOLLIN) < 0 ||
-		agentd_watch(d, mw->tfd, &mw->tsrc, SRC_MIRROR, mw, EPOLLIN) < 0)
+		agentd_watch(d, mw->tfd, &mw->tsrc, SRC_MIRROR, mw, EPOLLIN) < 0 ||
+		agentd_watch(d, mw->dfd, &mw->dsrc, SRC_MIRROR, mw, EPOLLIN) < 0)
 		return -1;
 	mw->ok = 1;
 	if (!at_start) {
@@ -866,15 +881,26 @@ void mirrorwatch_event(struct agentd *d, struct src *s)
 		}
 		return;
 	}
+	if (s == &mw->dsrc) {
+		uint64_t x;
+
+		if (read(mw->dfd, &x, sizeof(x)) < 0) {
+			/* spurious wake-up */
+		}
+		/* A job that outlived its time: the warden ends it, its exit follows. */
+		if (mw->job.kind && !mw->job.exited && mono_ms() >= mw->job.deadline) {
+			log_err("mirror: %s took more than %d s: stopped", job_name(mw->job.kind),
+				MW_JOB_MS / 1000);
+			wc_signal(d, mw->job.slot, SIGKILL);
+		}
+		return;
+	}
 	if (s == &mw->tsrc) {
 		uint64_t x;
 
 		if (read(mw->tfd, &x, sizeof(x)) < 0) {
 			/* spurious wake-up */
 		}
-		/* A job that outlived its time: the warden ends it, its exit follows. */
-		if (mw->job.kind && !mw->job.exited && mono_ms() > mw->job.deadline)
-			wc_signal(d, mw->job.slot, SIGKILL);
 		if (!mw->first_event_ms && mw->denied && mw->next_poll_ms > mono_ms()) {
 			arm(mw);
 			return;
@@ -958,6 +984,8 @@ void mirrorwatch_close(struct agentd *d)
 		close(mw->ifd); /* closing removes it from epoll and drops every watch */
 	if (mw->tfd >= 0)
 		close(mw->tfd);
+	if (mw->dfd >= 0)
+		close(mw->dfd);
 	for (size_t i = 0; i < mw->nw; i++)
 		free(mw->w[i].path);
 	free(mw->w);

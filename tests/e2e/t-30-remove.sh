@@ -87,6 +87,8 @@ REC=/var/lib/ocsb/agentd/secrets.rec
 prov_two() { prov --config "$TWO_CONF" "$@"; }
 agentd_state() { # what ocsb-agentd keeps for the agent it serves (it does not run here)
 	mkdir -p /var/lib/ocsb/agentd && (umask 077 && echo pw0123456789abcdef >"$PW" && echo rec >"$REC")
+	# written by the supervisor as its account (issue 26)
+	chown ocsb-agentd:ocsb-agentd "$PW" "$REC"
 }
 make_two() {
 	{ grep -v '^agent ' /etc/ocsb/ocsb.conf; echo "agent $TWO"; } >"$TWO_CONF"
