@@ -282,7 +282,7 @@ void child_log_event(struct agentd *d, struct child *c);
 /* secrets: secretd.c */
 int secretd_init(struct agentd *d);
 void secretd_free(struct agentd *d);
-/* Before forking OpenCode: c->sec_env for its environment; free right after the fork. */
+/* Before OpenCode's WP_SPAWN: c->sec_env for its environment; freed right after it. */
 int secretd_child_env(struct agentd *d, struct child *c);
 void secretd_child_env_free(struct child *c);
 void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *reply);

@@ -495,7 +495,7 @@ void injectd_event(struct agentd *d, uint32_t events)
 	n = read(x->sock, x->rbuf + x->rlen, sizeof(x->rbuf) - 1 - x->rlen);
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			sock_close(d, x); /* its exit (pidfd) schedules the restart */
+			sock_close(d, x); /* its exit (WP_E_EXIT) schedules the restart */
 		return;
 	}
 	x->rlen += (size_t)n;
@@ -525,7 +525,7 @@ void injectd_update(struct agentd *d, const struct secret_set *s)
 
 	if (!x || routes_of(d, s, 0, &c, x->provider, 0) < 0)
 		return;
-	/* Never as root: without its account or binary nothing is routed (logged at start). */
+	/* Without its account or binary nothing is routed (logged at start). */
 	if (!d->inject_uid || !x->bin[0])
 		c.n = 0;
 	memcpy(x->r, c.r, sizeof(x->r));
