@@ -147,7 +147,7 @@ int warden_load(struct warden *w)
  * or made now. Only the directory and the root-owned regular files directly in it with
  * one link (a link elsewhere would hand the supervisor that file), by descriptor.
  */
-static void give_dir(struct warden *w, const char *rel, mode_t mode, int files)
+static void give_dir(struct warden *w, const char *rel, mode_t mode, gid_t gid, int files)
 {
 	char path[4096];
 	int pfd, dfd, ffd;
@@ -173,8 +173,9 @@ static void give_dir(struct warden *w, const char *rel, mode_t mode, int files)
 		log_err("%s: %s", path, strerror(errno));
 		return;
 	}
-	if (fstat(dfd, &st) == 0 && (st.st_uid != w->sup.uid || (st.st_mode & 07777) != mode) &&
-		(fchown(dfd, w->sup.uid, w->sup.gid) < 0 || fchmod(dfd, mode) < 0))
+	if (fstat(dfd, &st) == 0 &&
+		(st.st_uid != w->sup.uid || st.st_gid != gid || (st.st_mode & 07777) != mode) &&
+		(fchown(dfd, w->sup.uid, gid) < 0 || fchmod(dfd, mode) < 0))
 		log_err("%s: %s", path, strerror(errno));
 	if (files) {
 		DIR *d = fdopendir(dup(dfd));
@@ -197,15 +198,45 @@ static void give_dir(struct warden *w, const char *rel, mode_t mode, int files)
 	close(dfd);
 }
 
+/*
+ * The mirror's status file, <varlib>/ocsb/mirror/<agent>.status: the supervisor rewrites it
+ * in place, the owner's group reads it (docs/mirror.md); only root can make it in root's
+ * directory with the owner's group.
+ */
+static void mirror_status_file(struct warden *w)
+{
+	char dir[4096], name[160];
+	struct stat st;
+	int dfd, fd;
+
+	if (path_join(dir, sizeof(dir), w->paths.varlib, "ocsb/mirror") < 0)
+		return;
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
+	if (dfd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.status", w->agent.name);
+	fd = openat(dfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+		((st.st_uid != w->sup.uid || st.st_gid != w->owner.gid ||
+			 (st.st_mode & 07777) != 0640) &&
+			(fchown(fd, w->sup.uid, w->owner.gid) < 0 || fchmod(fd, 0640) < 0)))
+		log_err("%s/%s: %s", dir, name, fd < 0 ? strerror(errno) : "cannot be the supervisor's");
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+}
+
 static void give_dirs(struct warden *w)
 {
 	char mirror[256];
 
-	give_dir(w, "ocsb/agentd", 0700, 1);
-	give_dir(w, "ocsb/squid", 0755, 1);
-	give_dir(w, WARDEN_LOG_DIR, 0750, 1);
+	give_dir(w, "ocsb/agentd", 0700, w->sup.gid, 1);
+	give_dir(w, "ocsb/squid", 0755, w->sup.gid, 1);
+	give_dir(w, WARDEN_LOG_DIR, 0750, w->sup.gid, 1);
+	/* The agent reaches its mirror's tree through the directory's group. */
 	snprintf(mirror, sizeof(mirror), "ocsb/mirror/%s", w->agent.name);
-	give_dir(w, mirror, 0755, 0);
+	give_dir(w, mirror, 0750, w->agent.gid, 0);
+	mirror_status_file(w);
 }
 
 /* A live supervisor answers on the control socket; a stale socket file refuses. */
