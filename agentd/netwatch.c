@@ -357,6 +357,11 @@ int agent_cgroup_setup(struct agentd *d)
 	int r;
 
 	config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max, &d->limits.cpu_percent);
+	/*
+	 * A list left by an agentd that was killed names the cgroup cg_setup is about to
+	 * empty and re-limit: no session joins it before the limits are written again.
+	 */
+	agent_cgroup_publish(d, 0);
 	r = cg_setup(&d->cg, CG_FS_ROOT, d->agent.name, &d->limits, err, sizeof(err));
 	if (r < 0) {
 		snprintf(d->cg_error, sizeof(d->cg_error), "%.500s", err);
@@ -365,7 +370,6 @@ int agent_cgroup_setup(struct agentd *d)
 		 * the agent runs without them, loudly (log, ocsb status, ocsb doctor).
 		 */
 		log_err("limits: %s: the agent runs WITHOUT memory, task and CPU limits", err);
-		agent_cgroup_publish(d, 0); /* a crashed agentd's list must not linger */
 		return -1;
 	}
 	d->cg_error[0] = '\0';
