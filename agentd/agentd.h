@@ -13,6 +13,7 @@
 #include "paths.h"
 #include "proxy.h"
 #include "spawn.h"
+#include "testhook.h"
 #include "util.h"
 
 /* OpenCode facts (docs/opencode.md): the readiness probe and the permission setting. */
@@ -135,7 +136,9 @@ struct ctl_client {
 struct sandbox {
 	int ready;
 	char machine_id[4200], boot_id[4200], cmdline[4200], dmi[4200]; /* fake values */
+#ifdef OCSB_TEST_BUILD
 	char test_wrap[4096]; /* test hook: exec'd in OpenCode's place (OCSB_TEST_HOOKS=1) */
+#endif
 };
 
 struct agentd {
@@ -186,7 +189,9 @@ struct agentd {
 	char netlock_error[512];
 	char stale_agents[1024]; /* the registry's entries told of (netlock_registry), as last said */
 	int stopping;
-	int fault_apply; /* test hook: the next restore fails */
+#ifdef OCSB_TEST_BUILD
+	int test_hooks; /* OCSB_TEST_HOOKS=1 in a test build: sandbox.c's and netwatch.c's hooks */
+#endif
 	void *mirror; /* owned: struct mirrorwatch, NULL when nothing is mirrored */
 	/* SIGHUP's squid configuration under `squid -k parse`: proxycheck.c */
 	pid_t pcheck_pid;
@@ -242,7 +247,9 @@ void child_log_event(struct agentd *d, struct child *c);
 
 /* sandbox.c */
 int priv_sandbox_prepare(struct agentd *d);
+#ifdef OCSB_TEST_BUILD
 void priv_sandbox_test_wrap(struct agentd *d);
+#endif
 int child_sandbox_mounts(struct agentd *d);
 int child_sandbox_limits(void);
 

@@ -170,9 +170,11 @@ int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
 		p->env[ne++] = c->sec_env[i];
 	p->env[ne] = NULL;
+#ifdef OCSB_TEST_BUILD
 	/* The test hook's wrapper (sandbox.c) first, with OpenCode's argv after it. */
 	if (d->sb.test_wrap[0])
 		p->argv[na++] = d->sb.test_wrap;
+#endif
 	p->argv[na++] = d->opencode_bin;
 	p->argv[na++] = "serve";
 	p->argv[na++] = "--hostname";
@@ -392,7 +394,9 @@ int child_start(struct agentd *d, struct child *c)
 			arm(c, BACKOFF_MAX_MS);
 			return -1;
 		}
+#ifdef OCSB_TEST_BUILD
 		priv_sandbox_test_wrap(d);
+#endif
 	}
 	if (pipe2(errpipe, O_CLOEXEC) < 0)
 		return -1;

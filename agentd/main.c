@@ -114,7 +114,9 @@ int main(int argc, char **argv)
 	/* systemd's notify socket: ours to use, not our children's to inherit. */
 	if (sd_notify_take(notify, sizeof(notify)) < 0)
 		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
-	d->fault_apply = getenv("OCSB_TEST_HOOKS") && !strcmp(getenv("OCSB_TEST_HOOKS"), "1");
+#ifdef OCSB_TEST_BUILD
+	d->test_hooks = TESTHOOK_ON();
+#endif
 	/*
 	 * One supervisor per machine: a live one listens on the socket (a busy one may take
 	 * longer than any short deadline to reply; a stale file refuses the connection).

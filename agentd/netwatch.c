@@ -29,18 +29,29 @@
  */
 
 /*
- * Test hook, off unless agentd was started with OCSB_TEST_HOOKS=1: while the file
- * <run>/ocsb/fault-netlock exists, restoring the table "fails", so the tests can watch the
- * freeze and the thaw. It can only make agentd stricter.
+ * Test hook, in a test build and off unless agentd was started with OCSB_TEST_HOOKS=1:
+ * while the file <run>/ocsb/fault-netlock exists, restoring the table "fails" (-1, the
+ * reason in err), so the tests can watch the freeze and the thaw. It can only make agentd
+ * stricter. A release build has neither the check nor the file's name.
  */
-static int fault_active(struct agentd *d)
+#ifdef OCSB_TEST_BUILD
+static int fault_netlock(struct agentd *d, char *err, size_t errlen)
 {
 	char path[4096];
 
-	return d->fault_apply &&
-		path_join(path, sizeof(path), d->paths.run, "ocsb/fault-netlock") == 0 &&
-		access(path, F_OK) == 0;
+	if (!d->test_hooks ||
+		path_join(path, sizeof(path), d->paths.run, "ocsb/fault-netlock") < 0 ||
+		access(path, F_OK) < 0)
+		return 0;
+	snprintf(err, errlen, "apply refused (test hook OCSB_FAULT_NETLOCK)");
+	return -1;
 }
+#else
+static int fault_netlock(struct agentd *d, char *err, size_t errlen)
+{
+	return 0;
+}
+#endif
 
 int netwatch_open(struct agentd *d)
 {
@@ -181,10 +192,9 @@ int netwatch_enforce(struct agentd *d, const char *why)
 	char err[512];
 	long long t0 = mono_us(), t1 = 0;
 
-	if (fault_active(d)) {
-		snprintf(err, sizeof(err), "apply refused (test hook OCSB_FAULT_NETLOCK)");
-	} else if (netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
-		(t1 = mono_us()) && netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
+	if (fault_netlock(d, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
+		netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
 		long long t2 = mono_us();
 
 		d->last_restore_ms = (double)(t2 - t0) / 1e3;
@@ -394,7 +404,8 @@ void freeze_tick(struct agentd *d)
 	} else {
 		procs_signal_uid(d->agent.uid, SIGSTOP, 0);
 	}
-	if (!fault_active(d) && netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
+	if (fault_netlock(d, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
 		netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
 		d->netlock_restores++;
 		d->netlock_error[0] = '\0';

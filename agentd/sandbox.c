@@ -51,8 +51,9 @@ int priv_sandbox_prepare(struct agentd *d)
 	return 0;
 }
 
+#ifdef OCSB_TEST_BUILD
 /*
- * Test hook (OCSB_TEST_HOOKS=1 only): a root-owned, not group/world-writable executable at
+ * Test hook (a test build, OCSB_TEST_HOOKS=1 only): a root-owned, not group/world-writable executable at
  * <run>/ocsb/test-wrap-opencode is exec'd in OpenCode's place with OpenCode's argv after
  * it, in exactly OpenCode's conditions. The escape battery runs there, then execs OpenCode.
  */
@@ -62,7 +63,7 @@ void priv_sandbox_test_wrap(struct agentd *d)
 	struct stat st;
 
 	d->sb.test_wrap[0] = '\0';
-	if (!d->fault_apply ||
+	if (!d->test_hooks ||
 		path_join(path, sizeof(path), d->paths.run, "ocsb/test-wrap-opencode") < 0 ||
 		lstat(path, &st) < 0)
 		return;
@@ -72,6 +73,7 @@ void priv_sandbox_test_wrap(struct agentd *d)
 	}
 	snprintf(d->sb.test_wrap, sizeof(d->sb.test_wrap), "%s", path);
 }
+#endif
 
 /* ---- between fork and exec: system calls only ---- */
 

@@ -8,6 +8,7 @@
 #include "egress.h"
 #include "paths.h"
 #include "proxy.h"
+#include "testhook.h"
 #include "util.h"
 
 /*
@@ -69,7 +70,9 @@ struct prov {
 
 	unsigned changes;
 	unsigned skipped; /* steps the agent broke in its own home (prov_skip) */
+#ifdef OCSB_TEST_BUILD
 	unsigned fault_at; /* test hook: SIGKILL self after this many changes */
+#endif
 };
 
 /* prov.c */
