@@ -33,6 +33,7 @@
 #include "procs.h"
 #include "proxy.h"
 #include "spawn.h"
+#include "testhook.h"
 #include "doctor_int.h"
 
 /* ---- checks ---- */
@@ -103,17 +104,17 @@ static int reachable_by_others(const char *home, const char *path)
 }
 
 /*
- * Test hook, off unless OCSB_TEST_HOOKS=1 is in root's environment: while
- * <run>/ocsb/test-doctor-pause exists, --fix waits before each fix (after the scan saw the
- * file), so a test can swap a link in at the worst moment. It only delays.
+ * Test hook, in a test build and off unless OCSB_TEST_HOOKS=1 is in root's environment:
+ * while <run>/ocsb/test-doctor-pause exists, --fix waits before each fix (after the scan saw
+ * the file), so a test can swap a link in at the worst moment. It only delays.
  */
+#ifdef OCSB_TEST_BUILD
 static void test_pause(struct doctor *dr)
 {
 	char pause[4096], paused[4096];
-	const char *h = getenv("OCSB_TEST_HOOKS");
 	int fd;
 
-	if (!h || strcmp(h, "1") != 0 ||
+	if (!TESTHOOK_ON() ||
 		snprintf(pause, sizeof(pause), "%s/ocsb/test-doctor-pause", dr->c->paths.run) >=
 			(int)sizeof(pause) ||
 		snprintf(paused, sizeof(paused), "%s/ocsb/test-doctor-paused", dr->c->paths.run) >=
@@ -127,6 +128,11 @@ static void test_pause(struct doctor *dr)
 		usleep(50 * 1000);
 	unlink(paused);
 }
+#else
+static void test_pause(struct doctor *dr)
+{
+}
+#endif
 
 /*
  * Take go-rwx off home/rel as root. The name is the owner's to change at any moment: the

@@ -85,15 +85,19 @@ int harden_render_namespace(const char *user, struct buf *out)
 		user, user, user, user, user, user);
 }
 
-int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out)
+int harden_render_init(const char *identity_dir, const char *cgroups_file, const char *conf_path,
+	const char *slice_conf, unsigned uid, struct buf *out)
 {
 	int r = buf_printf(out,
 		"#!/bin/sh\n"
 		"# Written by ocsb-provision; edits are overwritten.\n"
 		"# pam_namespace runs this as root in the new mount namespace of each ssh session\n"
 		"# of the agent, once /tmp has its private tmpfs: the masks ocsb-agentd gives\n"
-		"# OpenCode. Any failure refuses the session (fail closed).\n"
+		"# OpenCode. Any failure refuses the session (fail closed): pam_namespace\n"
+		"# (Linux-PAM 1.5) ignores this script's exit status and fails the session only\n"
+		"# when the script dies by a signal, so every non-zero exit ends in SIGKILL.\n"
 		"set -e\n"
+		"trap '[ $? -eq 0 ] || kill -9 $$' EXIT\n"
 		"[ \"$1\" = /tmp ] || exit 0\n"
 		"id='%s'\n"
 		"/bin/mount -t proc -o nosuid,nodev,noexec,hidepid=invisible proc /proc\n"
@@ -111,20 +115,85 @@ int harden_render_init(const char *identity_dir, const char *cgroups_file, struc
 	if (r < 0)
 		return r;
 	/*
+	 * An exit status alone let the session in (issue 26): pam_namespace's inst_init
+	 * fails the session only for a script killed by a signal (WIFSIGNALED), so the
+	 * EXIT trap above turns every failure, set -e's included, into SIGKILL.
+	 *
 	 * The caller of pam_namespace (sshd's process for this session, the shell's parent
-	 * to be) joins the cgroup ocsb-agentd runs OpenCode in, when it runs: the session
-	 * then shares OpenCode's memory, task and CPU limits and its freezer.
+	 * to be) joins the cgroup ocsb-agentd runs OpenCode in: the session then shares
+	 * OpenCode's memory, task and CPU limits and its freezer. Fail closed (issue 26):
+	 * a session is let in only once /proc shows it in every listed cgroup; a missing
+	 * list or a listed cgroup that is gone (agentd starting, stopping, restarting) is a
+	 * refusal while limits are configured, since nothing else would hold the session.
 	 */
 	return buf_printf(out,
-		"# ocsb-agentd lists its cgroup for the agent here (root-owned, in /run).\n"
+		"# The session joins the cgroup ocsb-agentd lists for the agent (root-owned, in\n"
+		"# /run), and is refused unless /proc then shows it in every listed cgroup. With\n"
+		"# no list (ocsb-agentd not running, starting or stopping) it is refused while\n"
+		"# limits are configured (limit-memory, limit-tasks, limit-cpu: 'auto' by\n"
+		"# default), since nothing would hold it: unless all three read 'none' in the\n"
+		"# configuration, or systemd holds it in the agent's slice with ocsb's drop-in.\n"
 		"cg='%s'\n"
+		"conf='%s'\n"
+		"slice='%s'\n"
+		"uid=%u\n"
+		"refuse() {\n"
+		"\techo \"ocsb: session of uid $uid refused: $*\" >&2\n"
+		"\t[ ! -x /usr/bin/logger ] || /usr/bin/logger -p authpriv.err -t ocsb -- \\\n"
+		"\t\t\"session of uid $uid refused: $*\" || :\n"
+		"\texit 1\n"
+		"}\n"
+		"# in_cg PROCS: 0 when $PPID is in the cgroup of PROCS, as /proc/$PPID/cgroup says.\n"
+		"in_cg() {\n"
+		"\tsub=${1%%/cgroup.procs}\n"
+		"\tsub=${sub#/sys/fs/cgroup/}\n"
+		"\twhile IFS= read -r line; do\n"
+		"\t\tif [ -e /sys/fs/cgroup/cgroup.controllers ]; then\n"
+		"\t\t\t[ \"$line\" != \"0::/$sub\" ] || return 0\n"
+		"\t\t\tcontinue\n"
+		"\t\tfi\n"
+		"\t\trest=${line#*:}\n"
+		"\t\tcase \",${rest%%%%:*},\" in\n"
+		"\t\t*\",${sub%%%%/*},\"*) [ \"${rest#*:}\" != \"/${sub#*/}\" ] || return 0 ;;\n"
+		"\t\tesac\n"
+		"\tdone < \"/proc/$PPID/cgroup\"\n"
+		"\treturn 1\n"
+		"}\n"
+		"limits=yes\n"
+		"if [ -f \"$conf\" ]; then\n"
+		"\tlimits=no\n"
+		"\tfor k in memory tasks cpu; do\n"
+		"\t\t[ \"$(grep -Ec \"^[[:space:]]*limit-$k([[:space:]]|\\$)\" \"$conf\")\" = 1 ] &&\n"
+		"\t\t\tgrep -Eq \"^[[:space:]]*limit-$k[[:space:]]+none([[:space:]]+#.*)?[[:space:]]*\\$\" \\\n"
+		"\t\t\t\"$conf\" || limits=yes\n"
+		"\tdone\n"
+		"fi\n"
+		"n=0\n"
 		"if [ -f \"$cg\" ]; then\n"
 		"\twhile read -r procs; do\n"
-		"\t\tcase $procs in /sys/fs/cgroup/*/cgroup.procs) ;; *) exit 1 ;; esac\n"
-		"\t\t[ ! -e \"$procs\" ] || echo \"$PPID\" > \"$procs\"\n"
+		"\t\tcase $procs in\n"
+		"\t\t/sys/fs/cgroup/*/cgroup.procs) ;;\n"
+		"\t\t*) refuse \"$cg lists '$procs'\" ;;\n"
+		"\t\tesac\n"
+		"\t\t[ -e \"$procs\" ] || refuse \"$procs is gone (ocsb-agentd restarting?)\"\n"
+		"\t\techo \"$PPID\" > \"$procs\" || refuse \"cannot join $procs\"\n"
+		"\t\tn=$((n + 1))\n"
 		"\tdone < \"$cg\"\n"
-		"fi\n",
-		cgroups_file);
+		"\t# Written is not joined: a cgroup removed and made again, a write that moved\n"
+		"\t# nothing. What counts is where the kernel has the process now.\n"
+		"\twhile read -r procs; do\n"
+		"\t\tin_cg \"$procs\" || refuse \"not in the cgroup of $procs after joining it\"\n"
+		"\tdone < \"$cg\"\n"
+		"fi\n"
+		"[ \"$n\" -eq 0 ] || exit 0\n"
+		"[ \"$limits\" = yes ] || exit 0\n"
+		"if [ -d /run/systemd/system ] && [ -f \"$slice\" ] &&\n"
+		"\tgrep -q \"^[0-9]*:[^:]*:/user\\.slice/user-$uid\\.slice/\" \"/proc/$PPID/cgroup\"; then\n"
+		"\texit 0\n"
+		"fi\n"
+		"refuse \"limits are configured in $conf and ocsb-agentd lists no cgroup in $cg \" \\\n"
+		"\t\"(start ocsb-agentd, or set limit-memory, limit-tasks and limit-cpu to none)\"\n",
+		cgroups_file, conf_path, slice_conf, uid);
 }
 
 int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
@@ -246,7 +315,7 @@ static int pam_update(struct prov *p, int add)
 
 int harden_ensure(struct prov *p)
 {
-	char path[4096], idir[4096], cgf[4096], rel[300], why[512];
+	char path[4096], idir[4096], cgf[4096], rel[300], why[512], sdir[4096], slice[4096];
 	struct buf b = {0};
 	int r = -1;
 
@@ -283,7 +352,8 @@ int harden_ensure(struct prov *p)
 	if (identity_dir(p->paths.varlib, p->cfg.agent, idir, sizeof(idir)) < 0 ||
 		etc_path(p, path, sizeof(path), "security/namespace.d", ".init") < 0 ||
 		path_join(cgf, sizeof(cgf), p->paths.run, rel) < 0 ||
-		harden_render_init(idir, cgf, &b) < 0 ||
+		systemd_slice_paths(p, p->agent.uid, sdir, sizeof(sdir), slice, sizeof(slice)) < 0 ||
+		harden_render_init(idir, cgf, p->config_path, slice, (unsigned)p->agent.uid, &b) < 0 ||
 		prov_write_file(p, path, &b, 0755, NULL) < 0)
 		goto out;
 	buf_free(&b);

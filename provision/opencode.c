@@ -24,6 +24,7 @@
 #include "provision.h"
 #include "spawn.h"
 #include "dirs.h"
+#include "testhook.h"
 #include "opencode_pins.h"
 
 #define NPM_TIMEOUT_MS (15 * 60 * 1000) /* two ~60 MB tarballs on a slow link */
@@ -394,40 +395,63 @@ static void pins_free(struct pins *p)
 	ocpin_free(&p->tree);
 }
 
+#ifdef OCSB_TEST_BUILD
 /*
- * The pins compiled in, or (test hook, only with OCSB_OPENCODE_PREFIX) those in the
- * root-owned directory OCSB_OPENCODE_PINS. They must pin `version`: the lockfile is the
- * one tree this build can install.
+ * Test hook (a test build, OCSB_TEST_HOOKS=1, and only with OCSB_OPENCODE_PREFIX): the pins
+ * in the root-owned directory OCSB_OPENCODE_PINS instead of the compiled-in ones. 1 when
+ * they were read into p and *manifest (the caller frees them), 0 when the hook is off.
+ */
+static int pins_hook(struct pins *p, char **manifest)
+{
+	const char *dir = TESTHOOK_ENV("OCSB_OPENCODE_PINS");
+	const char *prefix = getenv("OCSB_OPENCODE_PREFIX");
+	char why[1024], path[PATH_MAX];
+
+	if (!dir || !*dir)
+		return 0;
+	/* Never for the real prefix: there only the repository's pins count. */
+	if (!prefix || !*prefix) {
+		log_err("OCSB_OPENCODE_PINS is a test hook: set OCSB_OPENCODE_PREFIX too");
+		return -EINVAL;
+	}
+	if (opencode_dir_check(dir, why, sizeof(why)) < 0) {
+		log_err("OCSB_OPENCODE_PINS: %s", why);
+		return -EPERM;
+	}
+	if (path_join(path, sizeof(path), dir, "package.json") < 0 ||
+		fo_read(path, 1 << 16, &p->package, NULL) < 0 ||
+		path_join(path, sizeof(path), dir, "package-lock.json") < 0 ||
+		fo_read(path, 1 << 20, &p->lock, NULL) < 0 ||
+		path_join(path, sizeof(path), dir, "manifest-linux-x64.txt") < 0 ||
+		fo_read(path, 1 << 22, manifest, NULL) < 0) {
+		log_err("OCSB_OPENCODE_PINS: cannot read %s", path);
+		return -EIO;
+	}
+	return 1;
+}
+#else
+static int pins_hook(struct pins *p, char **manifest)
+{
+	return 0;
+}
+#endif
+
+/*
+ * The pins compiled in (or a test build's hook's, pins_hook). They must pin `version`: the
+ * lockfile is the one tree this build can install.
  */
 static int pins_load(const char *version, struct pins *ret)
 {
-	const char *dir = getenv("OCSB_OPENCODE_PINS");
-	char want[96], why[1024], path[PATH_MAX], *manifest = NULL;
+	char want[96], why[1024], *manifest = NULL;
 	struct pins p = {0};
-	int r = -1;
+	int r = -1, h;
 
-	if (dir && *dir) {
-		const char *prefix = getenv("OCSB_OPENCODE_PREFIX");
-
-		/* Never for the real prefix: there only the repository's pins count. */
-		if (!prefix || !*prefix) {
-			log_err("OCSB_OPENCODE_PINS is a test hook: set OCSB_OPENCODE_PREFIX too");
-			return -EINVAL;
-		}
-		if (opencode_dir_check(dir, why, sizeof(why)) < 0) {
-			log_err("OCSB_OPENCODE_PINS: %s", why);
-			return -EPERM;
-		}
-		if (path_join(path, sizeof(path), dir, "package.json") < 0 ||
-			fo_read(path, 1 << 16, &p.package, NULL) < 0 ||
-			path_join(path, sizeof(path), dir, "package-lock.json") < 0 ||
-			fo_read(path, 1 << 20, &p.lock, NULL) < 0 ||
-			path_join(path, sizeof(path), dir, "manifest-linux-x64.txt") < 0 ||
-			fo_read(path, 1 << 22, &manifest, NULL) < 0) {
-			log_err("OCSB_OPENCODE_PINS: cannot read %s", path);
-			goto out;
-		}
-	} else {
+	h = pins_hook(&p, &manifest);
+	if (h < 0) {
+		r = h;
+		goto out;
+	}
+	if (h == 0) {
 #if !defined(__x86_64__)
 		log_err("OpenCode is pinned for linux x64 only (conf/opencode/): install it by "
 			"hand and set opencode-bin");

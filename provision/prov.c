@@ -53,13 +53,15 @@ void prov_skip(struct prov *p, const char *fmt, ...)
 
 void prov_done(struct prov *p)
 {
+#ifdef OCSB_TEST_BUILD
 	static unsigned done;
 
-	/* Tests kill us after each change to prove a re-run converges. */
+	/* Tests kill us after each change to prove a re-run converges (test build only). */
 	if (p->fault_at && ++done == p->fault_at) {
 		fflush(NULL);
 		raise(SIGKILL);
 	}
+#endif
 }
 
 int prov_file_read(struct prov *p, const char *rel, char *path, size_t n, struct prov_file *f)
@@ -548,7 +550,6 @@ int prov_main(struct prov_opts *o)
 		[PROV_REMOVE] = "removal",
 	};
 	struct prov *p;
-	const char *fault;
 	int lock = -1, r, install_only;
 
 	if (geteuid() != 0) {
@@ -562,9 +563,14 @@ int prov_main(struct prov_opts *o)
 	p->mode = o->mode;
 	p->purge = o->purge;
 	p->adopt = o->adopt;
-	fault = getenv("OCSB_FAULT_KILL_AT");
-	if (fault)
-		p->fault_at = (unsigned)strtoul(fault, NULL, 10);
+#ifdef OCSB_TEST_BUILD
+	{
+		const char *fault = TESTHOOK_ENV("OCSB_FAULT_KILL_AT");
+
+		if (fault)
+			p->fault_at = (unsigned)strtoul(fault, NULL, 10);
+	}
+#endif
 	umask(022);
 
 	lock = take_lock(p);

@@ -8,6 +8,7 @@
 #include "egress.h"
 #include "paths.h"
 #include "proxy.h"
+#include "testhook.h"
 #include "util.h"
 
 /*
@@ -72,7 +73,9 @@ struct prov {
 
 	unsigned changes;
 	unsigned skipped; /* steps the agent broke in its own home (prov_skip) */
+#ifdef OCSB_TEST_BUILD
 	unsigned fault_at; /* test hook: SIGKILL self after this many changes */
+#endif
 };
 
 /* prov.c */
@@ -159,7 +162,14 @@ int harden_render_limits(const char *user, struct buf *out);
 /* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */
 int harden_pam_edit(const char *in, int add, struct buf *out);
 int harden_render_namespace(const char *user, struct buf *out);
-int harden_render_init(const char *identity_dir, const char *cgroups_file, struct buf *out);
+/*
+ * The pam_namespace init script: the fake identity's masks, then the session joins the
+ * cgroups ocsb-agentd lists in cgroups_file and is refused unless it is in every one;
+ * with no list it is refused while conf_path configures limits, unless systemd holds
+ * the session in the agent's slice (uid, slice_conf: ocsb's drop-in).
+ */
+int harden_render_init(const char *identity_dir, const char *cgroups_file, const char *conf_path,
+	const char *slice_conf, unsigned uid, struct buf *out);
 
 /* account.c */
 struct stat;
@@ -237,6 +247,8 @@ int systemd_unit_is_ours(const char *text, size_t len);
 /* The package's unit under <pkgroot>/usr/lib or /lib/systemd/system: 1 and its path, or 0. */
 int systemd_packaged_unit(const struct paths *p, char *ret, size_t n);
 int systemd_render_slice(const struct ocsb_config *c, struct buf *out);
+/* <etc>/systemd/system/user-UID.slice.d and the ocsb.conf drop-in in it. */
+int systemd_slice_paths(struct prov *p, uid_t uid, char *dir, size_t dn, char *file, size_t fn);
 /* Where systemd is absent: how to run the supervisor, after a run that changed things. */
 void systemd_note(struct prov *p);
 int systemd_ensure(struct prov *p);

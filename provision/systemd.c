@@ -111,7 +111,7 @@ static int etc_unit_state(struct prov *p, char *path, size_t n)
 	return r;
 }
 
-static int slice_paths(struct prov *p, uid_t uid, char *dir, size_t dn, char *file, size_t fn)
+int systemd_slice_paths(struct prov *p, uid_t uid, char *dir, size_t dn, char *file, size_t fn)
 {
 	char rel[128];
 
@@ -230,7 +230,7 @@ int systemd_ensure(struct prov *p)
 		return 0; /* systemd_note() says what to do instead, at the end of the run */
 	if (path_join(wants, sizeof(wants), p->paths.etc, WANTS_REL) < 0 ||
 		systemd_packaged_unit(&p->paths, packaged, sizeof(packaged)) < 0 ||
-		slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
+		systemd_slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
 		return -1;
 	ours = etc_unit_state(p, upath, sizeof(upath));
 	if (ours < 0)
@@ -326,7 +326,7 @@ int systemd_remove(struct prov *p, int last_agent)
 	int running = systemd_running(), changed = 0, r = 0, ours;
 
 	if (p->agent_exists) {
-		if (slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
+		if (systemd_slice_paths(p, p->agent.uid, sdir, sizeof(sdir), spath, sizeof(spath)) < 0)
 			return -1;
 		if (lstat(spath, &st) == 0) {
 			if (prov_remove_file(p, spath, "the agent's slice limits") < 0)

@@ -8,6 +8,7 @@
 #include <libsecret/secret.h>
 
 #include "keyring.h"
+#include "testhook.h"
 
 /*
  * The owner's keyring through libsecret (Secret Service: GNOME Keyring, KWallet,
@@ -65,13 +66,13 @@ static int keyring_error(GError *e, const char *what, char *err, size_t errlen)
 	return none ? -EHOSTDOWN : -EIO;
 }
 
-/* A test hook: on only with OCSB_TEST_HOOKS=1 and the hook's own variable =1. */
-static int test_hook(const char *var)
+#ifdef OCSB_TEST_BUILD
+/* A test hook (a test build only): on with OCSB_TEST_HOOKS=1 and the hook's variable =1. */
+static int test_hook(const char *value)
 {
-	const char *h = getenv("OCSB_TEST_HOOKS"), *f = getenv(var);
-
-	return h && !strcmp(h, "1") && f && !strcmp(f, "1");
+	return value && !strcmp(value, "1");
 }
+#endif
 
 /*
  * Test hook OCSB_TEST_KEYRING_STORE_FAIL: stores into a collection that does not exist, so
@@ -79,8 +80,10 @@ static int test_hook(const char *var)
  */
 static const char *store_collection(void)
 {
-	if (test_hook("OCSB_TEST_KEYRING_STORE_FAIL"))
+#ifdef OCSB_TEST_BUILD
+	if (test_hook(TESTHOOK_ENV("OCSB_TEST_KEYRING_STORE_FAIL")))
 		return "/org/freedesktop/secrets/collection/ocsb_test_none";
+#endif
 	return SECRET_COLLECTION_DEFAULT;
 }
 
@@ -117,13 +120,16 @@ static int drop_others(const char *scope, const char *name, const char *route, c
 			g_hash_table_unref(attrs);
 		if (same)
 			continue;
+#ifdef OCSB_TEST_BUILD
 		/* Test hook OCSB_TEST_KEYRING_DROP_FAIL: the removal fails, both items stay (t-85). */
-		if (test_hook("OCSB_TEST_KEYRING_DROP_FAIL")) {
+		if (test_hook(TESTHOOK_ENV("OCSB_TEST_KEYRING_DROP_FAIL"))) {
 			snprintf(err, errlen, "removal refused (test hook)");
 			r = -EIO;
-		} else if (!secret_item_delete_sync(l->data, NULL, &e)) {
-			r = keyring_error(e, "removing", err, errlen);
+			continue;
 		}
+#endif
+		if (!secret_item_delete_sync(l->data, NULL, &e))
+			r = keyring_error(e, "removing", err, errlen);
 	}
 	g_list_free_full(items, g_object_unref);
 	g_object_unref(svc);

@@ -95,12 +95,14 @@ static int plan(struct warden *w, const struct wp_spawn *sp, char **env, struct 
 			return -EINVAL;
 		if (priv_sandbox_prepare(w) < 0)
 			return -EIO;
+#ifdef OCSB_TEST_BUILD
 		priv_sandbox_test_wrap(w);
+		if (w->sb.test_wrap[0])
+			p->argv[na++] = w->sb.test_wrap;
+#endif
 		snprintf(p->port, sizeof(p->port), "%u", w->cfg.opencode_port + sp->index);
 		snprintf(p->project, sizeof(p->project), "%s/%s", w->agent.home,
 			path_base(w->cfg.projects.v[sp->index]));
-		if (w->sb.test_wrap[0])
-			p->argv[na++] = w->sb.test_wrap;
 		p->argv[na++] = w->cfg.opencode_bin;
 		p->argv[na++] = "serve";
 		p->argv[na++] = "--hostname";

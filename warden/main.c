@@ -576,7 +576,9 @@ int main(int argc, char **argv)
 	/* systemd's notify socket: ours, not our children's; READY once the supervisor is up. */
 	if (sd_notify_take(w.notify, sizeof(w.notify)) < 0)
 		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
-	w.test_hooks = TESTHOOK_ENV("OCSB_TEST_HOOKS") != NULL;
+#ifdef OCSB_TEST_BUILD
+	w.test_hooks = TESTHOOK_ON();
+#endif
 	raise_priority();
 	if (setup(&w) < 0) {
 		log_err("start-up failed; nothing of the agent runs");

@@ -30,23 +30,29 @@
  */
 
 /*
- * Test hook (test builds), off unless the warden was started with OCSB_TEST_HOOKS=1: while the file
- * <run>/ocsb/fault-netlock exists, restoring the table "fails", so the tests can watch the
- * freeze and the thaw. It can only make the warden stricter.
+ * Test hook, in a test build and off unless the warden was started with OCSB_TEST_HOOKS=1:
+ * while the file <run>/ocsb/fault-netlock exists, restoring the table "fails" (-1, the
+ * reason in err), so the tests can watch the freeze and the thaw. It can only make the warden
+ * stricter. A release build has neither the check nor the file's name.
  */
-static int fault_active(struct warden *w)
-{
 #ifdef OCSB_TEST_BUILD
+static int fault_netlock(struct warden *w, char *err, size_t errlen)
+{
 	char path[4096];
 
-	return w->test_hooks &&
-		path_join(path, sizeof(path), w->paths.run, "ocsb/fault-netlock") == 0 &&
-		access(path, F_OK) == 0;
-#else
-	(void)w;
-	return 0;
-#endif
+	if (!w->test_hooks ||
+		path_join(path, sizeof(path), w->paths.run, "ocsb/fault-netlock") < 0 ||
+		access(path, F_OK) < 0)
+		return 0;
+	snprintf(err, errlen, "apply refused (test hook OCSB_FAULT_NETLOCK)");
+	return -1;
 }
+#else
+static int fault_netlock(struct warden *w, char *err, size_t errlen)
+{
+	return 0;
+}
+#endif
 
 int netwatch_open(struct warden *w)
 {
@@ -187,10 +193,9 @@ int netwatch_enforce(struct warden *w, const char *why)
 	char err[512];
 	long long t0 = mono_us(), t1 = 0;
 
-	if (fault_active(w)) {
-		snprintf(err, sizeof(err), "apply refused (test hook OCSB_FAULT_NETLOCK)");
-	} else if (netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 &&
-		(t1 = mono_us()) && netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
+	if (fault_netlock(w, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
+		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
 		long long t2 = mono_us();
 
 		w->last_restore_ms = (double)(t2 - t0) / 1e3;
@@ -361,6 +366,11 @@ int agent_cgroup_setup(struct warden *w)
 	int r;
 
 	config_limits(&w->cfg, &w->limits.memory_max, &w->limits.tasks_max, &w->limits.cpu_percent);
+	/*
+	 * A list left by a warden that was killed names the cgroup cg_setup is about to
+	 * empty and re-limit: no session joins it before the limits are written again.
+	 */
+	agent_cgroup_publish(w, 0);
 	r = cg_setup(&w->cg, CG_FS_ROOT, w->agent.name, &w->limits, err, sizeof(err));
 	if (r < 0) {
 		snprintf(w->cg_error, sizeof(w->cg_error), "%.500s", err);
@@ -369,7 +379,6 @@ int agent_cgroup_setup(struct warden *w)
 		 * the agent runs without them, loudly (log, ocsb status, ocsb doctor).
 		 */
 		log_err("limits: %s: the agent runs WITHOUT memory, task and CPU limits", err);
-		agent_cgroup_publish(w, 0); /* a crashed warden's list must not linger */
 		return -1;
 	}
 	w->cg_error[0] = '\0';
@@ -394,7 +403,8 @@ void freeze_tick(struct warden *w)
 	} else {
 		procs_signal_uid(w->agent.uid, SIGSTOP, 0);
 	}
-	if (!fault_active(w) && netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 &&
+	if (fault_netlock(w, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 &&
 		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
 		w->restores++;
 		w->netlock_error[0] = '\0';

@@ -52,6 +52,7 @@ int priv_sandbox_prepare(struct warden *w)
 	return 0;
 }
 
+#ifdef OCSB_TEST_BUILD
 /*
  * Test hook (test builds, and OCSB_TEST_HOOKS=1): a root-owned, not group/world-writable executable at
  * <run>/ocsb/test-wrap-opencode is exec'd in OpenCode's place with OpenCode's argv after
@@ -59,7 +60,6 @@ int priv_sandbox_prepare(struct warden *w)
  */
 void priv_sandbox_test_wrap(struct warden *w)
 {
-#ifdef OCSB_TEST_BUILD
 	char path[4096];
 	struct stat st;
 
@@ -73,10 +73,8 @@ void priv_sandbox_test_wrap(struct warden *w)
 		return;
 	}
 	snprintf(w->sb.test_wrap, sizeof(w->sb.test_wrap), "%s", path);
-#else
-	w->sb.test_wrap[0] = '\0';
-#endif
 }
+#endif
 
 /* ---- between fork and exec: system calls only ---- */
 

@@ -17,6 +17,7 @@
 #include "paths.h"
 #include "proxy.h"
 #include "spawn.h"
+#include "testhook.h"
 #include "util.h"
 #include "wproto.h"
 
@@ -41,7 +42,9 @@ struct wsrc {
 struct sandbox {
 	int ready;
 	char machine_id[4200], boot_id[4200], cmdline[4200], dmi[4200];
-	char test_wrap[4096]; /* test builds: exec'd in OpenCode's place */
+#ifdef OCSB_TEST_BUILD
+	char test_wrap[4096]; /* exec'd in OpenCode's place (sandbox.c) */
+#endif
 };
 
 /* A child the supervisor asked for: a slot of wproto's. */
@@ -70,7 +73,9 @@ struct warden {
 	struct netlock_spec nl;
 	struct proxy proxy;
 	struct sandbox sb;
-	int test_hooks;
+#ifdef OCSB_TEST_BUILD
+	int test_hooks; /* OCSB_TEST_HOOKS=1 in a test build: sandbox.c's and netwatch.c's hooks */
+#endif
 
 	int epfd;
 	int sigfd;
@@ -137,7 +142,9 @@ void agent_cgroup_publish(struct warden *w, int on);
 
 /* sandbox.c */
 int priv_sandbox_prepare(struct warden *w);
+#ifdef OCSB_TEST_BUILD
 void priv_sandbox_test_wrap(struct warden *w);
+#endif
 int child_sandbox_mounts(const struct sandbox *sb);
 int child_sandbox_limits(void);
 

@@ -23,3 +23,9 @@ in_agent_cgroup() {
 
 # in_cgroup_of PID DIR: 0 when process PID is in cgroup directory DIR.
 in_cgroup() { grep -qx "$1" "$2/cgroup.procs"; }
+
+# set_limits MEMORY TASKS CPU: the limit-* lines of ocsb.conf, replacing the ones there.
+set_limits() {
+	sed -i -E '/^[[:space:]]*limit-(memory|tasks|cpu)[[:space:]]/d' /etc/ocsb/ocsb.conf
+	printf 'limit-memory %s\nlimit-tasks %s\nlimit-cpu %s\n' "$1" "$2" "$3" >>/etc/ocsb/ocsb.conf
+}

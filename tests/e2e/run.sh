@@ -267,10 +267,11 @@ fingerprint "$RUNDIR/before"
 
 echo "# ocsb e2e: OCSB_BUILD=$OCSB_BUILD, timeout ${TIMEOUT}s per file"
 [ -x "$OCSB_BUILD/ocsb-provision" ] || echo "# note: $OCSB_BUILD/ocsb-provision not built"
-# The test hooks some t-files use (t-86's CA for its fake provider) exist in a test build
-# only (common/testhook.h): said once here, not left to be guessed from their failures.
-if [ -f "$OCSB_BUILD/ocsb-agentd" ] && ! grep -aq OCSB_TEST_INJECT_CA "$OCSB_BUILD/ocsb-agentd"; then
-	echo "# note: $OCSB_BUILD/ocsb-agentd is a release build without test hooks: t-86-inject fails with it (make TEST_HOOKS=1, or make test-e2e)"
+# The test hooks many t-files use (the wrapper in OpenCode's place, the netlock fault, t-86's
+# CA for its fake provider, ocsb-provision's kill points) exist in a test build only
+# (common/testhook.h): said once here, not left to be guessed from their failures.
+if [ -f "$OCSB_BUILD/ocsb-agentd" ] && ! grep -aq OCSB_TEST_HOOKS "$OCSB_BUILD/ocsb-agentd"; then
+	echo "# note: $OCSB_BUILD is a release build without test hooks: the t-files that use them (t-01, t-50, t-71, t-80, t-85, t-86, t-95, t-96, t-98 and more) fail with it (make TEST_HOOKS=1, or make test-e2e)"
 fi
 
 run_one() {

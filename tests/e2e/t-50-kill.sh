@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # ocsb-provision killed with SIGKILL after each of its changes: a plain re-run converges.
-# OCSB_FAULT_KILL_AT=N makes it SIGKILL itself right after its N-th change.
+# OCSB_FAULT_KILL_AT=N makes it SIGKILL itself right after its N-th change (a test hook: in a
+# test build, with OCSB_TEST_HOOKS=1).
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 
@@ -9,7 +10,7 @@ planned=$(provision --dry-run | grep -c '^would: ')
 # Kill points follow every step that changes something (a change may have several steps);
 # k walks them until a run is not killed any more.
 for ((k = 1; k <= 40; k++)); do
-	out=$(OCSB_FAULT_KILL_AT=$k provision 2>&1)
+	out=$(OCSB_TEST_HOOKS=1 OCSB_FAULT_KILL_AT=$k provision 2>&1)
 	rc=$?
 	if [ $rc -ne 137 ]; then
 		total=$((k - 1))
@@ -38,7 +39,7 @@ for ((k = 1; k <= 40; k++)); do
 	[ -n "$(getent passwd "$AGENT")" ] || provision >/dev/null 2>&1
 	uid=$(id -u "$AGENT")
 	as_user "$AGENT" sh -c 'echo x > /tmp/agent-left; echo y > /dev/shm/agent-left'
-	OCSB_FAULT_KILL_AT=$k prov --remove --purge >/dev/null 2>&1
+	OCSB_TEST_HOOKS=1 OCSB_FAULT_KILL_AT=$k prov --remove --purge >/dev/null 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		[ $k -ge 5 ] && pass "purge with a kill point past its last step completes ($((k - 1)) kill points)" ||

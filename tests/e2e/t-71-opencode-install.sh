@@ -3,7 +3,8 @@
 # (never root) against a lockfile, and root takes over only a staged tree that is exactly
 # the pinned manifest. The namespace has no network, so the registry is a loopback HTTP
 # server holding two small packages made here, and the pins are a test's own
-# (OCSB_OPENCODE_PINS, honoured only with OCSB_OPENCODE_PREFIX); the manifest is made by
+# (OCSB_OPENCODE_PINS, a test hook: in a test build, with OCSB_TEST_HOOKS=1, and honoured
+# only with OCSB_OPENCODE_PREFIX); the manifest is made by
 # tools/opencode-lock.sh --manifest from a reference `npm ci`, as a maintainer makes it.
 # A stand-in npm (first in ocsb-provision's fixed PATH) runs the real one, then records
 # its ids and, on request, tampers with its own output: what a compromised npm could do.
@@ -98,7 +99,7 @@ chmod 0755 /usr/local/bin/npm
 install_to() { # install_to DIR [ARGS]: --install-opencode into DIR/opencode with the test pins
 	local dir=$1
 	shift
-	env OCSB_OPENCODE_PINS=$T/pins OCSB_OPENCODE_PREFIX="$dir/opencode" \
+	env OCSB_TEST_HOOKS=1 OCSB_OPENCODE_PINS=$T/pins OCSB_OPENCODE_PREFIX="$dir/opencode" \
 		"$OCSB_BUILD/ocsb-provision" --install-opencode "$@"
 }
 gone() { # the process npm left is no more (a zombie waits for PID 1 to reap it)
@@ -164,9 +165,9 @@ check_output "  ... and then it is the pinned tree" '^ocsb-provision: 0 differen
 # --- only the version the pins name
 check_fails_output "another version than the pinned one is refused" \
 	"opencode-ai 0\.0\.1 is not the version this build pins" \
-	env OCSB_OPENCODE_PINS=$T/pins OCSB_OPENCODE_PREFIX=$T/opt/a/opencode \
+	env OCSB_TEST_HOOKS=1 OCSB_OPENCODE_PINS=$T/pins OCSB_OPENCODE_PREFIX=$T/opt/a/opencode \
 	"$OCSB_BUILD/ocsb-provision" --install-opencode=0.0.1
 check_fails_output "the pins hook alone (the real prefix) is refused" \
 	"OCSB_OPENCODE_PINS is a test hook: set OCSB_OPENCODE_PREFIX too" \
-	env OCSB_OPENCODE_PINS=$T/pins "$OCSB_BUILD/ocsb-provision" --install-opencode --check
+	env OCSB_TEST_HOOKS=1 OCSB_OPENCODE_PINS=$T/pins "$OCSB_BUILD/ocsb-provision" --install-opencode --check
 umount /usr/local/bin

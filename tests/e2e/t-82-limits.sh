@@ -15,7 +15,7 @@ fi
 OCSB=$OCSB_BUILD/ocsb
 make_project
 check_output "provisioned" '^ocsb-provision: [1-9]' provision
-printf 'limit-memory 1G\nlimit-tasks 300\nlimit-cpu 50\n' >>/etc/ocsb/ocsb.conf
+set_limits 1G 300 50
 OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 status() { as_owner "$OCSB" status; }
@@ -127,9 +127,14 @@ kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 check_fails "stopped: the agent's cgroup is gone" test -d "$pids"
 check_fails "stopped: and so is its list for ssh sessions" test -e "/run/ocsb/$AGENT/cgroups"
+# With limits configured and no agentd, nothing would hold a session: it is refused
+# (docs/design.md invariant 4; t-89 makes each window of a restart). With every limit
+# 'none' it opens, outside any agent cgroup.
+check_fails "with agentd stopped and limits configured an ssh session is refused" owner_ssh "$AGENT" true
+set_limits none none none
 _capture owner_ssh "$AGENT" cat /proc/self/cgroup
 if [ "$_rc" -eq 0 ] && grep -q ':pids:' <<<"$_out" && ! grep -q "/ocsb-$AGENT" <<<"$_out"; then
-	pass "with agentd stopped an ssh session still opens, outside any agent cgroup"
+	pass "positive control: with agentd stopped and no limits an ssh session opens, outside any agent cgroup"
 else
-	fail "with agentd stopped an ssh session still opens, outside any agent cgroup" "$_out"
+	fail "positive control: with agentd stopped and no limits an ssh session opens, outside any agent cgroup" "$_out"
 fi

@@ -22,18 +22,24 @@ check_output "provisioned" '^ocsb-provision: [1-9]' provision || exit 1
 sum_before=$(sha256sum </etc/ocsb/egress.conf)
 resolv_before=$(cat /etc/resolv.conf)
 
-# The stand-in: start, stop, restart ocsb-agentd with the drop-ins' Environment= lines.
+# The stand-in: start, stop, restart ocsb-agentd with the drop-ins' Environment= lines, and
+# the program their last ExecStart= names (logged).
 FAKE_SYSTEMCTL=$E2E_SCRATCH/systemctl
 cat >"$FAKE_SYSTEMCTL" <<FAKE
 #!/bin/bash
 PIDF=$E2E_SCRATCH/agentd.pid
 start() {
-	local envs=() f l
+	local envs=() f l bin=$OCSB_BUILD/ocsb-warden
 	for f in $E2E_SCRATCH/dropin/*.conf; do
 		[ -f "\$f" ] || continue
-		while IFS= read -r l; do case \$l in Environment=*) envs+=("\${l#Environment=}") ;; esac; done <"\$f"
+		while IFS= read -r l; do
+			case \$l in
+			Environment=*) envs+=("\${l#Environment=}") ;;
+			ExecStart=?*) bin=\${l#ExecStart=} bin=\${bin%% *}; echo "exec \$bin (drop-in)" >>"$E2E_SCRATCH/systemctl.log" ;;
+			esac
+		done <"\$f"
 	done
-	env "\${envs[@]}" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+	env "\${envs[@]}" setsid "\$bin" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	echo \$! >"\$PIDF"
 	echo "start \${envs[*]}" >>"$E2E_SCRATCH/systemctl.log"
 }
@@ -61,6 +67,7 @@ ONLY=$ONLY,x-dns-exfil,s-rc,s-environment,s-authkeys,s-agent-fwd,g-hostile,g-ref
 ONLY=$ONLY,r-linger,e-cgroup
 N=$(tr ',' '\n' <<<"$ONLY" | wc -l)
 _capture env ESC_SYSTEMCTL="$FAKE_SYSTEMCTL" ESC_DROPIN_DIR="$E2E_SCRATCH/dropin" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
+	ESC_WARDEN="$OCSB_BUILD/ocsb-warden" \
 	ESC_ONLY="$ONLY" ESC_AGENTD_WAIT=300 bash "$SRC/run-here.sh"
 printf '%s\n' "$_out" | grep -E '^(ok|not ok) - escape |^# escape battery'
 if [ "$_rc" -eq 0 ] && grep -q "^# escape battery: $N probes x 2 places: [0-9]* passed, 0 failed" <<<"$_out"; then
@@ -69,6 +76,8 @@ else
 	fail "run-here.sh: exit 0, $N probes x 2 places, none failed" "exit $_rc" "$(grep -v '^ok - escape' <<<"$_out" | tail -n 40)"
 fi
 check_output "run-here.sh: the agentd place ran with OCSB_TEST_HOOKS=1 from the drop-in" '^start OCSB_TEST_HOOKS=1$' cat "$E2E_SCRATCH/systemctl.log"
+check_output "run-here.sh: the drop-in runs ESC_WARDEN, a test build's ocsb-warden (ExecStart=)" \
+	"^exec $OCSB_BUILD/ocsb-warden \\(drop-in\\)\$" cat "$E2E_SCRATCH/systemctl.log"
 check_output "run-here.sh: agentd restarted without it at the end" '^start $' bash -c "tail -n 1 '$E2E_SCRATCH/systemctl.log'"
 check "run-here.sh: agentd runs at the end" bash -c "kill -0 \$(cat '$E2E_SCRATCH/agentd.pid')"
 check_fails "run-here.sh: drop-in removed" test -e "$E2E_SCRATCH/dropin/ocsb-escape.conf"

@@ -381,26 +381,31 @@ package() { # RELEASE DIR
 	fi
 }
 
-# The test hooks stay out of the package (common/testhook.h): `strings` on its ocsb-agentd
-# finds no hook variable. Positive control: the same probe finds it in the test build's
-# ocsb-agentd (make TEST_HOOKS=1, here after `make test-unit`: a relink), so a probe that
-# could not see the name never passes.
-HOOK_NAME=OCSB_TEST_INJECT_CA
+# The test hooks stay out of the package (common/testhook.h): tools/check-hooks.sh finds none
+# of their strings (OCSB_TEST_*, OCSB_FAULT_*, the test wrapper's and fault files' names) in
+# any program the package installs. Positive control: it finds every one of them in the test
+# build's programs (make TEST_HOOKS=1, here after `make test-unit`: the programs' mains and
+# a relink), so a probe that could not see a name never passes.
+TEST_PROGS='build/ocsb build/ocsb-agentd build/ocsb-provision build/ocsb-shell build/ocsb-inject'
 test_hooks() { # RELEASE DIR DEB
-	local rel=$1 dir=$2 deb=$3 n_pkg n_test
-	# Extracted first: a binary missing from the package prints no count, never "0".
-	in_root 120 sh -c "cd /src && dpkg-deb --fsys-tarfile $deb |
-		tar -xOf - ./usr/sbin/ocsb-agentd >/tmp/ocsb-agentd.pkg && test -s /tmp/ocsb-agentd.pkg &&
-		strings /tmp/ocsb-agentd.pkg | grep -c $HOOK_NAME" >"$dir/hooks-package.txt" 2>"$dir/hooks.log"
-	in_root "$step_limit" sh -c "cd /src && make -j$jobs WERROR=1 TEST_HOOKS=1 build/ocsb-agentd >&2 &&
-		strings build/ocsb-agentd | grep -c $HOOK_NAME" >"$dir/hooks-test.txt" 2>>"$dir/hooks.log"
-	n_pkg=$(cat "$dir/hooks-package.txt")
-	n_test=$(cat "$dir/hooks-test.txt")
-	if [ "$n_pkg" = 0 ] && [ "${n_test:-0}" -gt 0 ] 2>/dev/null; then
-		echo "ok - $rel: no test hook in the packaged ocsb-agentd ($HOOK_NAME: 0; the test build's: $n_test)"
+	local rel=$1 dir=$2 deb=$3 rc_pkg rc_test n
+	# Every executable file of the package, extracted first: a package without programs
+	# gives check-hooks no argument, an error, never "no hook".
+	in_root 120 sh -c "cd /src && rm -rf /tmp/ocsb-pkg && dpkg-deb -x $deb /tmp/ocsb-pkg &&
+		tools/check-hooks.sh release \$(find /tmp/ocsb-pkg -type f -perm -0100 | sort)" \
+		>"$dir/hooks-package.txt" 2>&1
+	rc_pkg=$?
+	in_root "$step_limit" sh -c "cd /src && make -j$jobs WERROR=1 TEST_HOOKS=1 all >&2 &&
+		tools/check-hooks.sh test $TEST_PROGS" >"$dir/hooks-test.txt" 2>"$dir/hooks.log"
+	rc_test=$?
+	n=$(grep -c '^check-hooks: .*: 0 hook strings$' "$dir/hooks-package.txt")
+	if [ $rc_pkg -eq 0 ] && [ "$n" -gt 0 ] && [ $rc_test -eq 0 ]; then
+		echo "ok - $rel: no test hook in the package's $n programs (tools/check-hooks.sh; the test build's have every one)"
 	else
-		echo "not ok - $rel: no test hook in the packaged ocsb-agentd ($HOOK_NAME: '${n_pkg}' in the package, '${n_test}' in the test build; want 0 and more)"
-		tailed "$dir/hooks.log"
+		echo "not ok - $rel: no test hook in the package's programs (tools/check-hooks.sh: package exit $rc_pkg, test build exit $rc_test; want 0 and 0)"
+		tailed "$dir/hooks-package.txt"
+		tailed "$dir/hooks-test.txt"
+		[ $rc_test -eq 0 ] || tailed "$dir/hooks.log" 10
 		failed=$((failed + 1))
 	fi
 }

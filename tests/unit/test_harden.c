@@ -164,16 +164,129 @@ static void init_script_is_valid_sh(void **state)
 	struct buf b = {0};
 
 	(void)state;
-	assert_int_equal(
-		harden_render_init("/var/lib/ocsb/identity/ai-dev", "/run/ocsb/ai-dev/cgroups", &b),
+	assert_int_equal(harden_render_init("/var/lib/ocsb/identity/ai-dev",
+				 "/run/ocsb/ai-dev/cgroups", "/etc/ocsb/ocsb.conf",
+				 "/etc/systemd/system/user-1001.slice.d/ocsb.conf", 1001, &b),
 		0);
 	assert_non_null(strstr(b.data, "cg='/run/ocsb/ai-dev/cgroups'"));
+	assert_non_null(strstr(b.data, "conf='/etc/ocsb/ocsb.conf'"));
+	assert_non_null(strstr(b.data, "slice='/etc/systemd/system/user-1001.slice.d/ocsb.conf'"));
+	assert_non_null(strstr(b.data, "uid=1001\n"));
 	assert_non_null(strstr(b.data, "hidepid=invisible"));
 	assert_non_null(strstr(b.data, "set -e\n"));
 	o.input = b.data;
 	assert_int_equal(spawn_run(argv, &o, &r), 0);
 	assert_int_equal(r.status, 0);
 	spawn_result_free(&r);
+	buf_free(&b);
+}
+
+/*
+ * Issue 26: a listed cgroup that is missing is a refusal, not a skip, and what counts
+ * is /proc/PID/cgroup after the write.
+ */
+static void init_script_fails_closed(void **state)
+{
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_init("/i", "/run/ocsb/ai-dev/cgroups", "/etc/ocsb/ocsb.conf",
+				 "/s", 1001, &b),
+		0);
+	assert_null(strstr(b.data, "[ ! -e \"$procs\" ] ||"));
+	assert_non_null(strstr(b.data, "[ -e \"$procs\" ] || refuse"));
+	assert_non_null(strstr(b.data, "in_cg \"$procs\" || refuse"));
+	assert_non_null(strstr(b.data, "\"/proc/$PPID/cgroup\""));
+	assert_non_null(strstr(b.data, "\nset -e\ntrap '[ $? -eq 0 ] || kill -9 $$' EXIT\n"));
+	/* The end of the script: no list and limits configured is a refusal. */
+	assert_non_null(strstr(b.data, "\nrefuse \"limits are configured in $conf"));
+	buf_free(&b);
+}
+
+/* The script's head (up to its first line that acts) followed by tail: its status. */
+static int head_then(const char *script, const char *tail)
+{
+	const char *const argv[] = {"/bin/sh", NULL};
+	struct spawn_opts o = {.capture = 1};
+	struct spawn_result r = {0};
+	const char *z = strstr(script, "[ \"$1\" = /tmp ]");
+	struct buf prog = {0};
+	int st;
+
+	assert_non_null(z);
+	assert_int_equal(buf_printf(&prog, "%.*s%s", (int)(z - script), script, tail), 0);
+	o.input = prog.data;
+	assert_int_equal(spawn_run(argv, &o, &r), 0);
+	st = r.status;
+	spawn_result_free(&r);
+	buf_free(&prog);
+	return st;
+}
+
+/*
+ * pam_namespace fails the session only for a script killed by a signal: an exit status
+ * was ignored, so a failed step (set -e) or a refusal let the session in.
+ */
+static void init_script_failure_is_a_signal(void **state)
+{
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_init("/i", "/c", "/f", "/s", 1001, &b), 0);
+	assert_int_equal(head_then(b.data, "false\necho not reached\n"), 128 + 9);
+	assert_int_equal(head_then(b.data, "exit 1\n"), 128 + 9);
+	assert_int_equal(head_then(b.data, "echo x >/nonexistent/ocsb/f\n"), 128 + 9);
+	/* Controls: a script that ends well, or exits 0 early, is not killed. */
+	assert_int_equal(head_then(b.data, "true\n"), 0);
+	assert_int_equal(head_then(b.data, "exit 0\n"), 0);
+	buf_free(&b);
+}
+
+/* limits=LIMITS for CONF, from the script's own lines (between "limits=yes" and "n=0"). */
+static void limits_read_as(const char *script, const char *conf_text, const char *want)
+{
+	const char *const argv[] = {"/bin/sh", NULL};
+	struct spawn_opts o = {.capture = 1};
+	struct spawn_result r = {0};
+	const char *a = strstr(script, "\nlimits=yes\n"), *z = a ? strstr(a, "\nn=0\n") : NULL;
+	char conf[] = "/tmp/test_harden_conf.XXXXXX";
+	struct buf prog = {0};
+	int fd = mkstemp(conf);
+
+	assert_true(fd >= 0 && a && z);
+	assert_int_equal(write(fd, conf_text, strlen(conf_text)), (ssize_t)strlen(conf_text));
+	close(fd);
+	assert_int_equal(buf_printf(&prog, "conf='%s'\n%.*secho \"$limits\"\n", conf,
+				 (int)(z - a + 1), a),
+		0);
+	o.input = prog.data;
+	assert_int_equal(spawn_run(argv, &o, &r), 0);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.output, want);
+	spawn_result_free(&r);
+	buf_free(&prog);
+	unlink(conf);
+}
+
+/* Sessions without ocsb-agentd are let in only when all three limits are off. */
+static void init_script_reads_limits_off_only_when_all_none(void **state)
+{
+	struct buf b = {0};
+
+	(void)state;
+	assert_int_equal(harden_render_init("/i", "/c", "/f", "/s", 1001, &b), 0);
+	limits_read_as(b.data, "agent ai-dev\n", "yes\n"); /* the default: auto */
+	limits_read_as(b.data, "limit-memory none\nlimit-tasks none\nlimit-cpu none\n", "no\n");
+	limits_read_as(b.data,
+		"  limit-memory none # off\n\tlimit-tasks\tnone\nlimit-cpu none  \n#limit-cpu 50\n",
+		"no\n");
+	limits_read_as(b.data, "limit-memory none\nlimit-tasks none\n", "yes\n");
+	limits_read_as(b.data, "limit-memory 256M\nlimit-tasks none\nlimit-cpu none\n", "yes\n");
+	/* Two lines are a configuration error; anything not plainly 'none' counts as on. */
+	limits_read_as(b.data,
+		"limit-memory none\nlimit-memory 1G\nlimit-tasks none\nlimit-cpu none\n", "yes\n");
+	limits_read_as(b.data, "limit-memory none#x\nlimit-tasks none\nlimit-cpu none\n", "yes\n");
+	limits_read_as(b.data, "limit-memory \"none\"\nlimit-tasks none\nlimit-cpu none\n", "yes\n");
 	buf_free(&b);
 }
 
@@ -187,6 +300,9 @@ int main(void)
 		cmocka_unit_test(pam_edit_long_file),
 		cmocka_unit_test(namespace_entry_is_for_the_agent_only),
 		cmocka_unit_test(init_script_is_valid_sh),
+		cmocka_unit_test(init_script_fails_closed),
+		cmocka_unit_test(init_script_failure_is_a_signal),
+		cmocka_unit_test(init_script_reads_limits_off_only_when_all_none),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
