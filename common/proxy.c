@@ -94,9 +94,11 @@ int proxy_pid(const struct proxy *px)
 int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen)
 {
 	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	const char *argv[] = {px->squid, "-N", "-f", px->conf, NULL};
+	struct spawn_opts o = {.envp = env, .detach = 1};
+	struct spawn_result res;
 	long deadline;
-	pid_t pid;
-	int st;
+	int r;
 
 	/*
 	 * The netlock lets the agent reach this port, whoever listens on it: it must be ocsb's
@@ -110,27 +112,13 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 			px->port);
 		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+	/* Detached: squid belongs to init, not to the short-lived caller. */
+	r = spawn_run(argv, &o, &res);
+	spawn_result_free(&res);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", px->squid, strerror(-r));
 		return -1;
 	}
-	if (pid == 0) {
-		/* Detach twice so squid belongs to init, not to the short-lived caller. */
-		int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		dup2(nullfd, 0);
-		dup2(nullfd, 1);
-		dup2(nullfd, 2);
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		execle(px->squid, px->squid, "-N", "-f", px->conf, (char *)NULL, env);
-		_exit(127);
-	}
-	waitpid(pid, &st, 0);
 	deadline = mono_ms() + timeout_ms;
 	while (mono_ms() < deadline) {
 		if (procs_port_holder(px->port, proxy_pid(px)) == 1)
