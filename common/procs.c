@@ -283,6 +283,26 @@ int procs_pidfile(const char *pidfile, const char *exe)
 	return (int)pid;
 }
 
+int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int *ret_pidfd)
+{
+	int pid = procs_pidfile(pidfile, exe), fd;
+
+	if (pid < 0)
+		return pid;
+	fd = procs_pidfd(pid);
+	if (fd < 0 && fd != -ENOSYS)
+		return fd == -ESRCH ? -ENOENT : fd;
+	/* Pinned: the pid file's process, if it still runs exe (see procs.h). */
+	if (!exe_is(pid, exe)) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
+	}
+	*ret_pid = pid;
+	*ret_pidfd = fd < 0 ? -1 : fd;
+	return 0;
+}
+
 int procs_port_owner_is(pid_t pid, unsigned port)
 {
 	char dir[64], want[64], link[128], got[64];

@@ -46,6 +46,12 @@ int procs_signal_uid(uid_t uid, int sig, int until_none);
  */
 int procs_pidfile(const char *pidfile, const char *exe);
 /*
+ * The same process pinned, for a signal (procs_pidfd_signal): 0 with *ret_pid and
+ * *ret_pidfd (-1 without pidfds; the caller closes it), the check of exe made again
+ * once pinned. -ENOENT as procs_pidfile, another -errno.
+ */
+int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int *ret_pidfd);
+/*
  * 1 when the socket listening on TCP port that takes 127.0.0.1 (sockdiag_listener: bound
  * to it, to the any address, IPv4 or IPv6) is one of pid's open files, 0 when another
  * process holds it or nothing listens, -errno on error.

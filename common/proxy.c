@@ -132,21 +132,30 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 
 int proxy_reconfigure(const struct proxy *px)
 {
-	int pid = proxy_pid(px);
+	pid_t pid;
+	int fd, r = procs_pidfile_pin(px->pidfile, px->squid, &pid, &fd);
 
-	if (pid < 0)
-		return pid;
-	return kill(pid, SIGHUP) < 0 ? -errno : 0;
+	if (r < 0)
+		return r;
+	r = procs_pidfd_signal(pid, fd, SIGHUP);
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
-/* Gone, or a zombie its new parent has not reaped yet. */
-static int gone(int pid)
+/*
+ * Gone, or a zombie its new parent has not reaped yet. Asked of the pidfd first: while
+ * it answers, pid is still that process's, and /proc/pid is about it.
+ */
+static int gone(pid_t pid, int pidfd)
 {
 	char path[64], buf[256];
 	const char *rp;
 	FILE *f;
 	int z = 0;
 
+	if (procs_pidfd_signal(pid, pidfd, 0) == -ESRCH)
+		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -159,19 +168,24 @@ static int gone(int pid)
 
 int proxy_stop(const struct proxy *px, int timeout_ms)
 {
-	int pid = proxy_pid(px);
 	long deadline;
+	pid_t pid;
+	int fd, r = 0;
 
-	if (pid < 0)
+	if (procs_pidfile_pin(px->pidfile, px->squid, &pid, &fd) < 0)
 		return 0;
-	kill(pid, SIGTERM);
+	procs_pidfd_signal(pid, fd, SIGTERM);
 	deadline = mono_ms() + timeout_ms;
 	while (mono_ms() < deadline) {
-		if (gone(pid))
-			return 0;
+		if (gone(pid, fd))
+			goto out;
 		usleep(20000);
 	}
-	kill(pid, SIGKILL);
+	procs_pidfd_signal(pid, fd, SIGKILL);
 	usleep(50000);
-	return gone(pid) ? 0 : -EBUSY;
+	r = gone(pid, fd) ? 0 : -EBUSY;
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
 }

@@ -50,6 +50,26 @@ static void pidfile_through_alternatives_links(void **state)
 	assert_int_equal(procs_pidfile(own_pidfile(), link), (int)getpid());
 }
 
+/* Pinned for a signal: the same answer as procs_pidfile, with a pidfd that reaches it. */
+static void pidfile_pinned(void **state)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid = 0;
+	int fd = -1;
+
+	(void)state;
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_int_equal(procs_pidfile_pin(own_pidfile(), self, &pid, &fd), 0);
+	assert_int_equal(pid, getpid());
+	assert_true(fd >= 0);
+	assert_int_equal(procs_pidfd_signal(pid, fd, 0), 0);
+	close(fd);
+	assert_int_equal(procs_pidfile_pin(own_pidfile(), "/bin/true", &pid, &fd), -ENOENT);
+	assert_int_equal(procs_pidfile_pin(unit_path("missing.pid"), self, &pid, &fd), -ENOENT);
+}
+
 /* Another program under that pid, a dead pid, garbage: not ours. */
 static void pidfile_of_another_program_is_stale(void **state)
 {
@@ -231,6 +251,7 @@ int main(void)
 			pidfile_through_alternatives_links, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			pidfile_of_another_program_is_stale, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(pidfile_pinned, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(zombies_do_not_count),
 		cmocka_unit_test(signal_pid_reaches_a_live_process),
 		cmocka_unit_test(signal_pid_of_an_exited_process),
