@@ -169,11 +169,11 @@ $(BUILDDIR)/ocsb-warden: $(BUILDDIR)/warden/main.o $(LIBWARDEN) $(LIBOCSB)
 $(LIBINJECT): $(INJECT_OBJ)
 	$(AR) rcs $@ $^
 
-# The credential injector: libc, OpenSSL, libsodium (keys in locked memory), libseccomp, threads
-# and the common library (logging, buffers).
+# The credential injector: libc, OpenSSL, libsodium (keys in locked memory), libseccomp, threads,
+# libmnl (sock_diag's messages) and the common library (logging, buffers, sock_diag).
 $(BUILDDIR)/ocsb-inject: $(BUILDDIR)/inject/main.o $(LIBINJECT) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -pthread -o $@ $^ \
-		$(shell $(PKG_CONFIG) --libs openssl libsodium libseccomp 2>/dev/null)
+		$(shell $(PKG_CONFIG) --libs openssl libsodium libseccomp libmnl 2>/dev/null)
 
 # The agent's login shell: libc and the config parser only.
 $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)

@@ -15,6 +15,7 @@
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
+#include "sockdiag.h"
 #include "testhook.h"
 #include "../inject/inject.h"
 #include "../secrets/secrets.h"
@@ -578,27 +579,6 @@ static int find_bin(struct injectd *x)
 	return 0;
 }
 
-/* Who holds 127.0.0.1:port (or *:port): the uid in /proc/net/tcp, -1 when not found. */
-static long port_holder(unsigned port)
-{
-	FILE *f = fopen("/proc/net/tcp", "re");
-	char line[512];
-	long uid = -1;
-
-	if (!f)
-		return -1;
-	while (uid < 0 && fgets(line, sizeof(line), f)) {
-		unsigned addr, p, st, u;
-
-		if (sscanf(line, " %*u: %8X:%4X %*X:%*X %2X %*X:%*X %*X:%*X %*X %u", &addr, &p,
-			    &st, &u) == 4 &&
-			p == port && (addr == 0 || addr == 0x0100007F))
-			uid = (long)u;
-	}
-	fclose(f);
-	return uid;
-}
-
 /*
  * Every route port (unprivileged: no root needed), bound before any child of ours runs
  * and held until agentd exits: a route's baseURL or insteadOf then always reaches this agentd's injector (or
@@ -614,20 +594,21 @@ int injectd_hold_ports(struct agentd *d)
 	d->inject = x;
 	for (unsigned i = 0; i < INJ_MAX_ROUTES; i++) {
 		unsigned port = INJ_PORT_BASE + i;
-		long uid;
+		struct sockdiag_sock held;
+		int err;
 
 		x->lfd[i] = inj_listen(port);
 		if (x->lfd[i] >= 0)
 			continue;
-		uid = port_holder(port);
-		if (uid >= 0)
-			log_err("inject: 127.0.0.1:%u: %s, held by uid %ld (`ss -ltnp 'sport = "
+		err = errno;
+		if (sockdiag_listener(-1, port, &held) == 0)
+			log_err("inject: 127.0.0.1:%u: %s, held by uid %u (`ss -ltnp 'sport = "
 				":%u'` names the process): route %u is not served",
-				port, strerror(errno), uid, port, i);
+				port, strerror(err), (unsigned)held.uid, port, i);
 		else
 			log_err("inject: 127.0.0.1:%u: %s (`ss -tanp 'sport = :%u'` names the "
 				"process): route %u is not served",
-				port, strerror(errno), port, i);
+				port, strerror(err), port, i);
 	}
 	return 0;
 }

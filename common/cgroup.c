@@ -12,6 +12,7 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "procs.h"
 
 #ifndef CGROUP2_SUPER_MAGIC
 #define CGROUP2_SUPER_MAGIC 0x63677270
@@ -470,10 +471,22 @@ int cg_count(const struct cgroup *cg)
 	return for_each_pid(cg, NULL, NULL);
 }
 
+/*
+ * Pinned (pidfd), then found in the cgroup again, then killed through the pidfd: a pid
+ * read from cgroup.procs whose process exited meanwhile may be another's by now, outside
+ * the cgroup (see procs.h).
+ */
 static void kill_pid(pid_t pid, void *ctx)
 {
-	(void)ctx;
-	kill(pid, SIGKILL);
+	const struct cgroup *cg = ctx;
+	int fd = procs_pidfd(pid);
+
+	if (fd < 0 && fd != -ENOSYS)
+		return;
+	if (cg_contains(cg, pid))
+		procs_pidfd_signal(pid, fd, SIGKILL);
+	if (fd >= 0)
+		close(fd);
 }
 
 int cg_kill_all(const struct cgroup *cg)
@@ -495,7 +508,7 @@ int cg_kill_all(const struct cgroup *cg)
 	for (int i = 0; i < 200 && left > 0; i++) {
 		int froze = cg_freeze(cg, 1) == 0;
 
-		for_each_pid(cg, kill_pid, NULL);
+		for_each_pid(cg, kill_pid, (void *)cg);
 		if (froze)
 			cg_freeze(cg, 0);
 		usleep(10000);

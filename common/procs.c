@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,9 +12,11 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "fileops.h"
 #include "log.h"
+#include "sockdiag.h"
 
 #include "procs.h"
 
@@ -45,7 +48,66 @@ static int proc_has_uid(pid_t pid, uid_t uid)
 	return hit;
 }
 
-int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx)
+int procs_pidfd(pid_t pid)
+{
+	static int warned;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOSYS && !warned) {
+		warned = 1;
+		log_warn("pidfd_open: %s (kernel before 5.3): processes are signalled by pid, "
+			 "which a process started meanwhile may have taken",
+			strerror(errno));
+	}
+	return -errno;
+}
+
+int procs_pidfd_signal(pid_t pid, int pidfd, int sig)
+{
+	int r = pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0)
+			   : kill(pid, sig);
+
+	return r < 0 ? -errno : 0;
+}
+
+/*
+ * pid pinned while it is a live process of uid: 0 with *ret_pidfd (-1 without pidfds),
+ * -ESRCH when it is gone, a zombie or not uid's, another -errno. The check reads /proc
+ * by pid after the pin: whatever acts on the pidfd next learns whether it was about the
+ * pinned process (it still runs, so its pid was not handed on).
+ */
+static int pin_uid(pid_t pid, uid_t uid, int *ret_pidfd)
+{
+	int fd = procs_pidfd(pid);
+
+	if (fd < 0 && fd != -ENOSYS)
+		return fd;
+	if (!proc_has_uid(pid, uid)) {
+		if (fd >= 0)
+			close(fd);
+		return -ESRCH;
+	}
+	*ret_pidfd = fd < 0 ? -1 : fd;
+	return 0;
+}
+
+int procs_signal_pid(pid_t pid, uid_t uid, int sig)
+{
+	int fd, r = pin_uid(pid, uid, &fd);
+
+	if (r < 0)
+		return r == -ESRCH ? 0 : r;
+	r = procs_pidfd_signal(pid, fd, sig);
+	if (fd >= 0)
+		close(fd);
+	if (r == -ESRCH)
+		return 0;
+	return r < 0 ? r : 1;
+}
+
+int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, int pidfd, void *ctx), void *ctx)
 {
 	struct dirent *e;
 	DIR *d = opendir("/proc");
@@ -55,10 +117,16 @@ int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx)
 		return -errno;
 	while ((e = readdir(d)) != NULL) {
 		pid_t pid = (pid_t)strtol(e->d_name, NULL, 10);
+		int fd;
 
 		if (pid <= 1 || pid == getpid() || !proc_has_uid(pid, uid))
 			continue;
-		fn(pid, ctx);
+		/* Cheap test first (most processes are not uid's), then pinned and again. */
+		if (pin_uid(pid, uid, &fd) < 0)
+			continue;
+		fn(pid, fd, ctx);
+		if (fd >= 0)
+			close(fd);
 		n++;
 	}
 	closedir(d);
@@ -69,11 +137,12 @@ struct sig_ctx {
 	int sig, n;
 };
 
-static void signal_one(pid_t pid, void *ctx)
+static void signal_one(pid_t pid, int pidfd, void *ctx)
 {
 	struct sig_ctx *c = ctx;
 
-	if (c->sig == 0 || kill(pid, c->sig) == 0)
+	/* With sig 0 (counting), still alive after the check. */
+	if (procs_pidfd_signal(pid, pidfd, c->sig) == 0)
 		c->n++;
 }
 
@@ -124,7 +193,7 @@ struct desc_ctx {
 	int shown;
 };
 
-static void describe_one(pid_t pid, void *ctx)
+static void describe_one(pid_t pid, int pidfd, void *ctx)
 {
 	struct desc_ctx *c = ctx;
 	char path[64], comm[64] = "?";
@@ -214,41 +283,39 @@ int procs_pidfile(const char *pidfile, const char *exe)
 	return (int)pid;
 }
 
-/* The inode of the listening TCP socket on port (127.0.0.1 or 0.0.0.0), 0 when none. */
-static unsigned long listen_inode(unsigned port)
+int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int *ret_pidfd)
 {
-	char line[512];
-	unsigned long ino = 0;
-	FILE *fp = fopen("/proc/net/tcp", "re");
+	int pid = procs_pidfile(pidfile, exe), fd;
 
-	if (!fp)
-		return 0;
-	while (!ino && fgets(line, sizeof(line), fp)) {
-		unsigned addr, lport, st;
-		unsigned long inode;
-
-		/* "sl local rem st tx:rx tr:when retrnsmt uid timeout inode" */
-		if (sscanf(line, " %*d: %x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x %*u %*u %lu", &addr,
-			    &lport, &st, &inode) != 4)
-			continue;
-		if (st == 0x0A && lport == port && (addr == 0 || addr == htonl(INADDR_LOOPBACK)))
-			ino = inode;
+	if (pid < 0)
+		return pid;
+	fd = procs_pidfd(pid);
+	if (fd < 0 && fd != -ENOSYS)
+		return fd == -ESRCH ? -ENOENT : fd;
+	/* Pinned: the pid file's process, if it still runs exe (see procs.h). */
+	if (!exe_is(pid, exe)) {
+		if (fd >= 0)
+			close(fd);
+		return -ENOENT;
 	}
-	fclose(fp);
-	return ino;
+	*ret_pid = pid;
+	*ret_pidfd = fd < 0 ? -1 : fd;
+	return 0;
 }
 
 int procs_port_owner_is(pid_t pid, unsigned port)
 {
 	char dir[64], want[64], link[128], got[64];
-	unsigned long ino = listen_inode(port);
+	struct sockdiag_sock l;
 	struct dirent *e;
 	DIR *d;
-	int hit = 0;
+	int hit = 0, r = sockdiag_listener(-1, port, &l);
 
-	if (!ino)
+	if (r == -ENOENT)
 		return 0;
-	snprintf(want, sizeof(want), "socket:[%lu]", ino);
+	if (r < 0)
+		return r;
+	snprintf(want, sizeof(want), "socket:[%lu]", l.inode);
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	d = opendir(dir);
 	if (!d)

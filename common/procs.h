@@ -5,11 +5,38 @@
 #include <sys/types.h>
 
 /*
+ * Signals without pid reuse. A pid found in a scan (/proc, a cgroup.procs list) may name
+ * another process by the time it is signalled: the found one exited, was reaped, and the
+ * pid went to a newcomer. So each is pinned first (pidfd_open), checked again through
+ * /proc by its pid, and signalled through the pidfd: a pidfd never names another
+ * process, and a signal that reaches it proves the check was about it (a pid is not
+ * reused before its process is reaped). Kernels before 5.3 have no pidfd_open: the pid
+ * is used as it is, with one logged warning.
+ */
+
+/*
+ * A pidfd for pid (close-on-exec): >= 0; -ENOSYS when this kernel has none (logged
+ * once; the caller goes on with the pid); another -errno (-ESRCH: gone).
+ */
+int procs_pidfd(pid_t pid);
+/*
+ * Sends sig (0: a liveness check) to the process of pidfd, or to pid when pidfd < 0
+ * (no pidfds here). 0 or -errno; -ESRCH: that process is gone, whoever has its pid now.
+ */
+int procs_pidfd_signal(pid_t pid, int pidfd, int sig);
+/*
+ * sig to pid if it is, once pinned, a live process of uid (any of the four ids).
+ * 1 signalled, 0 not (gone, a zombie, another uid's), -errno.
+ */
+int procs_signal_pid(pid_t pid, uid_t uid, int sig);
+
+/*
  * Send sig to every process with uid among its real, effective, saved or filesystem
- * uids. With `until_none`, repeat (a process may fork between scan and signal) until a
- * scan finds none: for SIGKILL. Zombies are not counted (they run nothing and only their
- * parent's wait removes them). Returns how many were signalled, or -errno (-EBUSY when
- * they keep coming back: procs_describe_uid names them).
+ * uids (each as procs_signal_pid does). With `until_none`, repeat (a process may fork
+ * between scan and signal) until a scan finds none: for SIGKILL. Zombies are not counted
+ * (they run nothing and only their parent's wait removes them). Returns how many were
+ * signalled, or -errno (-EBUSY when they keep coming back: procs_describe_uid names
+ * them).
  */
 int procs_signal_uid(uid_t uid, int sig, int until_none);
 /*
@@ -19,21 +46,33 @@ int procs_signal_uid(uid_t uid, int sig, int until_none);
  */
 int procs_pidfile(const char *pidfile, const char *exe);
 /*
- * 1 when the socket listening on TCP 127.0.0.1:port (or any address) is one of pid's
- * open files, 0 when another process holds it or nothing listens, -errno on error.
+ * The same process pinned, for a signal (procs_pidfd_signal): 0 with *ret_pid and
+ * *ret_pidfd (-1 without pidfds; the caller closes it), the check of exe made again
+ * once pinned. -ENOENT as procs_pidfile, another -errno.
+ */
+int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int *ret_pidfd);
+/*
+ * 1 when the socket listening on TCP port that takes 127.0.0.1 (sockdiag_listener: bound
+ * to it, to the any address, IPv4 or IPv6) is one of pid's open files, 0 when another
+ * process holds it or nothing listens, -errno on error.
  */
 int procs_port_owner_is(pid_t pid, unsigned port);
 /* 1 when something accepts TCP on 127.0.0.1:port. */
 int procs_port_open(unsigned port);
 /*
  * Who answers on TCP 127.0.0.1:port: 1 pid's own listening socket, 0 nothing listens,
- * -EADDRINUSE another process (an IPv6 any-address socket taking 127.0.0.1 too), -errno
- * when pid's descriptors cannot be read (not root).
+ * -EADDRINUSE another process, -errno when pid's descriptors cannot be read (not root).
  */
 int procs_port_holder(unsigned port, pid_t pid);
 
-/* Calls fn for every process with uid (any of the four); returns how many, or -errno. */
-int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, void *ctx), void *ctx);
+/*
+ * Calls fn for every live process with uid (any of the four), pinned: pidfd is open on
+ * it (-1 on a kernel without pidfds) and closed after fn returns. What fn does to the
+ * process goes through the pidfd (procs_pidfd_signal); what it does by pid (a write to
+ * cgroup.procs) holds if a check through the pidfd afterwards finds it alive. Returns
+ * how many, or -errno.
+ */
+int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, int pidfd, void *ctx), void *ctx);
 
 /*
  * procs_signal_uid(uid, SIGKILL, 1), and on failure one error naming what is left

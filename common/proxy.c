@@ -94,9 +94,11 @@ int proxy_pid(const struct proxy *px)
 int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen)
 {
 	char *const env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
+	const char *argv[] = {px->squid, "-N", "-f", px->conf, NULL};
+	struct spawn_opts o = {.envp = env, .detach = 1};
+	struct spawn_result res;
 	long deadline;
-	pid_t pid;
-	int st;
+	int r;
 
 	/*
 	 * The netlock lets the agent reach this port, whoever listens on it: it must be ocsb's
@@ -110,27 +112,13 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 			px->port);
 		return -1;
 	}
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+	/* Detached: squid belongs to init, not to the short-lived caller. */
+	r = spawn_run(argv, &o, &res);
+	spawn_result_free(&res);
+	if (r < 0) {
+		snprintf(err, errlen, "%s: %s", px->squid, strerror(-r));
 		return -1;
 	}
-	if (pid == 0) {
-		/* Detach twice so squid belongs to init, not to the short-lived caller. */
-		int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		dup2(nullfd, 0);
-		dup2(nullfd, 1);
-		dup2(nullfd, 2);
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		execle(px->squid, px->squid, "-N", "-f", px->conf, (char *)NULL, env);
-		_exit(127);
-	}
-	waitpid(pid, &st, 0);
 	deadline = mono_ms() + timeout_ms;
 	while (mono_ms() < deadline) {
 		if (procs_port_holder(px->port, proxy_pid(px)) == 1)
@@ -144,21 +132,30 @@ int proxy_start(const struct proxy *px, int timeout_ms, char *err, size_t errlen
 
 int proxy_reconfigure(const struct proxy *px)
 {
-	int pid = proxy_pid(px);
+	pid_t pid;
+	int fd, r = procs_pidfile_pin(px->pidfile, px->squid, &pid, &fd);
 
-	if (pid < 0)
-		return pid;
-	return kill(pid, SIGHUP) < 0 ? -errno : 0;
+	if (r < 0)
+		return r;
+	r = procs_pidfd_signal(pid, fd, SIGHUP);
+	if (fd >= 0)
+		close(fd);
+	return r;
 }
 
-/* Gone, or a zombie its new parent has not reaped yet. */
-static int gone(int pid)
+/*
+ * Gone, or a zombie its new parent has not reaped yet. Asked of the pidfd first: while
+ * it answers, pid is still that process's, and /proc/pid is about it.
+ */
+static int gone(pid_t pid, int pidfd)
 {
 	char path[64], buf[256];
 	const char *rp;
 	FILE *f;
 	int z = 0;
 
+	if (procs_pidfd_signal(pid, pidfd, 0) == -ESRCH)
+		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -171,19 +168,24 @@ static int gone(int pid)
 
 int proxy_stop(const struct proxy *px, int timeout_ms)
 {
-	int pid = proxy_pid(px);
 	long deadline;
+	pid_t pid;
+	int fd, r = 0;
 
-	if (pid < 0)
+	if (procs_pidfile_pin(px->pidfile, px->squid, &pid, &fd) < 0)
 		return 0;
-	kill(pid, SIGTERM);
+	procs_pidfd_signal(pid, fd, SIGTERM);
 	deadline = mono_ms() + timeout_ms;
 	while (mono_ms() < deadline) {
-		if (gone(pid))
-			return 0;
+		if (gone(pid, fd))
+			goto out;
 		usleep(20000);
 	}
-	kill(pid, SIGKILL);
+	procs_pidfd_signal(pid, fd, SIGKILL);
 	usleep(50000);
-	return gone(pid) ? 0 : -EBUSY;
+	r = gone(pid, fd) ? 0 : -EBUSY;
+out:
+	if (fd >= 0)
+		close(fd);
+	return r;
 }

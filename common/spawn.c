@@ -236,6 +236,25 @@ static void child_setup(const struct spawn_opts *o, const struct spawn_cred *cre
 		child_fail(errfd, errno);
 }
 
+/*
+ * spawn_opts.detach: the grandchild goes on alone. It keeps none of the pipes (the caller
+ * waits for their end of file) and no parent-death signal (fork clears it); the error
+ * pipe stays, so its exec error still reaches the caller. Async-signal-safe.
+ */
+static void child_detach(int errfd)
+{
+	int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	pid_t pid;
+
+	if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(nullfd, 1) < 0 || dup2(nullfd, 2) < 0)
+		child_fail(errfd, errno);
+	pid = fork();
+	if (pid < 0)
+		child_fail(errfd, errno);
+	if (pid > 0)
+		_exit(0);
+}
+
 /* ---- parent side ---- */
 
 /*
@@ -476,6 +495,8 @@ static int spawn_common(const char *const argv[], int (*fn)(void *, int), void *
 			int rc = fn(arg, outpipe[1]);
 			_exit(rc < 0 || rc > 125 ? 125 : rc);
 		}
+		if (o->detach)
+			child_detach(errpipe[1]);
 		execve(argv[0], (char *const *)argv, o->envp ? o->envp : default_env);
 		child_fail(errpipe[1], errno);
 	}

@@ -8,8 +8,8 @@
 
 /*
  * Run programs with an argv and a built environment, never through a shell: the one
- * fork-exec path for everything root runs as someone else (agentd's children use its
- * drop, spawn_child_drop(), too).
+ * fork-exec path for everything root runs as someone else (agentd's supervised children
+ * use its drop, spawn_child_drop(), too; docs/design.md lists every fork and why).
  *
  * Every child starts a session of its own, so it has no controlling terminal: a child
  * left in the caller's session could push input into the terminal that ran `sudo`
@@ -35,6 +35,12 @@ struct spawn_opts {
 	int capture; /* collect stdout+stderr */
 	int timeout_ms; /* 0 = 60 s; then SIGKILL */
 	size_t max_output; /* 0 = 256 KiB; the rest is dropped */
+	/*
+	 * A daemon: the child forks once more and the grandchild, stdio on /dev/null, is
+	 * the one that execs (a child of init, in the session the child made). spawn_run
+	 * returns once it has exec'd (status 0) or with its exec error; not with spawn_fn.
+	 */
+	int detach;
 	pid_t parent; /* set by spawn itself: who forked the child */
 };
 

@@ -4,8 +4,8 @@
  * holds for each route port (listen.c), and one worker process per route (serve.c).
  *
  * This process reads nothing the agent sends. It accepts, asks the kernel who connected
- * (peer.c: only agentd's agent is served, whatever the netlock let through) and passes the
- * connection to its route's worker. It holds every key, in locked memory, to start a worker
+ * (common/sockdiag.c: only agentd's agent is served, whatever the netlock let through)
+ * and passes the connection to its route's worker. It holds every key, in locked memory, to start a worker
  * again if one dies; a worker holds its own route's key alone (the others are wiped in it
  * right after the fork), so a parser bug in a worker gives away one key, not all.
  *
@@ -34,6 +34,7 @@
 
 #include "inject.h"
 #include "log.h"
+#include "sockdiag.h"
 
 #define OUTQ_MAX (64 * 1024) /* lines for agentd not yet taken */
 #define RESTART_MS 1000 /* a worker that died is started again at most this often */
@@ -262,7 +263,7 @@ static void accept_one(struct daemon *d, size_t i)
 
 	if (fd < 0)
 		return;
-	r = inj_peer_uid(d->nl, fd, &uid);
+	r = sockdiag_peer_uid(d->nl, fd, &uid);
 	if (r < 0 || !d->conf.have_peer || uid != d->conf.peer) {
 		/*
 		 * The second wall: only agentd's agent spends the owner's key, whatever the
@@ -427,10 +428,10 @@ int inj_daemon(int ctl)
 		log_err("no route listeners from ocsb-agentd on the hand-over socket");
 		return -1;
 	}
-	d.nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	d.nl = sockdiag_open();
 	if (d.nl < 0) {
 		log_err("sock_diag: %s: no connection could be checked, none is served",
-			strerror(errno));
+			strerror(-d.nl));
 		return -1;
 	}
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)

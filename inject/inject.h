@@ -14,7 +14,8 @@
  *
  * Processes: the injector's first process (daemon.c) holds the keys in locked memory,
  * accepts on agentd's listeners, checks that the connecting socket is the agent's (the
- * peer's uid by sock_diag, peer.c) and passes each connection to the worker of its route.
+ * peer's uid by sock_diag, common/sockdiag.c) and passes each connection to the worker of
+ * its route.
  * A worker (one process per route, serve.c) holds that route's key alone and parses what
  * the agent sends; one thread per agent connection, at most INJ_ROUTE_CONNS of them.
  */
@@ -232,15 +233,6 @@ int inj_worker_run(struct inj_worker *w, int sock);
  * only). 0, or -1 with a message.
  */
 int inj_confine(int worker, char *err, size_t errlen);
-
-/* ---- who connected: peer.c ---- */
-
-/*
- * The uid owning the other end of fd, a TCP connection on loopback accepted here, asked of
- * the kernel by sock_diag (nl: a NETLINK_SOCK_DIAG socket). 0, or -errno (-ENOENT: the
- * peer is gone).
- */
-int inj_peer_uid(int nl, int fd, uid_t *ret_uid);
 
 /* ---- the route ports' listeners, held by ocsb-agentd: listen.c ---- */
 

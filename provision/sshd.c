@@ -255,20 +255,22 @@ int sshd_preflight(struct prov *p)
 	return 0;
 }
 
-static int sshd_pid(struct prov *p, const char *T)
+/* sshd's process, pinned (procs_pidfile_pin): 0, or -ENOENT when it does not run. */
+static int sshd_pin(struct prov *p, const char *T, pid_t *ret_pid, int *ret_pidfd)
 {
 	char pidfile[4096];
 
 	if (!find_T(T, "pidfile", pidfile, sizeof(pidfile)))
 		path_join(pidfile, sizeof(pidfile), p->paths.run, "sshd.pid");
 	/* A stale pid file may name an unrelated process now: procs_pidfile checks. */
-	return procs_pidfile(pidfile, p->paths.sshd);
+	return procs_pidfile_pin(pidfile, p->paths.sshd, ret_pid, ret_pidfd);
 }
 
 static int sshd_reload(struct prov *p, const char *T)
 {
 	struct stat st;
-	int pid;
+	pid_t pid;
+	int fd, r;
 
 	if (stat("/run/systemd/system", &st) == 0) {
 		const char *a[] = {"/usr/bin/systemctl", "reload", "ssh.service", NULL};
@@ -280,13 +282,15 @@ static int sshd_reload(struct prov *p, const char *T)
 			 "restarts (systemctl restart ssh)");
 		return 0;
 	}
-	pid = sshd_pid(p, T);
-	if (pid < 0) {
+	if (sshd_pin(p, T, &pid, &fd) < 0) {
 		printf("note: sshd is not running; the settings apply when it starts\n");
 		return 0;
 	}
-	if (kill(pid, SIGHUP) < 0) {
-		log_err("reloading sshd (pid %d): %s", pid, strerror(errno));
+	r = procs_pidfd_signal(pid, fd, SIGHUP);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0) {
+		log_err("reloading sshd (pid %d): %s", (int)pid, strerror(-r));
 		return -1;
 	}
 	/* sshd re-executes itself on SIGHUP: wait for its listener so a login right after works. */

@@ -236,15 +236,20 @@ struct sweep {
  * start) is moved in: in a frozen cgroup it freezes at once. One that cannot be moved
  * gets SIGSTOP, the weaker fallback.
  */
-static void sweep_one(pid_t pid, void *ctx)
+static void sweep_one(pid_t pid, int pidfd, void *ctx)
 {
 	struct sweep *s = ctx;
 
 	if (cg_contains(&s->w->cg, pid))
 		return;
 	if (cg_attach(&s->w->cg, pid) == 0) {
+		/* Moved by pid: alive after it, it was the agent's process that moved. */
+		if (procs_pidfd_signal(pid, pidfd, 0) < 0)
+			log_warn("freeze: process %d of %s ended as it was moved into %s: a "
+				 "process that took its pid since may have been moved instead",
+				(int)pid, s->w->agent.name, s->w->cg.what);
 		s->moved++;
-	} else if (kill(pid, SIGSTOP) == 0) {
+	} else if (procs_pidfd_signal(pid, pidfd, SIGSTOP) == 0) {
 		s->stopped++;
 		s->w->sigstopped = 1;
 	}

@@ -9,7 +9,6 @@
 #include "unit.h"
 
 #include <fcntl.h>
-#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -138,50 +137,11 @@ static void anything_else_refused(void **state)
 	close(l);
 }
 
-/*
- * Who connected, asked of the kernel (sock_diag): the uid of the connecting socket, this
- * test's own here (the injector compares it with the agent's); a descriptor that is no
- * TCP connection is not answered for.
- */
-static void peer_uid_of_a_loopback_connection(void **state)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c, s, nl, sp[2];
-	uid_t uid = (uid_t)-1;
-
-	(void)state;
-	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	assert_true(l >= 0 && nl >= 0);
-	assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	assert_int_equal(getsockname(l, (struct sockaddr *)&a, &al), 0);
-	c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_int_equal(connect(c, (struct sockaddr *)&a, sizeof(a)), 0);
-	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
-	assert_true(s >= 0);
-	assert_int_equal(inj_peer_uid(nl, s, &uid), 0);
-	assert_int_equal(uid, geteuid());
-	/* Twice on the same netlink socket: the second answer is the second question's. */
-	uid = (uid_t)-1;
-	assert_int_equal(inj_peer_uid(nl, s, &uid), 0);
-	assert_int_equal(uid, geteuid());
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
-	assert_true(inj_peer_uid(nl, sp[0], &uid) < 0);
-	close(sp[0]);
-	close(sp[1]);
-	close(c);
-	close(s);
-	close(l);
-	close(nl);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(listeners_arrive_in_their_slots),
 		cmocka_unit_test(anything_else_refused),
-		cmocka_unit_test(peer_uid_of_a_loopback_connection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

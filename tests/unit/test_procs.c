@@ -50,6 +50,26 @@ static void pidfile_through_alternatives_links(void **state)
 	assert_int_equal(procs_pidfile(own_pidfile(), link), (int)getpid());
 }
 
+/* Pinned for a signal: the same answer as procs_pidfile, with a pidfd that reaches it. */
+static void pidfile_pinned(void **state)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	pid_t pid = 0;
+	int fd = -1;
+
+	(void)state;
+	assert_true(n > 0);
+	self[n] = '\0';
+	assert_int_equal(procs_pidfile_pin(own_pidfile(), self, &pid, &fd), 0);
+	assert_int_equal(pid, getpid());
+	assert_true(fd >= 0);
+	assert_int_equal(procs_pidfd_signal(pid, fd, 0), 0);
+	close(fd);
+	assert_int_equal(procs_pidfile_pin(own_pidfile(), "/bin/true", &pid, &fd), -ENOENT);
+	assert_int_equal(procs_pidfile_pin(unit_path("missing.pid"), self, &pid, &fd), -ENOENT);
+}
+
 /* Another program under that pid, a dead pid, garbage: not ours. */
 static void pidfile_of_another_program_is_stale(void **state)
 {
@@ -71,7 +91,7 @@ struct seen {
 	int hit[2];
 };
 
-static void note_pid(pid_t pid, void *ctx)
+static void note_pid(pid_t pid, int pidfd, void *ctx)
 {
 	struct seen *s = ctx;
 
@@ -122,6 +142,106 @@ static void zombies_do_not_count(void **state)
 	waitpid(dead, NULL, 0);
 }
 
+/* A child that waits to be signalled (at most 30 s: never outlives a failed test). */
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		alarm(30);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static int term_signal(pid_t pid)
+{
+	int st = 0;
+
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFSIGNALED(st) ? WTERMSIG(st) : -1;
+}
+
+/* A live process of the uid is signalled through its pidfd; one of another uid is not. */
+static void signal_pid_reaches_a_live_process(void **state)
+{
+	pid_t child = sleeper();
+
+	(void)state;
+	assert_int_equal(procs_signal_pid(child, getuid(), 0), 1);
+	/* Not the uid's (pid 1 is root's; as root there is no other uid to ask about). */
+	if (getuid() != 0)
+		assert_int_equal(procs_signal_pid(1, getuid(), SIGKILL), 0);
+	assert_int_equal(procs_signal_pid(child, getuid() + 1, SIGTERM), 0);
+	assert_int_equal(procs_signal_pid(child, getuid(), SIGTERM), 1);
+	assert_int_equal(term_signal(child), SIGTERM);
+}
+
+/* Exited and reaped: its pid is nobody's, or a newcomer's; nothing is signalled. */
+static void signal_pid_of_an_exited_process(void **state)
+{
+	pid_t child = fork();
+	siginfo_t si;
+
+	(void)state;
+	assert_true(child >= 0);
+	if (child == 0)
+		_exit(0);
+	/* A zombie first: it runs nothing, no signal ends it. */
+	assert_int_equal(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0);
+	assert_int_equal(procs_signal_pid(child, getuid(), SIGKILL), 0);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(procs_signal_pid(child, getuid(), SIGKILL), 0);
+	assert_int_equal(procs_pidfd(child), -ESRCH);
+}
+
+/*
+ * A pidfd names one process for good: once that process is gone, a signal through it
+ * fails (ESRCH) instead of reaching whoever has the pid now. kill(pid) is the control:
+ * it reaches the pid's current holder (here a second child, if the kernel gave it the
+ * same pid; otherwise nothing).
+ */
+static void pidfd_outlives_its_pid(void **state)
+{
+	pid_t first = sleeper(), second;
+	int fd = procs_pidfd(first);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(procs_pidfd_signal(first, fd, 0), 0);
+	kill(first, SIGKILL);
+	assert_int_equal(term_signal(first), SIGKILL);
+	second = sleeper();
+	assert_int_equal(procs_pidfd_signal(first, fd, SIGKILL), -ESRCH);
+	assert_int_equal(procs_pidfd_signal(second, -1, 0), 0); /* untouched */
+	close(fd);
+	kill(second, SIGKILL);
+	assert_int_equal(term_signal(second), SIGKILL);
+}
+
+/* The scan signals every process of the uid it finds, children included. */
+static void signal_uid_counts_and_signals(void **state)
+{
+	pid_t a = sleeper(), b = sleeper();
+
+	(void)state;
+	if (getuid() == 0)
+		skip(); /* root's processes are the machine's: the scan is test_priv_procs's */
+	assert_true(procs_count_uid(getuid()) >= 2);
+	/* SIGCONT harms nothing: the count is of live processes of the uid reached. */
+	assert_true(procs_signal_uid(getuid(), SIGCONT, 0) >= 2);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	term_signal(a);
+	term_signal(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -131,7 +251,12 @@ int main(void)
 			pidfile_through_alternatives_links, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			pidfile_of_another_program_is_stale, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(pidfile_pinned, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(zombies_do_not_count),
+		cmocka_unit_test(signal_pid_reaches_a_live_process),
+		cmocka_unit_test(signal_pid_of_an_exited_process),
+		cmocka_unit_test(pidfd_outlives_its_pid),
+		cmocka_unit_test(signal_uid_counts_and_signals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -462,6 +462,40 @@ static void stderr_relay_left_behind(void **state)
 	session_in_child(check_relay_left_behind, 10, "stderr held by a left-behind process");
 }
 
+/*
+ * detach (squid started by ocsb-provision): spawn_run returns while the program still
+ * runs, with stdout and stderr on /dev/null even when capture was asked (the caller
+ * would otherwise wait for it), not as our child; an exec error still comes back.
+ */
+static void detach_runs_on_alone(void **state)
+{
+	const char *missing[] = {"/nonexistent/ocsb-test-program", NULL};
+	char script[3 * PATH_MAX + 200], done[PATH_MAX], buf[64] = "";
+	const char *argv[] = {"/bin/sh", "-c", script, NULL};
+	struct spawn_opts o = {.capture = 1, .detach = 1};
+	struct spawn_result r;
+	long t0 = mono_ms();
+	int i;
+
+	(void)state;
+	snprintf(done, sizeof(done), "%s", unit_path("done"));
+	snprintf(script, sizeof(script),
+		"echo to-stdout; echo to-stderr >&2; sleep 0.5; echo $PPID >%s.tmp && "
+		"mv %s.tmp %s",
+		done, done, done);
+	assert_int_equal(spawn_run(argv, &o, &r), 0);
+	assert_int_equal(r.status, 0);
+	assert_true(r.output == NULL || r.output_len == 0);
+	spawn_result_free(&r);
+	assert_true(mono_ms() - t0 < 450);
+	assert_int_equal(access(done, F_OK), -1);
+	for (i = 0; i < 100 && access(done, F_OK) < 0; i++)
+		usleep(50000);
+	assert_true(unit_read(done, buf, sizeof(buf)) > 0);
+	assert_int_not_equal(atoi(buf), (int)getpid());
+	assert_int_equal(spawn_run(missing, &o, &r), -ENOENT);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -486,6 +520,7 @@ int main(void)
 		cmocka_unit_test(own_session_no_terminal),
 		cmocka_unit_test(stderr_relayed_escaped),
 		cmocka_unit_test(stderr_relay_left_behind),
+		T(detach_runs_on_alone),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
