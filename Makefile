@@ -278,6 +278,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/ocsb-warden.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-inject.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
@@ -287,9 +288,9 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
-	rm -f $(DESTDIR)$(SBINDIR)/ocsb-warden
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-warden $(DESTDIR)$(MANDIR)/man8/ocsb-warden.8
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
-	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject $(DESTDIR)$(MANDIR)/man8/ocsb-inject.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] warden/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
