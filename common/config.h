@@ -8,8 +8,7 @@
 
 /*
  * What `mirror`, `mirror-writable` and `mirror-noscan` say; the mirror (mirror.h) works from
- * it. The functions are the mirror's rules for these keywords (common/mirror.c,
- * common/mirror_scan.c).
+ * it. The functions are the mirror's rules for these keywords (common/config_mirror.c).
  */
 struct mirror_spec {
 	struct strv paths; /* relative to the owner's home */
@@ -22,6 +21,9 @@ void mirror_spec_defaults(struct mirror_spec *s);
 void mirror_spec_free(struct mirror_spec *s);
 /* A path acceptable after `mirror`: relative, no "..", no control characters, not secret. */
 int mirror_path_ok(const char *rel, char *err, size_t errlen);
+/* 1 when `path` is `prefix` or lies below it. */
+int mirror_path_under(const char *path, const char *prefix);
+#define MIRROR_GITCONFIG ".gitconfig"
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
 struct ocsb_config {

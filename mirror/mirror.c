@@ -8,27 +8,6 @@
 #define _GNU_SOURCE
 #include "mirror_int.h"
 
-/* ---- spec ---- */
-
-void mirror_spec_defaults(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-	s->set = 0;
-	/* OpenCode's agents, commands, skills and plugin config; shared skills; git identity. */
-	strv_push(&s->paths, ".config/opencode");
-	strv_push(&s->paths, ".agents");
-	strv_push(&s->paths, MIRROR_GITCONFIG);
-}
-
-void mirror_spec_free(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-}
-
 /* ---- manifest: entries in an open-addressing table keyed by path ---- */
 
 static size_t hash_path(const char *s)

@@ -26,13 +26,13 @@
 #define MIRROR_MAX_TOTAL (64u * 1024 * 1024) /* bytes of content in one tree */
 #define MIRROR_MAX_ENTRIES 50000
 #define MIRROR_MAX_DEPTH 32
-#define MIRROR_GITCONFIG ".gitconfig"
 /* Marker file in a writable copy (mirror-writable). */
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
 
-/* What the configuration asks for: struct mirror_spec, config.h. */
-/* 1 when `path` is `prefix` or lies below it. */
-int mirror_path_under(const char *path, const char *prefix);
+/*
+ * What the configuration asks for: struct mirror_spec, config.h, with MIRROR_GITCONFIG and
+ * mirror_path_under.
+ */
 
 enum mirror_state {
 	MS_MIRRORED = 0,
