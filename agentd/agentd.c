@@ -356,8 +356,8 @@ void agentd_reload(struct agentd *d)
 	if (load_config(d) < 0 || d->agent.uid != agent.uid || d->owner.uid != owner.uid ||
 		strcmp(d->agent.name, agent.name) != 0) {
 		if (d->agent.uid != agent.uid || d->owner.uid != owner.uid)
-			log_err("reload: the agent or the owner changed: restart ocsb-agentd for "
-				"that");
+			log_err("reload: the agent or the owner changed: restart ocsb-warden (or the "
+				"unit) for that");
 		log_err("reload failed: keeping the running configuration");
 		config_free(&d->cfg);
 		egress_free(&d->egress);

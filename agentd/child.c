@@ -90,7 +90,7 @@ void child_start_error(unsigned code, char *out, size_t n)
 		step = STEP_EXEC;
 	snprintf(out, n, "cannot start: %s%s%s", step_names[step], strerror((int)e),
 		step == STEP_MOUNTS && e == EINVAL
-			? " (is / a mount point? ocsb-agentd needs a machine or a container "
+			? " (is / a mount point? ocsb-warden needs a machine or a container "
 			  "with its own root mount; a plain chroot is not enough)"
 			: "");
 }

@@ -48,7 +48,7 @@ enum wp_type {
 	WP_WRITE, /* struct wp_write + content: one of the fixed files */
 	WP_STATUS, /* {}: struct wp_r_status back */
 	WP_RELOAD, /* {}: re-read ocsb.conf (as SIGHUP to the warden does) */
-	WP_BYE, /* {}: stopping; from now on only WP_SIGNAL (state STOP) */
+	WP_BYE, /* {}: stopping; from now on WP_SIGNAL, WP_STATUS, WP_WRITE (state STOP) */
 	/* replies */
 	WP_R_OK = 64, /* struct wp_r_ok: 0 or -errno */
 	WP_R_SPAWN, /* struct wp_r_spawn */

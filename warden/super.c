@@ -323,6 +323,8 @@ void super_event(struct warden *w)
 		request(w, &h, buf, len, fds, nfds);
 		for (size_t k = 0; k < nfds; k++)
 			close(fds[k]);
+		/* OpenCode's environment holds its password and the owner's secrets. */
+		explicit_bzero(buf, len);
 	}
 }
 
