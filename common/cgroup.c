@@ -393,24 +393,6 @@ int cg_freeze(const struct cgroup *cg, int on)
 	return cg_write(d, "freezer.state", on ? "FROZEN" : "THAWED");
 }
 
-int cg_frozen(const struct cgroup *cg)
-{
-	const char *d = freezer_dir(cg);
-	char buf[512];
-	int r;
-
-	if (!d)
-		return -ENOTSUP;
-	if (cg->mode == CG_V2) {
-		if ((r = cg_read(d, "cgroup.events", buf, sizeof(buf))) < 0)
-			return r;
-		return strstr(buf, "frozen 1") != NULL;
-	}
-	if ((r = cg_read(d, "freezer.state", buf, sizeof(buf))) < 0)
-		return r;
-	return strncmp(buf, "FROZEN", 6) == 0;
-}
-
 /* The directory whose cgroup.procs lists the agent's processes. */
 static const char *list_dir(const struct cgroup *cg)
 {
