@@ -6,6 +6,7 @@
 # of tests/escape/probes.sh; a place that differs from its expectation is "not ok".
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
+. "$(dirname "$0")/lib-cg.sh"
 
 SRC=$(cd "$(dirname "$0")/../escape" && pwd)
 ESC=$E2E_SCRATCH/escape	# the world's directory (world.sh): readable by the agent, not in /tmp
@@ -23,6 +24,9 @@ as_owner sh -c "printf 'escape\n' >'$OWNER_HOME/.config/opencode/command/escape.
 mkdir -p /etc/ocsb
 printf 'allow allowed.test\nblock blocked.test\n' >/etc/ocsb/egress.conf
 check_output "provisioned" '^ocsb-provision: [1-9]' provision || exit 1
+# Limits as a machine has them by default (the harness runs without): e-cgroup judges them,
+# and the ssh place's session joins OpenCode's cgroup while agentd runs.
+set_limits 2G 4096 100
 check_output "world.sh up" '^world.sh: up' bash "$SRC/world.sh" up "$ESC" "$OWNER" "$PROJECT" "$AGENT" || exit 1
 . "$ESC/canaries.env"
 MARK=$C_MARK
