@@ -105,7 +105,7 @@ check_output "(removed again)" '^removed OPENAI_API_KEY' sec --global rm OPENAI_
 
 # --- agentd, with the test CA handed to the injector
 start_agentd() {
-	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
+	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P-ca/ca.pem" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }
