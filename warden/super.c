@@ -439,6 +439,7 @@ int super_start(struct warden *w)
 		return -1;
 	}
 	log_info("supervisor: pid %d as %s", (int)pid, SUPERVISOR_USER);
+	arm(w, SUPERVISOR_HELLO_MS); /* a supervisor that never says HELLO is replaced */
 	return 0;
 }
 
@@ -488,6 +489,8 @@ void super_timer(struct warden *w)
 			log_warn("supervisor: did not stop within %d ms: killing it",
 				SUPERVISOR_STOP_MS);
 			syscall(SYS_pidfd_send_signal, w->sup_pidfd, SIGKILL, NULL, 0);
+		} else if (w->state == W_INIT) {
+			refuse(w, NULL, "no HELLO within its deadline");
 		}
 		return;
 	}

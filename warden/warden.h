@@ -27,6 +27,7 @@
 #define CHILD_STOP_MS 3000 /* SIGTERM to SIGKILL of a child the warden stops itself */
 #define SUPERVISOR_STOP_MS 10000 /* SIGTERM to SIGKILL of the supervisor */
 #define SUPERVISOR_BACKOFF_MAX_MS 30000
+#define SUPERVISOR_HELLO_MS 30000 /* its start to its WP_HELLO */
 #define EXEC_TIMEOUT_MS 3000
 #define WARDEN_LOG_DIR "/var/log/ocsb" /* the children's logs: the supervisor's */
 
