@@ -160,10 +160,10 @@ phase_first() {
 	check_output "control: before provisioning, squid.service is enabled" '^enabled$' \
 		systemctl is-enabled squid
 	pre_owner=$(proxy_owner 2>&1)
-	if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-agentd ] && port_held; then
-		pass "control: before provisioning, the proxy port's listener is not ocsb-agentd's (parent: $pre_owner)"
+	if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-warden ] && port_held; then
+		pass "control: before provisioning, the proxy port's listener is not ocsb-warden's (parent: $pre_owner)"
 	else
-		fail "control: before provisioning, the proxy port's listener is not ocsb-agentd's" \
+		fail "control: before provisioning, the proxy port's listener is not ocsb-warden's" \
 			"parent: $pre_owner" "$(ss -Htlnp 'sport = :3128' 2>&1)"
 	fi
 
@@ -196,7 +196,17 @@ phase_first() {
 
 	# --- the proxy port is ocsb's: squid.service stopped and disabled by provisioning
 	wait_for 60 port_held
-	check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
+	check_output "what listens on the proxy port is the warden's squid" '^ocsb-warden$' proxy_owner
+	check_output "squid runs as proxy from the start (the warden never reads its configuration)" \
+		'^proxy$' bash -c "ps -o user= -p \$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)"
+	# --- privilege separation (issue 26): one ocsb process as root, the unit's main one
+	check_output "exactly one ocsb process runs as root: ocsb-warden, the unit's main process" \
+		"^ocsb-warden $(systemctl show -p MainPID --value ocsb-agentd)\$" \
+		bash -c "pgrep -u 0 -l '^ocsb' | awk '{print \$2, \$1}'"
+	check_output "the supervisor runs as ocsb-agentd" '^ocsb-agentd$' \
+		bash -c "ps -o user= -p \$(pgrep -x ocsb-agentd | head -n 1)"
+	check_output "the control socket is held by the supervisor alone" '^ocsb-agentd$' \
+		bash -c "ss -xlpn | grep -F /run/ocsb/agentd.sock | grep -o 'users:((\"[a-z-]*' | cut -d'\"' -f2 | sort -u"
 	check_output "Debian's squid.service is inactive after provisioning" '^inactive$' \
 		systemctl is-active squid
 	check_output "Debian's squid.service is disabled after provisioning" '^disabled$' \
