@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -143,100 +142,52 @@ int warden_load(struct warden *w)
 }
 
 /*
- * The directories the supervisor keeps, made its own: root-owned from an earlier version
- * or made now. Only the directory and the root-owned regular files directly in it with
- * one link (a link elsewhere would hand the supervisor that file), by descriptor.
+ * The supervisor's own state, with the path and its owner when it is not: ocsb-provision
+ * makes these and gives an earlier version's to the account (by descriptor, with the
+ * files root left in them); the warden changes none of them, it only refuses a
+ * supervisor that could not write its keys, its logs or the mirror.
  */
-static void give_dir(struct warden *w, const char *rel, mode_t mode, gid_t gid, int files)
+static int sup_owns(struct warden *w, const char *path, int dir)
 {
-	char path[4096];
-	int pfd, dfd, ffd;
+	struct user_info u;
 	struct stat st;
 
-	if ((rel[0] == '/' ? snprintf(path, sizeof(path), "%s", rel) >= (int)sizeof(path)
-			   : path_join(path, sizeof(path), w->paths.varlib, rel) < 0) ||
-		!strrchr(path, '/'))
-		return;
-	/* The parents are root's; the last component alone is the supervisor's. */
-	*strrchr(path, '/') = '\0';
-	pfd = fo_mkdir_p(AT_FDCWD, path[0] ? path : "/", 0755, 0, 0);
-	path[strlen(path)] = '/';
-	if (pfd < 0) {
-		log_err("%s: %s", path, strerror(-pfd));
-		return;
+	if (lstat(path, &st) < 0) {
+		log_err("%s: %s: run ocsb-provision", path, strerror(errno));
+		return -1;
 	}
-	if (mkdirat(pfd, path_base(path), mode) < 0 && errno != EEXIST)
-		log_err("%s: %s", path, strerror(errno));
-	dfd = openat(pfd, path_base(path), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(pfd);
-	if (dfd < 0) {
-		log_err("%s: %s", path, strerror(errno));
-		return;
+	if (!(dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
+		log_err("%s is not a %s: run ocsb-provision", path, dir ? "directory" : "file");
+		return -1;
 	}
-	if (fstat(dfd, &st) == 0 &&
-		(st.st_uid != w->sup.uid || st.st_gid != gid || (st.st_mode & 07777) != mode) &&
-		(fchown(dfd, w->sup.uid, gid) < 0 || fchmod(dfd, mode) < 0))
-		log_err("%s: %s", path, strerror(errno));
-	if (files) {
-		DIR *d = fdopendir(dup(dfd));
-		struct dirent *de;
-
-		while (d && (de = readdir(d))) {
-			if (de->d_name[0] == '.')
-				continue;
-			ffd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-			if (ffd < 0)
-				continue;
-			if (fstat(ffd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
-				st.st_nlink == 1 && fchown(ffd, w->sup.uid, w->sup.gid) < 0)
-				log_err("%s/%s: %s", path, de->d_name, strerror(errno));
-			close(ffd);
-		}
-		if (d)
-			closedir(d);
-	}
-	close(dfd);
+	if (st.st_uid == w->sup.uid)
+		return 0;
+	if (user_lookup_uid(st.st_uid, &u) < 0)
+		snprintf(u.name, sizeof(u.name), "uid %u", (unsigned)st.st_uid);
+	log_err("%s belongs to %s, not to %s: run ocsb-provision", path, u.name, SUPERVISOR_USER);
+	return -1;
 }
 
-/*
- * The mirror's status file, <varlib>/ocsb/mirror/<agent>.status: the supervisor rewrites it
- * in place, the owner's group reads it (docs/mirror.md); only root can make it in root's
- * directory with the owner's group.
- */
-static void mirror_status_file(struct warden *w)
+static int sup_dirs_check(struct warden *w)
 {
-	char dir[4096], name[160];
-	struct stat st;
-	int dfd, fd;
+	static const char *const rel[] = {"ocsb/agentd", "ocsb/squid"};
+	char path[4096], name[160];
+	int r = 0;
 
-	if (path_join(dir, sizeof(dir), w->paths.varlib, "ocsb/mirror") < 0)
-		return;
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0)
-		return;
-	snprintf(name, sizeof(name), "%s.status", w->agent.name);
-	fd = openat(dfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
-		((st.st_uid != w->sup.uid || st.st_gid != w->owner.gid ||
-			 (st.st_mode & 07777) != 0640) &&
-			(fchown(fd, w->sup.uid, w->owner.gid) < 0 || fchmod(fd, 0640) < 0)))
-		log_err("%s/%s: %s", dir, name, fd < 0 ? strerror(errno) : "cannot be the supervisor's");
-	if (fd >= 0)
-		close(fd);
-	close(dfd);
-}
-
-static void give_dirs(struct warden *w)
-{
-	char mirror[256];
-
-	give_dir(w, "ocsb/agentd", 0700, w->sup.gid, 1);
-	give_dir(w, "ocsb/squid", 0755, w->sup.gid, 1);
-	give_dir(w, WARDEN_LOG_DIR, 0750, w->sup.gid, 1);
-	/* The agent reaches its mirror's tree through the directory's group. */
-	snprintf(mirror, sizeof(mirror), "ocsb/mirror/%s", w->agent.name);
-	give_dir(w, mirror, 0750, w->agent.gid, 0);
-	mirror_status_file(w);
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
+		if (path_join(path, sizeof(path), w->paths.varlib, rel[i]) < 0 ||
+			sup_owns(w, path, 1) < 0)
+			r = -1;
+	if (sup_owns(w, WARDEN_LOG_DIR, 1) < 0)
+		r = -1;
+	/* The mirror's directory and status file, made by provisioning with a mirror only. */
+	for (int f = 0; f < 2 && w->cfg.mirror.paths.n; f++) {
+		snprintf(name, sizeof(name), "ocsb/mirror/%s%s", w->agent.name, f ? ".status" : "");
+		if (path_join(path, sizeof(path), w->paths.varlib, name) < 0 ||
+			sup_owns(w, path, !f) < 0)
+			r = -1;
+	}
+	return r;
 }
 
 /* A live supervisor answers on the control socket; a stale socket file refuses. */
@@ -312,7 +263,7 @@ static int setup(struct warden *w)
 	}
 	*strrchr(self, '/') = '\0';
 	snprintf(w->self_dir, sizeof(w->self_dir), "%s", self);
-	if (another_running(w) || warden_load(w) < 0)
+	if (another_running(w) || warden_load(w) < 0 || sup_dirs_check(w) < 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
@@ -358,7 +309,6 @@ static int setup(struct warden *w)
 		warden_watch(w, w->sup_timer, &w->sup_timer_src, WS_TIMER, w) < 0)
 		return -1;
 	agent_cgroup_setup(w);
-	give_dirs(w);
 	/* A proxy ocsb-provision started (no supervisor then) makes way for the supervisor's. */
 	if (proxy_stop(&w->proxy, 3000) < 0)
 		log_warn("a stale squid (pid file %s) did not stop", w->proxy.pidfile);

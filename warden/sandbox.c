@@ -38,10 +38,13 @@ int priv_sandbox_prepare(struct warden *w)
 {
 	struct sandbox *sb = &w->sb;
 	char dir[4096];
-	int r = identity_ensure(w->paths.varlib, w->agent.name, dir, sizeof(dir));
 
-	if (r < 0) {
-		log_err("%s: cannot write the agent's identity files: %s", dir, strerror(-r));
+	/* ocsb-provision writes them (harden); the warden writes nothing the agent reads. */
+	if (identity_dir(w->paths.varlib, w->agent.name, dir, sizeof(dir)) < 0 ||
+		!identity_complete(w->paths.varlib, w->agent.name)) {
+		log_err("%s: the agent's identity files are missing: OpenCode is not started "
+			"(run ocsb-provision)",
+			dir);
 		return -1;
 	}
 	snprintf(sb->machine_id, sizeof(sb->machine_id), "%s/machine-id", dir);

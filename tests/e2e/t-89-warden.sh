@@ -108,3 +108,22 @@ check "SIGTERM: the warden stops" wait_for 20 bash -c "! kill -0 $WARDEN 2>/dev/
 check_fails "no supervisor left" pgrep -u ocsb-agentd
 check_fails "no OpenCode left" pgrep -u "$AGENT" -f fakeoc
 check_output "the plain table stays after the stop" 'table inet ocsb' nft list table inet ocsb
+
+# An earlier version's state (root's): ocsb-provision gives it to the account, the warden
+# only checks it and refuses to start the supervisor with it (naming the path and who owns it).
+chown root:root /var/lib/ocsb/agentd
+echo old >/var/lib/ocsb/agentd/old-file
+check_fails_output "a root-owned /var/lib/ocsb/agentd: the warden refuses to start" \
+	'/var/lib/ocsb/agentd belongs to root, not to ocsb-agentd: run ocsb-provision' \
+	timeout 20 "$OCSB_BUILD/ocsb-warden" --foreground
+check_fails "and starts no supervisor" pgrep -u ocsb-agentd
+check_fails_output "--check names the difference" 'give /var/lib/ocsb/agentd to ocsb-agentd' provision --check
+check_output "provisioning converts it" '^ocsb-provision: [1-9]' provision
+check_output "the directory and root's file in it are the account's" \
+	'^700 ocsb-agentd ocsb-agentd ocsb-agentd$' \
+	bash -c 'echo $(stat -c "%a %U %G" /var/lib/ocsb/agentd) $(stat -c %U /var/lib/ocsb/agentd/old-file)'
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$LOG" 2>&1 </dev/null &
+WARDEN=$!
+check "positive control: then the warden starts the supervisor and OpenCode" wait_for 30 oc_running
+kill -TERM "$WARDEN"
+check "and stops" wait_for 20 bash -c "! kill -0 $WARDEN 2>/dev/null"
