@@ -91,4 +91,3 @@ out:
 	close(dfd);
 	return r;
 }
-

@@ -240,8 +240,7 @@ out:
 }
 
 /* The one-line reason for a failed batch. */
-void netlock_batch_err(
-	const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen)
+void netlock_batch_err(const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen)
 {
 	if (rc == -ETIMEDOUT)
 		netlock_seterr(err, errlen, "%s: no answer from the kernel",
