@@ -194,6 +194,7 @@ int agentd_send_egress(struct agentd *d);
 int agentd_mode_mirror_read(const char *config);
 int agentd_mode_mirror_link(const char *config);
 int agentd_mode_owner_egress(const char *config);
+int agentd_mode_mirror_watch(const char *config);
 
 /*
  * The warden's client (wclient.c): fd 3. A request waits for its reply (same id); events
@@ -318,6 +319,13 @@ int mirrorwatch_open(struct agentd *d);
 void mirrorwatch_event(struct agentd *d, struct src *s);
 void mirrorwatch_reload(struct agentd *d);
 void mirrorwatch_close(struct agentd *d);
+/*
+ * The watcher (--mirror-watch), in a process that already is the owner: watches the
+ * owner's mirrored directories and writes one byte to outfd per burst of changes, until
+ * outfd's reader is gone. The exit status: 0 then, else 1 (logged).
+ */
+struct mirror;
+int mirrorwatch_watcher(struct mirror *m, int outfd);
 
 /* control socket: ctlsrv.c */
 /* fd: the control socket, bound and listening (the warden's fd 4). */

@@ -16,7 +16,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: ocsb-agentd --supervise [-v] [--syslog] [--config FILE]\n"
-		"       ocsb-agentd --mirror-read|--mirror-link|--owner-egress --config FILE\n"
+		"       ocsb-agentd --mirror-read|--mirror-link|--owner-egress|--mirror-watch\n"
+		"                   --config FILE\n"
 		"The ocsb supervisor, unprivileged: runs the egress proxy, the credential injector\n"
 		"and one OpenCode server per project through ocsb-warden, and serves\n"
 		PATHS_CTL_SOCK ". ocsb-warden (root) starts it as the account ocsb-agentd, with\n"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 		"  --supervise      the supervisor (what ocsb-warden runs)\n"
 		"  --mirror-read, --mirror-link, --owner-egress\n"
 		"                   one job, run by ocsb-warden as the owner or the agent\n"
+		"  --mirror-watch   the mirror's watcher, run by ocsb-warden as the owner\n"
 		"  --config FILE    read FILE instead of /etc/ocsb/ocsb.conf\n"
 		"  -v, --verbose    more detail in the log\n"
 		"      --syslog     log to syslog instead of stderr\n"
@@ -36,7 +38,14 @@ static void usage(FILE *f)
 		"See ocsb-agentd(8).\n");
 }
 
-enum mode { MODE_NONE, MODE_SUPERVISE, MODE_MIRROR_READ, MODE_MIRROR_LINK, MODE_OWNER_EGRESS };
+enum mode {
+	MODE_NONE,
+	MODE_SUPERVISE,
+	MODE_MIRROR_READ,
+	MODE_MIRROR_LINK,
+	MODE_OWNER_EGRESS,
+	MODE_MIRROR_WATCH,
+};
 
 static int supervise(const char *config)
 {
@@ -79,6 +88,7 @@ int main(int argc, char **argv)
 		{"mirror-read", no_argument, NULL, 'R'},
 		{"mirror-link", no_argument, NULL, 'L'},
 		{"owner-egress", no_argument, NULL, 'E'},
+		{"mirror-watch", no_argument, NULL, 'W'},
 		{"config", required_argument, NULL, 'c'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"syslog", no_argument, NULL, 's'},
@@ -106,6 +116,9 @@ int main(int argc, char **argv)
 			break;
 		case 'E':
 			m = MODE_OWNER_EGRESS;
+			break;
+		case 'W':
+			m = MODE_MIRROR_WATCH;
 			break;
 		case 'c':
 			config = optarg;
@@ -168,6 +181,8 @@ int main(int argc, char **argv)
 		return agentd_mode_mirror_link(config);
 	case MODE_OWNER_EGRESS:
 		return agentd_mode_owner_egress(config);
+	case MODE_MIRROR_WATCH:
+		return agentd_mode_mirror_watch(config);
 	case MODE_NONE:
 		break;
 	}

@@ -9,6 +9,9 @@
  *   --mirror-link   as the agent: the links into the mirror in the agent's home; one
  *                   line per change on stdout ("! ..." for a place left alone)
  *   --owner-egress  as the owner: ~/.config/ocsb/egress.conf as it is, on stdout
+ *   --mirror-watch  as the owner, for as long as the supervisor runs: inotify on the
+ *                   mirrored directories (this account may not watch a 0700 one); one
+ *                   byte on stdout per burst of changes (mirrorwatch.c)
  *
  * Each reads ocsb.conf itself (root's, 0644, checked as every program checks it) and
  * looks the accounts up by name: nothing comes from the supervisor but the fact that it
@@ -163,6 +166,31 @@ int agentd_mode_owner_egress(const char *config)
 		}
 	}
 	free(data);
+	config_free(&c.cfg);
+	return r;
+}
+
+int agentd_mode_mirror_watch(const char *config)
+{
+	struct mode_ctx c;
+	struct mirror m;
+	int r;
+
+	r = mode_setup(&c, config, "--mirror-watch");
+	if (r == 0)
+		r = mode_as(&c.owner, "--mirror-watch");
+	if (r == 0 && !c.cfg.mirror.paths.n) {
+		log_err("--mirror-watch: nothing is mirrored (mirror none)");
+		r = 1;
+	}
+	if (r == 0 && mirror_init(&m, &c.paths, &c.owner, &c.agent, &c.cfg.mirror) < 0) {
+		log_err("--mirror-watch: path too long");
+		r = 1;
+	} else if (r == 0) {
+		/* The warden's parent-death signal ends it with the warden; EPIPE with us. */
+		r = mirrorwatch_watcher(&m, 1);
+		mirror_free(&m);
+	}
 	config_free(&c.cfg);
 	return r;
 }

@@ -84,9 +84,10 @@ enum wp_kind {
 	WP_KIND_MIRROR_READ, /* ocsb-agentd --mirror-read: as the owner */
 	WP_KIND_MIRROR_LINK, /* ocsb-agentd --mirror-link: as the agent */
 	WP_KIND_OWNER_EGRESS, /* ocsb-agentd --owner-egress: as the owner */
+	WP_KIND_MIRROR_WATCH, /* ocsb-agentd --mirror-watch: as the owner, long-running */
 };
 
-#define WP_MAX_CHILDREN 24 /* slots: AGENTD_MAX_PROJECTS + proxy + inject + one-job modes */
+#define WP_MAX_CHILDREN 24 /* slots: AGENTD_MAX_PROJECTS + proxy + inject + one-job modes (4) */
 
 struct wp_spawn {
 	uint32_t kind; /* enum wp_kind */

@@ -35,7 +35,7 @@ struct plan {
 };
 
 static const char *const kind_names[] = {"", "proxy", "opencode", "inject", "mirror-read",
-	"mirror-link", "owner-egress"};
+	"mirror-link", "owner-egress", "mirror-watch"};
 
 static pid_t warden_pid;
 static enum child_step step;
@@ -131,6 +131,8 @@ static int plan(struct warden *w, const struct wp_spawn *sp, char **env, struct 
 		return plan_mode(w, p, "--mirror-read", &w->owner);
 	case WP_KIND_OWNER_EGRESS:
 		return plan_mode(w, p, "--owner-egress", &w->owner);
+	case WP_KIND_MIRROR_WATCH:
+		return plan_mode(w, p, "--mirror-watch", &w->owner);
 	case WP_KIND_MIRROR_LINK:
 		r = plan_mode(w, p, "--mirror-link", &w->agent);
 		if (r == 0 && w->cg.mode != CG_NONE)
@@ -232,7 +234,9 @@ int children_spawn(struct warden *w, const struct wp_spawn *sp, char **env, int 
 	for (size_t i = 0; i < WP_MAX_CHILDREN; i++)
 		if (w->ch[i].kind == sp->kind && w->ch[i].index == sp->index)
 			return -EBUSY;
-	if (w->frozen && sp->kind != WP_KIND_MIRROR_READ && sp->kind != WP_KIND_OWNER_EGRESS)
+	/* The owner's jobs run during a freeze: they are not the agent's. */
+	if (w->frozen && sp->kind != WP_KIND_MIRROR_READ && sp->kind != WP_KIND_OWNER_EGRESS &&
+		sp->kind != WP_KIND_MIRROR_WATCH)
 		return -EAGAIN;
 	r = plan(w, sp, env, &p);
 	if (r < 0) {

@@ -215,7 +215,7 @@ static void request(struct warden *w, const struct wp_hdr *h, const char *p, siz
 		EXPECT(len >= sizeof(sp), "wrong length");
 		memcpy(&sp, p, sizeof(sp));
 		EXPECT(len == sizeof(sp) + sp.envlen, "wrong length");
-		EXPECT(sp.kind >= WP_KIND_PROXY && sp.kind <= WP_KIND_OWNER_EGRESS, "no such kind");
+		EXPECT(sp.kind >= WP_KIND_PROXY && sp.kind <= WP_KIND_MIRROR_WATCH, "no such kind");
 		need1 = sp.kind != WP_KIND_PROXY && sp.kind != WP_KIND_OPENCODE;
 		EXPECT(nfds == (size_t)(1 + need1), "wrong descriptors for the kind");
 		EXPECT(sp.kind == WP_KIND_OPENCODE || sp.nenv == 0, "an environment for this kind");

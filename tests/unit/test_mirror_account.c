@@ -3,18 +3,23 @@
  * The mirror written by its account, not root (issue 26): the writer owns the tree and
  * keeps its directories 0555 (u+w only while it changes one), rewrites the status file in
  * place, and gets the reader's stream from `ocsb-agentd --mirror-read` (mirror_read_here);
- * the link maker works without the manifest (mirror_link_here). Run unprivileged: owner,
- * agent and account are the test's own uid.
+ * the link maker works without the manifest (mirror_link_here); the watcher
+ * (`--mirror-watch`, mirrorwatch_watcher) tells of changes by one byte a burst. Run
+ * unprivileged: owner, agent and account are the test's own uid.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "unit.h"
 
+#include "../../agentd/agentd.h"
 #include "fileops.h"
 #include "mirror.h"
 #include "paths.h"
@@ -317,6 +322,73 @@ static void truncated_stream_changes_nothing(void **state)
 	fixture_free(&f);
 }
 
+/* Bytes from the watcher within ms: how many (all that came, the pipe drained). */
+static int bytes_within(int fd, int ms)
+{
+	struct pollfd pf = {.fd = fd, .events = POLLIN};
+	char b[64];
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) != 1 || !(pf.revents & POLLIN))
+		return 0;
+	usleep(50 * 1000);
+	n = read(fd, b, sizeof(b));
+	return n > 0 ? (int)n : 0;
+}
+
+/*
+ * The watcher in a 0700 home and ~/.config: a byte when its watches are in place, one per
+ * burst of changes, none for a name that leads to no mirrored path; a new directory
+ * watched once a refresh rewrote the status file; its end when its reader is gone.
+ */
+static void watcher_tells_of_changes(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	int p[2], status = -1;
+	pid_t pid;
+
+	(void)state;
+	fixture_init(&f);
+	assert_int_equal(chmod(unit_path("owner"), 0700), 0);
+	assert_int_equal(chmod(unit_path("owner/.config"), 0700), 0);
+	assert_int_equal(refresh(&f, &st), 0);
+	mirror_free(&f.m);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		_exit(mirrorwatch_watcher(&f.m, p[1]));
+	}
+	close(p[1]);
+	assert_int_equal(bytes_within(p[0], 5000), 1); /* ready */
+	put("owner/.config/opencode/command/new.md", "New.\n");
+	put("owner/.config/opencode/command/new2.md", "New.\n");
+	assert_int_equal(bytes_within(p[0], 2000), 1); /* one burst, one byte */
+	put("owner/.bash_history", "ls\n");
+	assert_int_equal(bytes_within(p[0], 400), 0); /* not on the way to a root */
+	put("owner/.config/opencode/opencode.json", "{\"theme\": \"y\"}\n");
+	assert_int_equal(bytes_within(p[0], 2000), 1); /* positive control of the above */
+	mk("owner/.config/opencode/newdir");
+	assert_int_equal(bytes_within(p[0], 2000), 1);
+	/* The refresh the byte asks for: the new directory in the status file, then watched. */
+	settle();
+	assert_int_equal(refresh(&f, &st), 0);
+	mirror_free(&f.m);
+	assert_int_equal(bytes_within(p[0], 2000), 1);
+	put("owner/.config/opencode/newdir/deep.md", "Deep.\n");
+	assert_int_equal(bytes_within(p[0], 2000), 1);
+	/* Its reader gone: it ends by itself. */
+	close(p[0]);
+	for (int i = 0; i < 200 && waitpid(pid, &status, WNOHANG) == 0; i++)
+		usleep(10 * 1000);
+	if (status == -1)
+		kill(pid, SIGKILL);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fixture_free(&f);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -327,6 +399,7 @@ int main(void)
 		T(link_maker_without_manifest),
 		T(modes_refuse_another_uid),
 		T(truncated_stream_changes_nothing),
+		T(watcher_tells_of_changes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
