@@ -340,7 +340,7 @@ FUZZ_SECONDS  ?= 60
 FUZZ_MAXLEN   ?= 16384
 FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(LIB_INCS) \
                  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/util.c
+FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/ctl_connect.c common/util.c
 
 $(BUILDDIR)/fuzz/fuzz_ctl: $(FUZZ_CTL_SRC) common/ctl.h common/util.h
 	@mkdir -p $(dir $@)
