@@ -607,6 +607,13 @@ phase_fixed() {
 	# test hook, an ssh session of the agent), with its world (canaries, the owner's
 	# processes, a fake internet on veth) made and undone by tests/escape/run-here.sh.
 	local t_esc rc
+	# Its agentd place needs the warden's test hook, in a test build only; the guest carries
+	# the package's release build (the e2e tier's t-95 and t-98 run both places).
+	if ! grep -aq test-wrap-opencode "$(command -v ocsb-warden)"; then
+		skip "the escape battery in the guest (both places, through the warden's test hook)" \
+			"the packaged ocsb-warden is a release build without test hooks; the guest has no test build of it"
+		return 0
+	fi
 	t_esc=$(uptime_s)
 	# 60 s per probe, not 20: under software emulation on a busy host one probe took 20 s
 	# (f-ssh-key in the ssh place, a python start) and counted as broken.
@@ -674,11 +681,11 @@ phase_fixed_rest() {
 	# --- the same limits from OpenCode's side (issue 18, item 3): agentd's test hook (the unit
 	# started with OCSB_TEST_HOOKS=1 by a runtime drop-in) runs a script in OpenCode's place, in
 	# OpenCode's exact conditions (its cgroup and sandbox), before exec'ing OpenCode.
-	# A test hook exists in a test build only (common/testhook.h): the package's ocsb-agentd,
+	# A test hook exists in a test build only (common/testhook.h): the package's ocsb-warden,
 	# a release build, has none, and the guest carries no test build's yet.
-	if ! grep -aq test-wrap-opencode "$(command -v ocsb-agentd)"; then
-		skip "the limits on OpenCode's side (a fork bomb and a hog in its place, through agentd's test hook)" \
-			"the packaged ocsb-agentd is a release build without test hooks; the guest has no test build of it"
+	if ! grep -aq test-wrap-opencode "$(command -v ocsb-warden)"; then
+		skip "the limits on OpenCode's side (a fork bomb and a hog in its place, through the warden's test hook)" \
+			"the packaged ocsb-warden is a release build without test hooks; the guest has no test build of it"
 	else
 		mkdir -p /run/systemd/system/ocsb-agentd.service.d
 		printf '[Service]\nEnvironment=OCSB_TEST_HOOKS=1\n' >/run/systemd/system/ocsb-agentd.service.d/ocsb-vm-hooks.conf
