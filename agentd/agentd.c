@@ -146,16 +146,8 @@ static int load_config(struct agentd *d)
 	char err[1024];
 	int r;
 
-	config_defaults(&d->cfg);
-	r = config_load(&d->cfg, d->config_path, err, sizeof(err));
-	if (r < 0) {
-		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
+	if (config_load_logged(&d->cfg, d->config_path) < 0)
 		return -1;
-	}
-	if (config_validate(&d->cfg, err, sizeof(err)) < 0) {
-		log_err("%s: %s", d->config_path, err);
-		return -1;
-	}
 	if (user_lookup(d->cfg.agent, &d->agent) < 0) {
 		log_err("agent account %s does not exist: run ocsb-provision first", d->cfg.agent);
 		return -1;

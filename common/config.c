@@ -9,6 +9,7 @@
 #include "opencode.h"
 #include "paths.h"
 #include "config.h"
+#include "log.h"
 
 void config_defaults(struct ocsb_config *c)
 {
@@ -544,6 +545,24 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 					c->projects.v[j], c->projects.v[i], bi);
 				return -1;
 			}
+	}
+	return 0;
+}
+
+int config_load_logged(struct ocsb_config *c, const char *path)
+{
+	char err[1024];
+	int r;
+
+	config_defaults(c);
+	r = config_load(c, path, err, sizeof(err));
+	if (r < 0) {
+		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
+		return -1;
+	}
+	if (config_validate(c, err, sizeof(err)) < 0) {
+		log_err("%s: %s", path, err);
+		return -1;
 	}
 	return 0;
 }

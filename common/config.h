@@ -81,6 +81,11 @@ int config_load(struct ocsb_config *c, const char *path, char *err, size_t errle
 void config_opencode_ports(const struct ocsb_config *c, unsigned *ret_lo, unsigned *ret_hi);
 /* Pass 2: whole-config checks that need no system lookups. */
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
+/*
+ * The daemons' start and reload: defaults, config_load and config_validate, a failure
+ * logged (file:line, and the way out when the file is missing). 0, or -1.
+ */
+int config_load_logged(struct ocsb_config *c, const char *path);
 /* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */
 void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu);
 /* The file written on first run: every keyword documented, the values in force set. */

@@ -95,20 +95,11 @@ static int lookup(const char *name, struct user_info *u, const char *what)
 /* ocsb.conf (root's), the accounts and the netlock's spec: at start and on SIGHUP. */
 int warden_load(struct warden *w)
 {
-	char err[1024];
 	struct user_info pu;
 	int r;
 
-	config_defaults(&w->cfg);
-	r = config_load(&w->cfg, w->config_path, err, sizeof(err));
-	if (r < 0) {
-		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
+	if (config_load_logged(&w->cfg, w->config_path) < 0)
 		return -1;
-	}
-	if (config_validate(&w->cfg, err, sizeof(err)) < 0) {
-		log_err("%s: %s", w->config_path, err);
-		return -1;
-	}
 	if (lookup(w->cfg.agent, &w->agent, "agent") < 0 ||
 		lookup(SUPERVISOR_USER, &w->sup, "the supervisor's") < 0)
 		return -1;
