@@ -7,6 +7,7 @@
 # controls, judges, report) and that it leaves the machine as it found it.
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
+. "$(dirname "$0")/lib-cg.sh"
 
 SRC=$(cd "$(dirname "$0")/../escape" && pwd)
 OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
@@ -19,6 +20,8 @@ make_project
 mkdir -p /etc/ocsb
 printf 'allow example.test\n' >/etc/ocsb/egress.conf
 check_output "provisioned" '^ocsb-provision: [1-9]' provision || exit 1
+# Limits as a machine has them by default (the harness runs without): e-cgroup judges them.
+set_limits 2G 4096 100
 sum_before=$(sha256sum </etc/ocsb/egress.conf)
 resolv_before=$(cat /etc/resolv.conf)
 
