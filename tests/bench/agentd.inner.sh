@@ -23,7 +23,8 @@ sleep 2
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 sshd=$(cat /run/sshd.pid)
-echo "# resident memory: ocsb-agentd $(rss $AGENTD) KiB (target < 4096), sshd listener $(rss "$sshd") KiB (reference)"
+sup=$(pgrep -u ocsb-agentd -x ocsb-agentd | head -n 1)
+echo "# resident memory: ocsb-warden $(rss $AGENTD) KiB (root; target < 4096), its supervisor ocsb-agentd $(rss "$sup") KiB, sshd listener $(rss "$sshd") KiB (reference)"
 
 switches() { awk '/ctxt_switches/ {s += $2} END {print s}' "/proc/$1/status"; }
 a0=$(switches $AGENTD) s0=$(switches "$sshd")
