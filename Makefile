@@ -54,15 +54,31 @@ DIRDEFS     = -DOCSB_VERSION='"$(VERSION)"' -DOCSB_PREFIX='"$(PREFIX)"' \
 # CPPFLAGS/CFLAGS/LDFLAGS from the environment (dpkg-buildflags) come after ours: they add to
 # the hardening flags above, they do not replace them.
 ALL_CFLAGS  = -std=gnu11 $(WARN) $(HARDEN) $(SANFLAGS) $(CPPFLAGS) $(CFLAGS) $(DIRDEFS) \
-              -Icommon -I$(BUILDDIR)/gen $(PKG_CFLAGS) -MMD -MP
+              $(LIB_INCS) -I$(BUILDDIR)/gen $(PKG_CFLAGS) -MMD -MP
 ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SANFLAGS) $(LDFLAGS)
 
+# The libraries' folders: each header is found by its name alone (#include "netlock.h").
+LIB_INCS      := -Icommon -Inetlock -Iegress -Imirror
 COMMON_SRC    := $(wildcard common/*.c)
 PROVISION_SRC := $(filter-out provision/main.c,$(wildcard provision/*.c))
 COMMON_OBJ    := $(COMMON_SRC:%.c=$(BUILDDIR)/%.o)
 PROVISION_OBJ := $(PROVISION_SRC:%.c=$(BUILDDIR)/%.o)
 LIBOCSB       := $(BUILDDIR)/libocsb.a
 LIBPROV       := $(BUILDDIR)/libprovision.a
+
+# The netlock (libnftnl), the egress rules and squid's configuration, the mirror engine:
+# each its own archive, linked by the programs that use it (docs/design.md, "Who runs what").
+NETLOCK_SRC   := $(wildcard netlock/*.c)
+NETLOCK_OBJ   := $(NETLOCK_SRC:%.c=$(BUILDDIR)/%.o)
+LIBNETLOCK    := $(BUILDDIR)/libnetlock.a
+
+EGRESS_SRC    := $(wildcard egress/*.c)
+EGRESS_OBJ    := $(EGRESS_SRC:%.c=$(BUILDDIR)/%.o)
+LIBEGRESS     := $(BUILDDIR)/libegress.a
+
+MIRROR_SRC    := $(wildcard mirror/*.c)
+MIRROR_OBJ    := $(MIRROR_SRC:%.c=$(BUILDDIR)/%.o)
+LIBMIRROR     := $(BUILDDIR)/libmirror.a
 
 SYNC_SRC      := $(wildcard sync/*.c)
 SYNC_OBJ      := $(SYNC_SRC:%.c=$(BUILDDIR)/%.o)
@@ -80,12 +96,16 @@ AGENTD_SRC    := $(filter-out agentd/main.c,$(wildcard agentd/*.c))
 AGENTD_OBJ    := $(AGENTD_SRC:%.c=$(BUILDDIR)/%.o)
 LIBAGENTD     := $(BUILDDIR)/libagentd.a
 
+WARDEN_SRC    := $(filter-out warden/main.c,$(wildcard warden/*.c))
+WARDEN_OBJ    := $(WARDEN_SRC:%.c=$(BUILDDIR)/%.o)
+LIBWARDEN     := $(BUILDDIR)/libwarden.a
+
 INJECT_SRC    := $(filter-out inject/main.c,$(wildcard inject/*.c))
 INJECT_OBJ    := $(INJECT_SRC:%.c=$(BUILDDIR)/%.o)
 LIBINJECT     := $(BUILDDIR)/libinject.a
 
 PROGRAMS      := $(BUILDDIR)/ocsb-provision $(BUILDDIR)/ocsb $(BUILDDIR)/ocsb-agentd \
-                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject
+                 $(BUILDDIR)/ocsb-shell $(BUILDDIR)/ocsb-inject $(BUILDDIR)/ocsb-warden
 UNIT_SRC      := $(wildcard tests/unit/test_*.c)
 UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
@@ -112,8 +132,18 @@ $(BUILDDIR)/%.o: %.c | $(BUILDFLAGS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# Each archive made anew: a source moved or removed leaves no stale member behind.
 $(LIBOCSB): $(COMMON_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBNETLOCK): $(NETLOCK_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBEGRESS): $(EGRESS_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(LIBMIRROR): $(MIRROR_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
 
 # Files installed on first run, compiled in so the binary needs nothing else on disk.
 $(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
@@ -143,19 +173,28 @@ $(BUILDDIR)/gen/opencode_pins.h: $(OPENCODE_PINS) tools/embed.sh
 $(BUILDDIR)/provision/opencode.o $(BUILDDIR)/tests/unit/test_ocpin.o: $(BUILDDIR)/gen/opencode_pins.h
 
 $(LIBPROV): $(PROVISION_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSECRETS) $(LIBOCSB)
+$(BUILDDIR)/ocsb-provision: $(BUILDDIR)/provision/main.o $(LIBPROV) $(LIBSECRETS) $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(LIBAGENTD): $(AGENTD_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
+$(BUILDDIR)/ocsb-agentd: $(BUILDDIR)/agentd/main.o $(LIBAGENTD) $(LIBSECRETS) $(LIBINJECT) $(LIBMIRROR) $(LIBEGRESS) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
+$(LIBWARDEN): $(WARDEN_OBJ)
+	rm -f $@ && $(AR) rcs $@ $^
+
+# The root part (issue 26): the netlock (libnftnl, libmnl), cgroups, the children's drops and
+# the common library; no egress rules, no mirror engine; no OpenSSL, libgit2, libssh,
+# libsecret nor libsodium.
+$(BUILDDIR)/ocsb-warden: $(BUILDDIR)/warden/main.o $(LIBWARDEN) $(LIBNETLOCK) $(LIBOCSB)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(shell $(PKG_CONFIG) --libs libnftnl libmnl 2>/dev/null)
+
 $(LIBINJECT): $(INJECT_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 # The credential injector: libc, OpenSSL, libsodium (keys in locked memory), libseccomp, threads,
 # libmnl (sock_diag's messages) and the common library (logging, buffers, sock_diag).
@@ -168,18 +207,18 @@ $(BUILDDIR)/ocsb-shell: $(BUILDDIR)/shell/main.o $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^
 
 $(LIBCLI): $(CLI_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBSYNC): $(SYNC_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(LIBSECRETS): $(SECRETS_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
-$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
+$(BUILDDIR)/ocsb: $(BUILDDIR)/cli/main.o $(LIBCLI) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBOCSB)
+$(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBWARDEN) $(LIBCLI) $(LIBPROV) $(LIBSYNC) $(LIBSECRETS) $(LIBINJECT) $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
@@ -210,7 +249,7 @@ test-vm:
 test-all: deps
 	@$(MAKE) --no-print-directory WERROR=1 test
 
-$(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBOCSB)
+$(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The C compiled into each program, from its debug information's compile units (issue 26).
@@ -261,10 +300,12 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb $(DESTDIR)$(BINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-agentd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(BUILDDIR)/ocsb-warden $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-shell $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(BUILDDIR)/ocsb-inject $(DESTDIR)$(SBINDIR)/
 	install -m 0644 man/ocsb-shell.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-agentd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/ocsb-warden.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb-inject.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/ocsb.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
@@ -274,11 +315,12 @@ uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-warden $(DESTDIR)$(MANDIR)/man8/ocsb-warden.8
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-shell $(DESTDIR)$(MANDIR)/man8/ocsb-shell.8
-	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject
+	rm -f $(DESTDIR)$(SBINDIR)/ocsb-inject $(DESTDIR)$(MANDIR)/man8/ocsb-inject.8
 	rm -rf $(DESTDIR)$(DOCDIR)
 
-FORMAT_SRC = $(wildcard common/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
+FORMAT_SRC = $(wildcard common/*.[ch] netlock/*.[ch] egress/*.[ch] mirror/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] warden/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
 format:
 	clang-format -i $(FORMAT_SRC)
 format-check:
@@ -296,9 +338,9 @@ clean:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_MAXLEN   ?= 16384
-FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) -Icommon \
+FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(LIB_INCS) \
                  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/util.c
+FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/ctl_connect.c common/util.c
 
 $(BUILDDIR)/fuzz/fuzz_ctl: $(FUZZ_CTL_SRC) common/ctl.h common/util.h
 	@mkdir -p $(dir $@)

@@ -13,12 +13,9 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
-#include <libmnl/libmnl.h>
-
 #include "agentd.h"
 #include "fileops.h"
 #include "log.h"
-#include "procs.h"
 
 int agentd_watch(
 	struct agentd *d, int fd, struct src *s, enum src_kind kind, void *ptr, uint32_t events)
@@ -34,29 +31,114 @@ int agentd_watch(
 	return 0;
 }
 
-int agent_run_dir(struct agentd *d, char *dir, size_t n, const char *what)
-{
-	char rel[128];
-	struct stat st;
-	int dfd;
+#define OWNER_EGRESS_MS 10000 /* the owner's egress.conf, read by a child as the owner */
+#define OWNER_EGRESS_MAX ((1 << 20) + 1) /* CONF_MAX_FILE, and one byte to see it exceeded */
+#define OWNER_EGRESS_ERR 2048
 
-	snprintf(rel, sizeof(rel), "ocsb/%s", d->agent.name);
-	if (path_join(dir, n, d->paths.run, rel) < 0) {
-		log_err("%s: %s/%s: path too long", what, d->paths.run, rel);
-		return -1;
+/*
+ * The owner's egress layer (~/.config/ocsb/egress.conf): we cannot read the owner's home,
+ * so the warden runs `ocsb-agentd --owner-egress` as the owner (WP_KIND_OWNER_EGRESS),
+ * which checks the file on its descriptor and prints it; we parse it. 0 with *ret (NULL:
+ * no layer, or an empty one), or -1 logged (its stderr, escaped by the log like every
+ * line: it is the owner's side talking).
+ */
+static int owner_egress_text(struct agentd *d, char **ret, size_t *ret_len)
+{
+	struct buf out = {0}, err = {0};
+	struct wp_r_spawn rs;
+	struct wp_e_exit ex;
+	int po[2] = {-1, -1}, pe[2] = {-1, -1}, r = -1, open_n = 2;
+	long deadline = mono_ms() + OWNER_EGRESS_MS;
+
+	*ret = NULL;
+	*ret_len = 0;
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+		log_err("egress: pipe: %s", strerror(errno));
+		goto out;
 	}
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s: %s", what, dir, strerror(-dfd));
-		return -1;
+	r = wc_spawn(d, WP_KIND_OWNER_EGRESS, 0, NULL, 0, 0, pe[1], po[1], &rs);
+	close(po[1]);
+	close(pe[1]);
+	po[1] = pe[1] = -1;
+	if (r < 0) {
+		log_err("egress: reading %s's %s: %s", d->owner.name, EGRESS_OWNER_FILE,
+			strerror(-r));
+		r = -1;
+		goto out;
 	}
-	/* The agent must not be able to plant a link or file in it. */
-	if (fstat(dfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & 022)) {
-		log_err("%s: %s must be a root-owned directory not writable by others", what, dir);
-		close(dfd);
-		return -1;
+	/* Both pipes at once: a child that fills one while we wait on the other never ends. */
+	while (open_n > 0 && mono_ms() < deadline) {
+		struct pollfd pf[2] = {{.fd = po[0], .events = POLLIN}, {.fd = pe[0], .events = POLLIN}};
+		char chunk[4096];
+
+		if (poll(pf, 2, (int)(deadline - mono_ms())) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < 2; i++) {
+			struct buf *b = i ? &err : &out;
+			size_t max = i ? OWNER_EGRESS_ERR : OWNER_EGRESS_MAX;
+			ssize_t n;
+
+			if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(pf[i].fd, chunk, sizeof(chunk));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close(i ? pe[0] : po[0]);
+				if (i)
+					pe[0] = -1;
+				else
+					po[0] = -1;
+				open_n--;
+				continue;
+			}
+			if (b->len < max)
+				buf_append(b, chunk, (size_t)n < max - b->len ? (size_t)n : max - b->len);
+		}
 	}
-	return dfd;
+	/* Its pipes closed: its end is a moment away, whatever the deadline says. */
+	r = wc_wait_exit(d, rs.slot, open_n ? 0 : 1000 + deadline - mono_ms(), &ex);
+	if (r < 0) {
+		/* Stuck (an NFS home, a FIFO): ended, and the layer is not guessed. */
+		wc_signal(d, rs.slot, SIGKILL);
+		r = wc_wait_exit(d, rs.slot, 3000, &ex);
+		log_err("egress: reading %s's %s took more than %d ms: stopped", d->owner.name,
+			EGRESS_OWNER_FILE, OWNER_EGRESS_MS);
+		r = -1;
+		goto out;
+	}
+	if (ex.cld != CLD_EXITED || ex.status != 0) {
+		/* Its own words, the last line's newline off (log_* escapes what is left). */
+		while (err.len && err.data[err.len - 1] == '\n')
+			err.len--;
+		log_err("egress: %s's %s: %.*s", d->owner.name, EGRESS_OWNER_FILE,
+			err.len ? (int)err.len : 16, err.len ? err.data : "could not be read");
+		r = -1;
+		goto out;
+	}
+	if (out.len >= OWNER_EGRESS_MAX) {
+		log_err("egress: %s/%s: file too large (limit 1 MiB)", d->owner.home,
+			EGRESS_OWNER_FILE);
+		r = -1;
+		goto out;
+	}
+	r = 0;
+	if (out.len) {
+		buf_append(&out, "", 1); /* a NUL after the text, not counted */
+		*ret_len = out.len - 1;
+		*ret = out.data;
+		out.data = NULL;
+	}
+out:
+	for (int i = 0; i < 2; i++) {
+		if (po[i] >= 0)
+			close(po[i]);
+		if (pe[i] >= 0)
+			close(pe[i]);
+	}
+	buf_free(&out);
+	buf_free(&err);
+	return r;
 }
 
 static int load_config(struct agentd *d)
@@ -64,16 +146,8 @@ static int load_config(struct agentd *d)
 	char err[1024];
 	int r;
 
-	config_defaults(&d->cfg);
-	r = config_load(&d->cfg, d->config_path, err, sizeof(err));
-	if (r < 0) {
-		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
+	if (config_load_logged(&d->cfg, d->config_path) < 0)
 		return -1;
-	}
-	if (config_validate(&d->cfg, err, sizeof(err)) < 0) {
-		log_err("%s: %s", d->config_path, err);
-		return -1;
-	}
 	if (user_lookup(d->cfg.agent, &d->agent) < 0) {
 		log_err("agent account %s does not exist: run ocsb-provision first", d->cfg.agent);
 		return -1;
@@ -83,36 +157,46 @@ static int load_config(struct agentd *d)
 			d->config_path);
 		return -1;
 	}
-	r = egress_load(&d->egress, &d->paths, d->owner.home, d->owner.uid, err, sizeof(err));
+	{
+		char *text = NULL;
+		size_t len = 0;
+
+		if (owner_egress_text(d, &text, &len) < 0)
+			return -1;
+		r = egress_load_text(&d->egress, &d->paths, d->owner.home, text, len, err,
+			sizeof(err));
+		free(text);
+	}
 	if (r < 0) {
 		log_err("%s", err);
 		return -1;
 	}
-	memset(&d->nl, 0, sizeof(d->nl));
-	d->nl.uid = d->agent.uid;
-	d->nl.proxy_port = d->egress.off ? 0 : d->cfg.proxy_port;
-	d->nl.ports_lo = d->cfg.ports_lo;
-	d->nl.ports_hi = d->cfg.ports_hi;
-	d->nl.dns_allow = d->egress.dns_allow;
-	d->nl.proxy_uid = netlock_proxy_uid();
-	/* Unreadable: ocsb-inject gets no local nameserver, DNS off the machine still. */
-	r = netlock_inject_host(&d->nl, d->paths.etc);
-	if (r < 0)
-		log_warn("netlock: %s/resolv.conf: %s: no nameserver for %s", d->paths.etc,
-			strerror(-r), NETLOCK_INJECT_USER);
-	/*
-	 * The routes are the injector's, not the configuration's: a reload (SIGHUP) rebuilds
-	 * the rest and keeps the ones it serves (none at start), or the tables would lose
-	 * their rules while it goes on serving.
-	 */
-	injectd_netlock(d);
-	if (netwatch_agents(d) < 0)
-		return -1;
 	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);
-	return proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port);
+	if (proxy_init(&d->proxy, &d->paths, d->cfg.proxy_port) < 0 ||
+		path_join(d->proxy.conf, sizeof(d->proxy.conf), d->paths.varlib, SQUID_CONF_REL) <
+			0) {
+		log_err("proxy: %s: path too long", d->paths.varlib);
+		return -1;
+	}
+	return 0;
 }
 
-/* squid's configuration, rendered from the rules in force, validated before use. */
+int agentd_send_egress(struct agentd *d)
+{
+	struct wp_egress e = {.off = d->egress.off ? 1 : 0, .dns_allow = d->egress.dns_allow ? 1 : 0};
+	int r = wc_call_ok(d, WP_EGRESS, &e, sizeof(e), NULL, 0);
+
+	if (r < 0)
+		log_err("netlock: the warden did not apply the egress settings (egress %s, dns "
+			"%s): %s",
+			e.off ? "off" : "on", e.dns_allow ? "allow" : "off", strerror(-r));
+	return r < 0 ? -1 : 0;
+}
+
+/*
+ * squid's configuration, rendered from the rules in force, validated before use: in the
+ * supervisor's directory, so root never parses what we render (squid reads it as proxy).
+ */
 static int write_proxy_config(struct agentd *d)
 {
 	struct buf conf = {0};
@@ -121,7 +205,7 @@ static int write_proxy_config(struct agentd *d)
 
 	if (proxy_render(&d->proxy, &d->egress, &conf) < 0)
 		goto out;
-	if (fo_same(d->proxy.conf, conf.data, conf.len, 0644, 0, 0) == 1) {
+	if (fo_same(d->proxy.conf, conf.data, conf.len, 0644, getuid(), getgid()) == 1) {
 		r = 0;
 		goto out;
 	}
@@ -129,9 +213,10 @@ static int write_proxy_config(struct agentd *d)
 		log_err("%s", err);
 		goto out;
 	}
-	r = fo_write(d->proxy.conf, conf.data, conf.len, 0644, 0, 0);
+	r = fo_write(d->proxy.conf, conf.data, conf.len, 0644, getuid(), getgid());
 	if (r < 0)
-		log_err("%s: %s (has ocsb-provision run?)", d->proxy.conf, strerror(-r));
+		log_err("%s: %s (does ocsb-warden make its directory ours?)", d->proxy.conf,
+			strerror(-r));
 out:
 	buf_free(&conf);
 	return r;
@@ -142,9 +227,8 @@ static int init_children(struct agentd *d)
 	struct child *px = &d->proxy_child;
 
 	snprintf(px->name, sizeof(px->name), "proxy");
-	px->plan_child = proxy_plan;
-	px->exec_child = proxy_exec;
-	px->pidfd = px->timerfd = px->probe_fd = px->exec_fd = -1;
+	px->kind = WP_KIND_PROXY;
+	px->timerfd = px->probe_fd = -1;
 	if (child_log_open(d, px) < 0)
 		return -1;
 	px->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -160,9 +244,10 @@ static int init_children(struct agentd *d)
 		snprintf(c->project, sizeof(c->project), "%s/%s", d->agent.home, name);
 		c->is_opencode = 1;
 		c->port = d->cfg.opencode_port + (unsigned)i;
-		c->plan_child = opencode_plan;
-		c->exec_child = opencode_exec;
-		c->pidfd = c->probe_fd = c->exec_fd = -1;
+		c->kind = WP_KIND_OPENCODE;
+		c->index = (uint32_t)i; /* the warden finds its argv and clone by it */
+		c->prepare = opencode_prepare;
+		c->probe_fd = -1;
 		if (child_log_open(d, c) < 0)
 			return -1;
 		c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -175,16 +260,33 @@ static int init_children(struct agentd *d)
 	return 0;
 }
 
+/*
+ * wfd, ctlfd: the warden's protocol socket and the control socket it bound (fds 3 and 4).
+ * No root operation here: the netlock, the cgroup and the children's privileges are the
+ * warden's; we ask for them over wfd.
+ */
 int agentd_setup(struct agentd *d)
 {
 	sigset_t set;
-	char err[1024];
 
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
 	d->pcheck_fd = -1;
+	d->ctl_timer = -1;
+	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
+		d->clients[i].fd = -1;
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->epfd < 0)
 		fatal("epoll_create1: %s", strerror(errno));
+	if (wc_open(d, d->wfd) < 0)
+		return -1;
+	/* First of all: the warden takes nothing else before it (state INIT). */
+	if (wc_call_ok(d, WP_HELLO, NULL, 0, NULL, 0) < 0) {
+		log_err("warden: HELLO refused");
+		return -1;
+	}
+	/* A supervisor started again may find the agent frozen: its thaw comes as an event. */
+	wc_status(d, &d->wstatus);
+	d->frozen = (int)d->wstatus.frozen;
 	if (load_config(d) < 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
@@ -196,49 +298,14 @@ int agentd_setup(struct agentd *d)
 	d->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (d->sigfd < 0 || agentd_watch(d, d->sigfd, &d->sig_src, SRC_SIGNAL, d, EPOLLIN) < 0)
 		return -1;
-
 	/*
-	 * Fail closed: watch first, then install and verify the netlock. Nothing of the
-	 * agent starts before the table reads back as built.
+	 * The owner's egress bits before any child: the warden installed the netlock with
+	 * the safe ones (proxy on, DNS off) and applies and verifies ours.
 	 */
-	if (netwatch_open(d) < 0)
+	if (agentd_send_egress(d) < 0)
 		return -1;
-	/* Kept: a restore must not wait for the kernel's cleanup when a socket closes. */
-	d->nl_sock = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-	if (d->nl_sock && mnl_socket_bind(d->nl_sock, 0, MNL_SOCKET_AUTOPID) < 0) {
-		mnl_socket_close(d->nl_sock);
-		d->nl_sock = NULL;
-	}
-	if (!d->nl_sock)
-		log_warn("netlock: no kept netfilter socket (%s): each restore opens its own",
-			strerror(errno));
-	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
-		netlock_verify(&d->nl, err, sizeof(err)) != 0) {
-		log_err("netlock: %s: nothing of the agent is started", err);
+	if (ctlsrv_open(d, d->ctlfd) < 0)
 		return -1;
-	}
-	/*
-	 * The guard: the same rules in a table only our socket may touch. A flush of the
-	 * ruleset takes the plain table away for the milliseconds until we restore it; the
-	 * guard stays, so the agent is never without a netlock.
-	 */
-	d->guard_sock = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
-	if (!d->guard_sock || mnl_socket_bind(d->guard_sock, 0, MNL_SOCKET_AUTOPID) < 0 ||
-		netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0 ||
-		netlock_guard_verify(&d->nl, err, sizeof(err)) != 0) {
-		log_err("netlock guard: %s: nothing of the agent is started",
-			d->guard_sock ? err : strerror(errno));
-		return -1;
-	}
-	log_info("netlock: tables inet %s and %s verified for uid %u", NETLOCK_TABLE,
-		NETLOCK_GUARD_TABLE, (unsigned)d->agent.uid);
-	d->freeze_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (d->freeze_timer < 0 ||
-		agentd_watch(d, d->freeze_timer, &d->freeze_src, SRC_TIMER, NULL, EPOLLIN) < 0)
-		return -1;
-	if (ctlsrv_open(d) < 0)
-		return -1;
-	agent_cgroup_setup(d);
 	if (init_children(d) < 0)
 		return -1;
 	if (injectd_hold_ports(d) < 0 || secretd_init(d) < 0)
@@ -249,9 +316,7 @@ int agentd_setup(struct agentd *d)
 	if (mirrorwatch_open(d) < 0)
 		mirrorwatch_close(d);
 	if (!d->egress.off) {
-		/* A proxy started by ocsb-provision (no supervisor then) makes way for ours. */
-		if (proxy_stop(&d->proxy, 3000) < 0)
-			log_warn("a stale squid (pid file %s) did not stop", d->proxy.pidfile);
+		/* A stale squid (ocsb-provision's) was stopped by the warden before we started. */
 		if (write_proxy_config(d) < 0)
 			return -1;
 		child_start(d, &d->proxy_child);
@@ -261,15 +326,17 @@ int agentd_setup(struct agentd *d)
 	return 0;
 }
 
-/* SIGHUP: re-read the rules; reload squid in place; re-apply the netlock if it changed. */
-static void reload(struct agentd *d)
+/*
+ * The warden re-read ocsb.conf (WP_E_RELOAD, after a SIGHUP to it or our WP_RELOAD):
+ * re-read the rules; the egress bits to the warden; squid reloaded in place.
+ */
+void agentd_reload(struct agentd *d)
 {
 	struct ocsb_config old = d->cfg;
 	struct egress olde = d->egress;
 	struct user_info agent = d->agent, owner = d->owner;
-	struct netlock_spec nl = d->nl;
 	struct proxy px = d->proxy;
-	char bin[sizeof(d->opencode_bin)], err[512];
+	char bin[sizeof(d->opencode_bin)];
 
 	memcpy(bin, d->opencode_bin, sizeof(bin));
 	memset(&d->cfg, 0, sizeof(d->cfg));
@@ -281,8 +348,8 @@ static void reload(struct agentd *d)
 	if (load_config(d) < 0 || d->agent.uid != agent.uid || d->owner.uid != owner.uid ||
 		strcmp(d->agent.name, agent.name) != 0) {
 		if (d->agent.uid != agent.uid || d->owner.uid != owner.uid)
-			log_err("reload: the agent or the owner changed: restart ocsb-agentd for "
-				"that");
+			log_err("reload: the agent or the owner changed: restart ocsb-warden (or the "
+				"unit) for that");
 		log_err("reload failed: keeping the running configuration");
 		config_free(&d->cfg);
 		egress_free(&d->egress);
@@ -290,26 +357,45 @@ static void reload(struct agentd *d)
 		d->egress = olde;
 		d->agent = agent;
 		d->owner = owner;
-		d->nl = nl;
 		d->proxy = px;
 		memcpy(d->opencode_bin, bin, sizeof(bin));
 		return;
 	}
 	config_free(&old);
 	egress_free(&olde);
-	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
-		log_err("netlock guard: %s", err);
-	if (netlock_verify(&d->nl, err, sizeof(err)) != 0)
-		netwatch_enforce(d, "configuration reloaded");
+	/* The limits and the rest of the netlock are the warden's, from its own reading. */
+	agentd_send_egress(d);
 	proxycheck_begin(d); /* squid gets the new rules once `squid -k parse` took them */
-	if (d->cg.mode != CG_NONE) {
-		config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max,
-			&d->limits.cpu_percent);
-		if (cg_set_limits(&d->cg, &d->limits, err, sizeof(err)) < 0)
-			log_err("limits: %s", err);
-	}
 	mirrorwatch_reload(d);
 	log_notice("configuration reloaded");
+}
+
+/* WP_E_FROZEN: no start while frozen; the thaw starts what could not start meanwhile. */
+void agentd_frozen(struct agentd *d, int frozen)
+{
+	int was = d->frozen;
+
+	d->frozen = frozen;
+	if (frozen && !was)
+		log_warn("the warden froze the agent (netlock lost): no child starts until the "
+			 "thaw");
+	if (frozen || !was)
+		return;
+	log_notice("the warden thawed the agent: starting what waited");
+	for (size_t i = 0; i < d->n_oc; i++)
+		if (d->oc[i].state == CH_BACKOFF && d->oc[i].pid == 0)
+			child_start(d, &d->oc[i]);
+	if (d->proxy_child.state == CH_BACKOFF && d->proxy_child.pid == 0)
+		child_start(d, &d->proxy_child);
+	/* The injector too: wanted while it has routes, whether it ran before or not. */
+	{
+		unsigned ports[WP_MAX_ROUTES];
+
+		if (d->inject_child.pid == 0 &&
+			(d->inject_child.state == CH_BACKOFF ||
+				(d->inject_child.state == CH_STOPPED && injectd_ports(d, ports) > 0)))
+			child_start(d, &d->inject_child);
+	}
 }
 
 static void on_signal(struct agentd *d)
@@ -323,82 +409,73 @@ static void on_signal(struct agentd *d)
 			log_notice("signal %u: stopping", si.ssi_signo);
 			d->stopping = 1;
 			break;
-		case SIGHUP:
-			reload(d);
+		case SIGHUP: {
+			/*
+			 * ocsb.conf is the warden's to read first: it re-reads, then tells us
+			 * (WP_E_RELOAD), and that event alone reloads ours, so once.
+			 */
+			int r = wc_call_ok(d, WP_RELOAD, NULL, 0, NULL, 0);
+
+			if (r < 0)
+				log_err("reload: the warden refused (%s): keeping the running "
+					"configuration",
+					strerror(-r));
 			break;
+		}
 		}
 	}
 }
 
-static void shutdown_children(struct agentd *d)
+static int any_running(struct child *const *v, size_t n)
 {
-	/* OpenCode first, all at once: it may still be talking through the proxy. */
-	long deadline = mono_ms() + CHILD_STOP_MS;
-
-	for (size_t i = 0; i < d->n_oc; i++)
-		child_stop_begin(d, &d->oc[i]);
-	for (size_t i = 0; i < d->n_oc; i++)
-		child_stop_wait(d, &d->oc[i], deadline);
-	/* Then the injector and the proxy, together. */
-	deadline = mono_ms() + CHILD_STOP_MS;
-	child_stop_begin(d, &d->inject_child);
-	child_stop_begin(d, &d->proxy_child);
-	child_stop_wait(d, &d->inject_child, deadline);
-	child_stop_wait(d, &d->proxy_child, deadline);
-	/* What OpenCode left running (a dev server, a `sleep &`) does not outlive agentd. */
-	if (d->cg.mode != CG_NONE) {
-		int n;
-
-		agent_cgroup_publish(d, 0); /* no new ssh session joins a cgroup about to go */
-		n = cg_count(&d->cg);
-
-		if (n > 0)
-			log_notice("stopping %d process%s left in %s", n, n == 1 ? "" : "es",
-				d->cg.what);
-		if (cg_remove(&d->cg) < 0)
-			log_err("the agent's cgroup could not be emptied and removed");
-	}
-	/*
-	 * The agent stops with its supervisor: whatever it detached (setsid, nohup, a
-	 * double fork, its ssh sessions' leftovers) would otherwise run unwatched, with no
-	 * netlock watchdog. The cgroup held what agentd started; ssh sessions are outside it
-	 * (without systemd), so the uid is the handle for the rest.
-	 */
-	{
-		/* Names what is left when it fails (zombies do not count: no signal ends them). */
-		int n = procs_kill_uid(d->agent.uid, d->agent.name);
-
-		if (n > 0)
-			log_notice("stopped %d leftover process%s of %s", n, n == 1 ? "" : "es",
-				d->agent.name);
-	}
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->pid > 0)
+			return 1;
+	return 0;
 }
 
-static const char *const src_names[] = {"signal", "nftables", "control-accept", "control-client",
-	"child-exit", "timer", "probe", "log", "mirror", "exec", "control-timer", "proxy-check", "inject"};
+/* Every child of v stopped by deadline, their WP_E_EXIT read meanwhile; SIGKILL after. */
+static void stop_group(struct agentd *d, struct child *const *v, size_t n)
+{
+	long deadline = mono_ms() + CHILD_STOP_MS;
+
+	for (size_t i = 0; i < n; i++)
+		child_stop_begin(d, v[i]);
+	while (any_running(v, n) && mono_ms() < deadline)
+		wc_wait(d, deadline);
+	for (size_t i = 0; i < n; i++)
+		child_stop_wait(d, v[i], deadline);
+}
+
+static void shutdown_children(struct agentd *d)
+{
+	struct child *v[AGENTD_MAX_PROJECTS];
+	struct child *last[] = {&d->inject_child, &d->proxy_child};
+	int r;
+
+	/* OpenCode first, all at once: it may still be talking through the proxy. */
+	for (size_t i = 0; i < d->n_oc; i++)
+		v[i] = &d->oc[i];
+	stop_group(d, v, d->n_oc);
+	/* Then the injector and the proxy, together. */
+	stop_group(d, last, ARRAY_SIZE(last));
+	/*
+	 * What OpenCode left running (a dev server, a `sleep &`, its detached processes) and
+	 * the agent's cgroup are the warden's to end once we are gone: it holds the rights.
+	 */
+	r = wc_call_ok(d, WP_BYE, NULL, 0, NULL, 0);
+	if (r < 0)
+		log_warn("warden: BYE: %s", strerror(-r));
+}
+
+static const char *const src_names[] = {"signal", "warden", "control-accept", "control-client",
+	"timer", "probe", "log", "mirror", "control-timer", "proxy-check", "inject"};
 /* One name per kind: SRC_INJECT is the last of enum src_kind (agentd.h). */
 _Static_assert(sizeof(src_names) / sizeof(src_names[0]) == SRC_INJECT + 1,
 	"src_names must name every enum src_kind");
 
 /* The loop's promise is "no handler waits": one that takes long is logged (-v) with its kind. */
 #define LOOP_SLOW_MS 10
-
-static int nft_pending(struct agentd *d)
-{
-	struct pollfd p = {.fd = d->nftfd, .events = POLLIN};
-
-	return poll(&p, 1, 0) == 1;
-}
-
-static void nft_event(struct agentd *d)
-{
-	long t0 = mono_ms(), took;
-
-	netwatch_event(d);
-	took = mono_ms() - t0;
-	if (took >= LOOP_SLOW_MS)
-		log_info("loop: a %s event held the loop %ld ms", src_names[SRC_NFT], took);
-}
 
 int agentd_run(struct agentd *d)
 {
@@ -414,27 +491,18 @@ int agentd_run(struct agentd *d)
 			log_err("epoll_wait: %s", strerror(errno));
 			return -1;
 		}
-		/* The netlock first: nothing else in this batch runs before its restore. */
-		for (int i = 0; i < n; i++) {
-			if (((struct src *)evs[i].data.ptr)->kind == SRC_NFT) {
-				nft_event(d);
-				evs[i].data.ptr = NULL;
-			}
-		}
 		for (int i = 0; i < n && !d->stopping; i++) {
 			struct src *s = evs[i].data.ptr;
 			enum src_kind kind;
 			long t0 = mono_ms(), took;
 
-			if (!s)
-				continue;
 			kind = s->kind; /* s may be gone after its handler */
 			switch (s->kind) {
 			case SRC_SIGNAL:
 				on_signal(d);
 				break;
-			case SRC_NFT:
-				netwatch_event(d);
+			case SRC_WARDEN:
+				wc_event(d);
 				break;
 			case SRC_CTL_LISTEN:
 				ctlsrv_accept(d);
@@ -442,14 +510,8 @@ int agentd_run(struct agentd *d)
 			case SRC_CTL_CLIENT:
 				ctlsrv_client(d, s->ptr, evs[i].events);
 				break;
-			case SRC_CHILD:
-				child_exited(d, s->ptr);
-				break;
 			case SRC_TIMER:
-				if (s->ptr)
-					child_timer(d, s->ptr);
-				else
-					freeze_tick(d);
+				child_timer(d, s->ptr);
 				break;
 			case SRC_PROBE:
 				child_probe_event(d, s->ptr, evs[i].events);
@@ -459,9 +521,6 @@ int agentd_run(struct agentd *d)
 				break;
 			case SRC_MIRROR:
 				mirrorwatch_event(d, s);
-				break;
-			case SRC_EXEC:
-				child_exec_event(d, s->ptr);
 				break;
 			case SRC_CTL_TIMER:
 				ctlsrv_timer(d);
@@ -473,12 +532,11 @@ int agentd_run(struct agentd *d)
 				injectd_event(d, evs[i].events);
 				break;
 			}
+			/* The warden's events that came during a request of that handler. */
+			wc_drain(d);
 			took = mono_ms() - t0;
 			if (took >= LOOP_SLOW_MS)
 				log_info("loop: a %s event held the loop %ld ms", src_names[kind], took);
-			/* Nor does the rest of it: an event that came meanwhile is handled now. */
-			if (nft_pending(d))
-				nft_event(d);
 		}
 	}
 	shutdown_children(d);
@@ -490,15 +548,9 @@ void agentd_free(struct agentd *d)
 	ctlsrv_close(d);
 	mirrorwatch_close(d);
 	proxycheck_close(d);
-	/* The guard goes with its socket; the plain table stays and keeps the agent locked. */
-	if (d->guard_sock)
-		mnl_socket_close(d->guard_sock);
-	if (d->nft_sock)
-		mnl_socket_close(d->nft_sock);
-	if (d->nl_sock)
-		mnl_socket_close(d->nl_sock);
 	config_free(&d->cfg);
 	egress_free(&d->egress);
 	secretd_free(d);
 	injectd_free(d);
+	wc_close(d);
 }

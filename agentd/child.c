@@ -11,10 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,8 +22,8 @@
 #include "log.h"
 #include "procs.h"
 #include "opencode.h"
-#include "spawn.h"
 #include "dirs.h"
+#include "../secrets/secrets.h"
 
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
@@ -36,7 +34,7 @@
 #define PROBE_TIMEOUT_MS 1000 /* per request: early requests to OpenCode can hang */
 #define READY_DEADLINE_MS 60000
 #define LOG_MAX (10 * 1024 * 1024)
-#define EXEC_TIMEOUT_MS 3000 /* fork to exec of a child */
+#define EXEC_TIMEOUT_MS 3000 /* WP_SPAWN to WP_E_EXEC of a child */
 #define STOP_TIMEOUT_MS CHILD_STOP_MS /* SIGTERM to SIGKILL of a restart */
 
 long ms_since(const struct timespec *t)
@@ -71,11 +69,6 @@ static void backoff_grow(struct child *c)
 		c->backoff_ms = BACKOFF_MAX_MS;
 }
 
-/* agentd's pid, for children to check that their parent is still the one that forked them. */
-static pid_t supervisor_pid;
-/* In the forked child: the step under way, sent with the errno when one fails. */
-static enum child_step child_step;
-
 static const char *const step_names[] = {
 	[STEP_EXEC] = "",
 	[STEP_CGROUP] = "joining the agent's cgroup: ",
@@ -97,176 +90,76 @@ void child_start_error(unsigned code, char *out, size_t n)
 		step = STEP_EXEC;
 	snprintf(out, n, "cannot start: %s%s%s", step_names[step], strerror((int)e),
 		step == STEP_MOUNTS && e == EINVAL
-			? " (is / a mount point? ocsb-agentd needs a machine or a container "
+			? " (is / a mount point? ocsb-warden needs a machine or a container "
 			  "with its own root mount; a plain chroot is not enough)"
 			: "");
 }
 
-/* ---- before the fork, as root: everything that formats, allocates or opens ---- */
+/* ---- what the warden gets with a WP_SPAWN ---- */
 
-static void plan_init(struct child_plan *p)
+void child_spawn_free(struct child_spawn *sp)
 {
-	memset(p, 0, sizeof(*p));
-	for (int i = 0; i < CG_NCTRL; i++)
-		p->cg_fds[i] = -1;
-	p->pass_fd = -1;
+	/* OpenCode's password and the secrets: wiped (secrets_free) once sent. */
+	secrets_free(sp->env);
+	sp->env = NULL;
+	sp->envlen = 0;
+	sp->nenv = 0;
+	if (sp->pass_fd >= 0)
+		close(sp->pass_fd);
+	sp->pass_fd = -1;
 }
 
-void child_plan_free(struct child_plan *p)
+/*
+ * OpenCode's environment, every string of it: argv, uid, cgroup, sandbox and the project
+ * to start in are the warden's (from ocsb.conf and the kind), never ours to say.
+ */
+int opencode_prepare(struct agentd *d, struct child *c, struct child_spawn *sp)
 {
-	spawn_cred_free(&p->cred);
-	cg_close_procs(p->cg_fds);
-	if (p->pass_fd >= 0)
-		close(p->pass_fd);
-	/* The OpenCode password and the pointers to the secrets. */
-	sodium_memzero(p, sizeof(*p));
-	for (int i = 0; i < CG_NCTRL; i++)
-		p->cg_fds[i] = -1;
-	p->pass_fd = -1;
-}
-
-int proxy_plan(struct agentd *d, struct child *c, struct child_plan *p)
-{
-	(void)c;
-	plan_init(p);
-	p->argv[0] = d->proxy.squid;
-	p->argv[1] = "-N";
-	p->argv[2] = "-f";
-	p->argv[3] = d->proxy.conf;
-	p->env[0] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-	p->env[1] = "LC_ALL=C";
-	return 0;
-}
-
-int opencode_plan(struct agentd *d, struct child *c, struct child_plan *p)
-{
-	char *const base[] = {p->home, p->user, p->logname, "SHELL=/bin/bash",
-		"PATH=" OCSB_USER_PATH, "LANG=C.UTF-8", p->hp, p->hsp, p->HP, p->HSP,
-		"no_proxy=localhost,127.0.0.1,::1", "NO_PROXY=localhost,127.0.0.1,::1", p->pw,
-		"OPENCODE_DISABLE_AUTOUPDATE=1", OPENCODE_PERMISSION_ENV,
-		"OPENCODE_DISABLE_MODELS_FETCH=1"};
+	char home[4200], user[128], logname[128], pw[128], hp[64], hsp[64], HP[64], HSP[64];
+	char *const base[] = {home, user, logname, "SHELL=/bin/bash", "PATH=" OCSB_USER_PATH,
+		"LANG=C.UTF-8", hp, hsp, HP, HSP, "no_proxy=localhost,127.0.0.1,::1",
+		"NO_PROXY=localhost,127.0.0.1,::1", pw, "OPENCODE_DISABLE_AUTOUPDATE=1",
+		OPENCODE_PERMISSION_ENV, "OPENCODE_DISABLE_MODELS_FETCH=1"};
 	char *const *inj = injectd_child_env(d, strchr(c->name, '/') + 1);
-	size_t ne = 0, na = 0;
-	int r;
+	const char *v[ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX];
+	size_t n = 0, len = 0, off = 0;
 
-	_Static_assert(ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX + 1 <= CHILD_PLAN_ENV,
-		"env room");
-	plan_init(p);
-	snprintf(p->home, sizeof(p->home), "HOME=%s", d->agent.home);
-	snprintf(p->user, sizeof(p->user), "USER=%s", d->agent.name);
-	snprintf(p->logname, sizeof(p->logname), "LOGNAME=%s", d->agent.name);
-	snprintf(p->port, sizeof(p->port), "%u", c->port);
-	snprintf(p->pw, sizeof(p->pw), "OPENCODE_SERVER_PASSWORD=%s", c->password);
-	snprintf(p->hp, sizeof(p->hp), "http_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(p->hsp, sizeof(p->hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(p->HP, sizeof(p->HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
-	snprintf(p->HSP, sizeof(p->HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	_Static_assert(ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX <= WP_MAX_ENV,
+		"the warden takes them all");
+	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
+	snprintf(user, sizeof(user), "USER=%s", d->agent.name);
+	snprintf(logname, sizeof(logname), "LOGNAME=%s", d->agent.name);
+	snprintf(pw, sizeof(pw), "OPENCODE_SERVER_PASSWORD=%s", c->password);
+	snprintf(hp, sizeof(hp), "http_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(hsp, sizeof(hsp), "https_proxy=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(HP, sizeof(HP), "HTTP_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
+	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
-		p->env[ne++] = base[i];
+		v[n++] = base[i];
 	/* The injector's routes: provider base URLs and git's insteadOf (injectd.c). */
 	for (size_t i = 0; inj && inj[i] && i < INJECT_ENV_MAX; i++)
-		p->env[ne++] = inj[i];
+		v[n++] = inj[i];
 	/* The owner's secrets last (their names never collide with the ones above). */
 	for (size_t i = 0; c->sec_env && c->sec_env[i] && i < SECRETS_ENV_MAX; i++)
-		p->env[ne++] = c->sec_env[i];
-	p->env[ne] = NULL;
-#ifdef OCSB_TEST_BUILD
-	/* The test hook's wrapper (sandbox.c) first, with OpenCode's argv after it. */
-	if (d->sb.test_wrap[0])
-		p->argv[na++] = d->sb.test_wrap;
-#endif
-	p->argv[na++] = d->opencode_bin;
-	p->argv[na++] = "serve";
-	p->argv[na++] = "--hostname";
-	p->argv[na++] = "127.0.0.1";
-	p->argv[na++] = "--port";
-	p->argv[na++] = p->port;
-	p->argv[na] = NULL;
-	/* initgroups() in a forked child would read NSS: the groups are looked up here. */
-	r = spawn_cred_init(&p->cred, d->agent.uid, d->agent.gid, d->agent.name);
-	if (r == 0 && d->cg.mode != CG_NONE)
-		r = cg_open_procs(&d->cg, p->cg_fds);
-	if (r < 0)
-		child_plan_free(p);
-	return r;
-}
-
-/* ---- between fork and exec: async-signal-safe calls only ---- */
-
-/* Session, signals and descriptors of a new child; errfd ends up as fd 3 (CLOEXEC). */
-static void child_common(int logfd, int errfd, int passfd)
-{
-	sigset_t none;
-	int nullfd;
-
-	/* No controlling terminal, whoever started agentd (spawn.h). */
-	setsid();
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
-	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	dup2(nullfd, 0);
-	dup2(logfd >= 0 ? logfd : nullfd, 1);
-	dup2(logfd >= 0 ? logfd : nullfd, 2);
-	if (errfd != 3)
-		dup2(errfd, 3);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	/* A descriptor the program is handed (the injector's socket) is fd 4, kept open. */
-	if (passfd >= 0) {
-		if (passfd != 4)
-			dup2(passfd, 4);
-		fcntl(4, F_SETFD, 0);
+		v[n++] = c->sec_env[i];
+	for (size_t i = 0; i < n; i++)
+		len += strlen(v[i]) + 1;
+	sp->env = secrets_alloc(len);
+	if (!sp->env) {
+		log_err("%s: %s", c->name, secrets_alloc_error());
+		sodium_memzero(pw, sizeof(pw));
+		return -ENOMEM;
 	}
-	if (syscall(SYS_close_range, passfd >= 0 ? 5U : 4U, ~0U, 0) < 0)
-		for (int fd = passfd >= 0 ? 5 : 4; fd < 65536; fd++)
-			close(fd);
-}
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(v[i]) + 1;
 
-int proxy_exec(struct agentd *d, struct child *c, const struct child_plan *p)
-{
-	(void)d;
-	(void)c;
-	/* squid starts as root and drops to `proxy` itself, which clears the death signal:
-	 * a stale squid is stopped by the next start through its pid file. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	execve(p->argv[0], p->argv, p->env);
-	return -errno;
-}
-
-int opencode_exec(struct agentd *d, struct child *c, const struct child_plan *p)
-{
-	int r;
-
-	/* Still root: the private mount namespace (sandbox.c); fail closed if it cannot be. */
-	child_step = STEP_MOUNTS;
-	r = child_sandbox_mounts(d);
-	if (r < 0)
-		return r;
-	/* The same drop as spawn's: groups, gid, uid, proof it holds, no_new_privs, keyring. */
-	child_step = STEP_DROP;
-	r = spawn_child_drop(&p->cred);
-	if (r < 0)
-		return r;
-	child_step = STEP_LIMITS;
-	r = child_sandbox_limits();
-	if (r < 0)
-		return r;
-	child_step = STEP_EXEC;
-	/* After the drop: a change of uid clears the parent-death signal (prctl(2)). */
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	/* agentd may have died before that line: then nobody supervises us. */
-	if (getppid() != supervisor_pid)
-		return -ESRCH;
-	umask(077);
-	/* As the agent: the clone is the agent's; root does not walk into it. */
-	child_step = STEP_CHDIR;
-	if (chdir(c->project) < 0 && chdir(d->agent.home) < 0)
-		return -errno;
-	child_step = STEP_EXEC;
-	execve(p->argv[0], p->argv, p->env);
-	return -errno;
+		memcpy(sp->env + off, v[i], l);
+		off += l;
+	}
+	sp->envlen = len;
+	sp->nenv = (uint32_t)n;
+	sodium_memzero(pw, sizeof(pw));
+	return 0;
 }
 
 /* ---- supervisor side ---- */
@@ -292,7 +185,8 @@ static int log_file(struct child *c, int rotate)
 	int dfd;
 
 	child_log_name(c, name, sizeof(name));
-	dfd = fo_mkdir_p(AT_FDCWD, CHILD_LOG_DIR, 0750, 0, 0);
+	/* The warden made it ours. */
+	dfd = fo_mkdir_p(AT_FDCWD, CHILD_LOG_DIR, 0750, getuid(), getgid());
 	if (dfd < 0)
 		return -1;
 	if (c->log_fd >= 0) {
@@ -342,23 +236,51 @@ void child_log_event(struct agentd *d, struct child *c)
 	}
 }
 
-static void exec_done(struct agentd *d, struct child *c)
+struct child *child_by_slot(struct agentd *d, uint32_t slot)
 {
-	if (c->exec_fd < 0)
+	if (d->proxy_child.pid > 0 && d->proxy_child.slot == slot)
+		return &d->proxy_child;
+	if (d->inject_child.pid > 0 && d->inject_child.slot == slot)
+		return &d->inject_child;
+	for (size_t i = 0; i < d->n_oc; i++)
+		if (d->oc[i].pid > 0 && d->oc[i].slot == slot)
+			return &d->oc[i];
+	return NULL;
+}
+
+/* A signal to a running child, by the warden (it holds the pidfd). */
+static void child_signal(struct agentd *d, struct child *c, int sig)
+{
+	int r;
+
+	if (c->pid <= 0)
 		return;
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->exec_fd, NULL);
-	close(c->exec_fd);
-	c->exec_fd = -1;
+	r = wc_signal(d, c->slot, sig);
+	/* Gone already: its WP_E_EXIT is on the way. */
+	if (r < 0 && r != -ESRCH)
+		log_warn("%s: signal %d: %s", c->name, sig, strerror(-r));
+}
+
+/*
+ * Who holds the agent's proxy port: 1 our squid or nobody, 0 someone else. A non-root
+ * supervisor cannot read squid's /proc/PID/fd: the warden looks (WP_PORT).
+ */
+static int proxy_port_ours(struct agentd *d)
+{
+	int h;
+
+	if (d->proxy_child.pid <= 0)
+		return !procs_port_open(d->cfg.proxy_port);
+	h = wc_port(d, d->proxy_child.slot, d->cfg.proxy_port);
+	return h != WP_PORT_OTHER;
 }
 
 int child_start(struct agentd *d, struct child *c)
 {
-	int errpipe[2], err = 0, logfd = c->log_w, plan_err;
-	unsigned code;
-	struct child_plan plan;
+	struct child_spawn sp = {.pass_fd = -1};
+	struct wp_r_spawn rs;
 	char bin_err[480];
-	pid_t pid;
-	ssize_t n;
+	int r;
 
 	if (c->pid > 0)
 		return 0; /* still running or stopping: its exit schedules what follows */
@@ -371,8 +293,7 @@ int child_start(struct agentd *d, struct child *c)
 		c->state = CH_STOPPED;
 		return -1;
 	}
-	if (c->is_opencode && !d->egress.off &&
-		procs_port_holder(d->cfg.proxy_port, d->proxy_child.pid) == -EADDRINUSE) {
+	if (c->is_opencode && !d->egress.off && !proxy_port_ours(d)) {
 		/*
 		 * OpenCode's only way out is the proxy port: a proxy there that is not ours
 		 * (Debian's squid.service) would carry its traffic without ocsb's rules.
@@ -386,126 +307,54 @@ int child_start(struct agentd *d, struct child *c)
 		arm(c, PROXY_WAIT_MS);
 		return -1;
 	}
-	if (c->is_opencode) {
-		if (priv_sandbox_prepare(d) < 0) {
-			snprintf(c->last_error, sizeof(c->last_error),
-				"cannot prepare the sandbox (see the log)");
-			c->state = CH_BACKOFF;
-			arm(c, BACKOFF_MAX_MS);
-			return -1;
-		}
-#ifdef OCSB_TEST_BUILD
-		priv_sandbox_test_wrap(d);
-#endif
-	}
-	if (pipe2(errpipe, O_CLOEXEC) < 0)
-		return -1;
-	/* Decrypted into locked memory for this fork only; without them OpenCode still runs. */
+	/* Decrypted into locked memory for this start only; without them OpenCode still runs. */
 	if (c->is_opencode && secretd_child_env(d, c) < 0)
 		log_err("%s: starting without the owner's secrets (see above)", c->name);
-	plan_err = c->plan_child(d, c, &plan);
-	if (plan_err < 0) {
-		/* Nothing forked: retried like a start that failed in the child. */
-		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s",
-			strerror(-plan_err));
+	r = c->prepare ? c->prepare(d, c, &sp) : 0;
+	secretd_child_env_free(c);
+	if (r == 0) {
+		r = wc_spawn(d, c->kind, c->index, sp.env, sp.envlen, sp.nenv, c->log_w, sp.pass_fd,
+			&rs);
+		if (r == 0 && rs.pid <= 0)
+			r = -EPROTO;
+	}
+	child_spawn_free(&sp);
+	if (r < 0) {
+		/* Nothing runs: retried like a start that failed in the child. */
+		snprintf(c->last_error, sizeof(c->last_error), "cannot start: %s", strerror(-r));
 		log_err("%s: %s", c->name, c->last_error);
-		secretd_child_env_free(c);
-		close(errpipe[0]);
-		close(errpipe[1]);
 		c->crashes_in_row++;
 		backoff_grow(c);
 		c->state = CH_BACKOFF;
 		arm(c, c->backoff_ms);
 		return -1;
 	}
-	supervisor_pid = getpid();
-	pid = fork();
-	if (pid < 0) {
-		log_err("%s: fork: %s", c->name, strerror(errno));
-		child_plan_free(&plan);
-		secretd_child_env_free(c);
-		close(errpipe[0]);
-		close(errpipe[1]);
-		c->state = CH_BACKOFF;
-		arm(c, BACKOFF_MIN_MS);
-		return -1;
-	}
-	if (pid == 0) {
-		int r;
-
-		close(errpipe[0]);
-		/*
-		 * Into the agent's cgroup first, while still root: from there it cannot move
-		 * out. Before child_common, which closes the descriptors the plan opened.
-		 */
-		child_step = STEP_CGROUP;
-		r = cg_join_fds(plan.cg_fds);
-		child_common(logfd, errpipe[1], plan.pass_fd);
-		if (r == 0) {
-			child_step = STEP_EXEC;
-			r = c->exec_child(d, c, &plan);
-		}
-		err = -r;
-		code = ((unsigned)child_step << 16) | ((unsigned)err & 0xffff);
-		n = write(3, &code, sizeof(code));
-		(void)n;
-		_exit(err == SPAWN_EREGAIN ? SPAWN_EXIT_REGAIN : 127);
-	}
-	/* The child has its copies (gone at exec); ours are wiped now. */
-	child_plan_free(&plan);
-	secretd_child_env_free(c);
-	close(errpipe[1]);
-	c->pid = pid;
-	c->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	c->pid = rs.pid;
+	c->slot = rs.slot;
+	c->exec_pending = 1;
 	clock_gettime(CLOCK_MONOTONIC, &c->started);
 	/* Exits are retried with backoff from here on, whatever happens next. */
 	c->state = CH_BACKOFF;
-	if (c->pidfd < 0 || agentd_watch(d, c->pidfd, &c->pid_src, SRC_CHILD, c, EPOLLIN) < 0) {
-		log_err("%s: pidfd_open: %s", c->name, strerror(errno));
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		if (c->pidfd >= 0)
-			close(c->pidfd);
-		c->pidfd = -1;
-		c->pid = 0;
-		close(errpipe[0]);
-		arm(c, BACKOFF_MIN_MS);
-		return -1;
-	}
 	/*
-	 * The exec (the pipe closes) or its error arrives as an event, bounded by the timer:
-	 * the child is the agent's before it execs, and the agent could stop it there.
+	 * The exec or its error arrives as the warden's event (WP_E_EXEC), bounded by the
+	 * timer: the child is the agent's before it execs, and the agent could stop it there.
 	 */
-	c->exec_fd = errpipe[0];
-	if (fcntl(c->exec_fd, F_SETFL, O_NONBLOCK) < 0 ||
-		agentd_watch(d, c->exec_fd, &c->exec_src, SRC_EXEC, c, EPOLLIN) < 0) {
-		log_err("%s: exec pipe: %s", c->name, strerror(errno));
-		exec_done(d, c);
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-		return -1; /* the exit arrives through the pidfd and schedules the retry */
-	}
 	arm(c, EXEC_TIMEOUT_MS);
 	return 0;
 }
 
-/* The pipe of the exec: its end of file is the exec, 4 bytes an errno before exiting. */
-void child_exec_event(struct agentd *d, struct child *c)
+/* WP_E_EXEC: code 0 is the exec, else the step and errno of the failure before it. */
+void child_exec_event(struct agentd *d, struct child *c, uint32_t code)
 {
-	int err = 0;
-	ssize_t n;
-
-	if (c->exec_fd < 0)
+	if (!c->exec_pending)
 		return;
-	n = read(c->exec_fd, &err, sizeof(err));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	exec_done(d, c);
-	if (n == (ssize_t)sizeof(err) && err) {
-		child_start_error((unsigned)err, c->last_error, sizeof(c->last_error));
+	c->exec_pending = 0;
+	if (code) {
+		child_start_error(code, c->last_error, sizeof(c->last_error));
 		log_err("%s: %s", c->name, c->last_error);
 		if (c->state != CH_STOPPING)
 			disarm(c);
-		return; /* its exit arrives through the pidfd and schedules the retry */
+		return; /* its WP_E_EXIT follows and schedules the retry */
 	}
 	if (c->state == CH_STOPPING || c->pid <= 0)
 		return; /* stopped before it ran: the stop's timer stays armed */
@@ -530,27 +379,19 @@ static void probe_close(struct agentd *d, struct child *c)
 	c->probe_sent = 0;
 }
 
-void child_exited(struct agentd *d, struct child *c)
+/* WP_E_EXIT: the warden reaped it (its exec error, if any, came before). */
+void child_exited(struct agentd *d, struct child *c, const struct wp_e_exit *e)
 {
-	siginfo_t info = {0};
 	char how[64];
 	long ran;
 
-	if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG) < 0 ||
-		info.si_pid == 0)
-		return;
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
-	close(c->pidfd);
-	c->pidfd = -1;
 	c->pid = 0;
+	c->exec_pending = 0;
 	probe_close(d, c);
-	/* An exec error written just before the exit: read it first, for last_error. */
-	child_exec_event(d, c);
-	exec_done(d, c);
-	if (info.si_code == CLD_EXITED)
-		snprintf(how, sizeof(how), "exit %d", info.si_status);
+	if (e->cld == CLD_EXITED)
+		snprintf(how, sizeof(how), "exit %d", e->status);
 	else
-		snprintf(how, sizeof(how), "signal %d", info.si_status);
+		snprintf(how, sizeof(how), "signal %d", e->status);
 	ran = ms_since(&c->started);
 	if (c->state == CH_STOPPING && c->restart_after && !d->stopping) {
 		log_info("%s: stopped (%s)", c->name, how);
@@ -596,11 +437,12 @@ static void probe_begin(struct agentd *d, struct child *c)
 
 	/*
 	 * Only OpenCode's own socket is asked: the agent could listen on the port first
-	 * and answer 200, and status would say "running" over a crash loop.
+	 * and answer 200, and status would say "running" over a crash loop. Its
+	 * /proc/PID/fd is the agent's: the warden looks (WP_PORT).
 	 */
-	own = procs_port_owner_is(c->pid, c->port);
-	if (own <= 0) {
-		if (own == 0 && procs_port_open(c->port)) {
+	own = wc_port(d, c->slot, c->port);
+	if (own != WP_PORT_CHILD) {
+		if (own == WP_PORT_OTHER) {
 			if (!strstr(c->last_error, "held by another process"))
 				log_err("%s: 127.0.0.1:%u is held by another process, not OpenCode "
 					"(pid %d): not probed",
@@ -690,13 +532,13 @@ void child_timer(struct agentd *d, struct child *c)
 
 	if (read(c->timerfd, &ticks, sizeof(ticks)) < 0)
 		return;
-	if (c->exec_fd >= 0 && c->state != CH_STOPPING) {
+	if (c->exec_pending && c->pid > 0 && c->state != CH_STOPPING) {
 		snprintf(c->last_error, sizeof(c->last_error), "did not exec within %d ms: killed",
 			EXEC_TIMEOUT_MS);
 		log_err("%s: %s", c->name, c->last_error);
-		exec_done(d, c);
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-		return; /* the exit arrives through the pidfd and schedules the retry */
+		c->exec_pending = 0;
+		child_signal(d, c, SIGKILL);
+		return; /* its WP_E_EXIT schedules the retry */
 	}
 	switch (c->state) {
 	case CH_BACKOFF:
@@ -715,49 +557,42 @@ void child_timer(struct agentd *d, struct child *c)
 		break;
 	case CH_STOPPING:
 		log_warn("%s: did not stop within %d ms: killing it", c->name, STOP_TIMEOUT_MS);
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-		break; /* the exit arrives through the pidfd */
+		child_signal(d, c, SIGKILL);
+		break; /* its WP_E_EXIT follows */
 	default:
 		break;
 	}
 }
 
 /*
- * At shutdown only, after the loop. child_stop_begin sends SIGTERM; child_stop_wait reaps
- * it by the deadline (mono_ms) or kills it then: every OpenCode gets its SIGTERM at once,
- * so N instances take as long to stop as the slowest, not the sum.
+ * At shutdown only, after the loop. child_stop_begin sends SIGTERM; child_stop_wait waits
+ * for its WP_E_EXIT by the deadline (mono_ms) or kills it then: every OpenCode gets its
+ * SIGTERM at once, so N instances take as long to stop as the slowest, not the sum.
  */
 void child_stop_begin(struct agentd *d, struct child *c)
 {
 	disarm(c);
 	probe_close(d, c);
-	exec_done(d, c);
 	c->state = CH_STOPPED;
-	if (c->pid > 0)
-		syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+	child_signal(d, c, SIGTERM);
 }
 
 void child_stop_wait(struct agentd *d, struct child *c, long deadline)
 {
-	siginfo_t info = {0};
-
+	while (c->pid > 0 && mono_ms() < deadline)
+		wc_wait(d, deadline);
 	if (c->pid <= 0)
 		return;
-	while (mono_ms() < deadline) {
-		if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED | WNOHANG) == 0 &&
-			info.si_pid != 0)
-			goto reaped;
-		usleep(10000);
-	}
 	log_warn("%s: did not stop in time: killing it", c->name);
-	syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
-	waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &info, WEXITED);
-reaped:
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, c->pidfd, NULL);
-	close(c->pidfd);
-	c->pidfd = -1;
-	log_info("%s: stopped", c->name);
-	c->pid = 0;
+	child_signal(d, c, SIGKILL);
+	/* A killed child is gone at once; the warden's reaping is bounded all the same. */
+	deadline = mono_ms() + STOP_TIMEOUT_MS;
+	while (c->pid > 0 && mono_ms() < deadline)
+		wc_wait(d, deadline);
+	if (c->pid > 0) {
+		log_err("%s: no word of its end from the warden: left to it", c->name);
+		c->pid = 0;
+	}
 }
 
 static void restart_now(struct agentd *d, struct child *c)
@@ -772,8 +607,8 @@ static void restart_now(struct agentd *d, struct child *c)
 }
 
 /*
- * SIGTERM now, SIGKILL when the timer fires first, the start when the pidfd says it is
- * gone: the loop goes on meanwhile (a netlock event is not held up by a slow exit).
+ * SIGTERM now, SIGKILL when the timer fires first, the start when the warden says it is
+ * gone: the loop goes on meanwhile (a control request is not held up by a slow exit).
  */
 static void stop_begin(struct agentd *d, struct child *c, int restart)
 {
@@ -782,7 +617,7 @@ static void stop_begin(struct agentd *d, struct child *c, int restart)
 		return;
 	probe_close(d, c);
 	c->state = CH_STOPPING;
-	syscall(SYS_pidfd_send_signal, c->pidfd, SIGTERM, NULL, 0);
+	child_signal(d, c, SIGTERM);
 	arm(c, STOP_TIMEOUT_MS);
 }
 
@@ -797,7 +632,7 @@ void child_restart(struct agentd *d, struct child *c)
 	stop_begin(d, c, 1);
 }
 
-/* The same without the start: the child stays stopped once the pidfd says it is gone. */
+/* The same without the start: the child stays stopped once the warden says it is gone. */
 void child_stop_soon(struct agentd *d, struct child *c)
 {
 	if (c->pid <= 0) {
@@ -809,7 +644,7 @@ void child_stop_soon(struct agentd *d, struct child *c)
 	stop_begin(d, c, 0);
 }
 
-/* The OpenCode password: generated once, kept root-only, survives restarts of agentd. */
+/* The OpenCode password: generated once, kept the supervisor's only, survives its restarts. */
 int opencode_password(struct agentd *d, struct child *c)
 {
 	char dir[4096], name[128], *data = NULL;
@@ -819,7 +654,7 @@ int opencode_password(struct agentd *d, struct child *c)
 	if (path_join(dir, sizeof(dir), d->paths.varlib, "ocsb/agentd") < 0)
 		return -1;
 	snprintf(name, sizeof(name), "%s.password", strchr(c->name, '/') + 1);
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, 0, 0);
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, getuid(), getgid());
 	if (dfd < 0) {
 		log_err("%s: %s", dir, strerror(-dfd));
 		return -1;
@@ -836,7 +671,7 @@ int opencode_password(struct agentd *d, struct child *c)
 	sodium_bin2base64(c->password, sizeof(c->password), raw, sizeof(raw),
 		sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 	sodium_memzero(raw, sizeof(raw));
-	r = fo_write_at(dfd, name, c->password, strlen(c->password), 0600, 0, 0);
+	r = fo_write_at(dfd, name, c->password, strlen(c->password), 0600, getuid(), getgid());
 	close(dfd);
 	if (r < 0)
 		log_err("%s/%s: %s", dir, name, strerror(-r));

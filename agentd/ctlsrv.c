@@ -32,37 +32,30 @@
 
 #define CTL_CLIENT_DEADLINE_MS 5000
 
-int ctlsrv_open(struct agentd *d)
+/*
+ * The socket the warden bound (mode 0666) and listens on: ours to serve, not to bind,
+ * unlink or chmod (its directory is root's).
+ */
+int ctlsrv_open(struct agentd *d, int fd)
 {
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	char dir[4096];
-	int fd, dfd;
+	int acc = 0;
+	socklen_t al = sizeof(acc);
 
-	if (snprintf(dir, sizeof(dir), "%s", d->paths.ctl_sock) >= (int)sizeof(dir) ||
-		snprintf(d->ctl_path, sizeof(d->ctl_path), "%s", dir) >= (int)sizeof(d->ctl_path) ||
-		strlen(d->ctl_path) >= sizeof(a.sun_path) || !strrchr(dir, '/'))
-		return -1;
-	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd < 0) {
-		log_err("%s: %s", dir, strerror(-dfd));
+	snprintf(d->ctl_path, sizeof(d->ctl_path), "%s", d->paths.ctl_sock);
+	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
+		d->clients[i].fd = -1;
+	d->ctlfd = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) < 0 || !acc) {
+		log_err("fd %d is not the listening control socket (ocsb-warden starts ocsb-agentd)",
+			fd);
 		return -1;
 	}
-	/* A stale socket of a killed agentd; a live one would answer (checked by the caller). */
-	unlinkat(dfd, path_base(d->ctl_path), 0);
-	close(dfd);
-	strcpy(a.sun_path, d->ctl_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-		chmod(d->ctl_path, 0666) < 0 || listen(fd, 16) < 0) {
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0 ||
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0) {
 		log_err("%s: %s", d->ctl_path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
 		return -1;
 	}
 	d->ctlfd = fd;
-	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
-		d->clients[i].fd = -1;
 	d->ctl_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (d->ctl_timer < 0 ||
 		agentd_watch(d, d->ctl_timer, &d->ctl_timer_src, SRC_CTL_TIMER, d, EPOLLIN) < 0)
@@ -151,11 +144,10 @@ void ctlsrv_close(struct agentd *d)
 {
 	for (size_t i = 0; i < AGENTD_MAX_CLIENTS; i++)
 		client_close(d, &d->clients[i]);
-	if (d->ctlfd > 0) {
+	/* The socket's name is the warden's: it stays for the next supervisor. */
+	if (d->ctlfd > 0)
 		close(d->ctlfd);
-		unlink(d->ctl_path);
-	}
-	if (d->ctl_timer > 0)
+	if (d->ctl_timer >= 0)
 		close(d->ctl_timer);
 }
 
@@ -259,56 +251,62 @@ static void add_child(struct buf *b, const struct child *c, int with_secret)
 
 /*
  * The route ports agentd serves, as "18400 18401" ("none"): `ocsb doctor` (root) compares
- * them with the ones its guard table holds. routes_ok: each is in d->nl too, the spec the
- * tables are built from (a rebuild that dropped them left the routes open to no rule).
+ * them with the ones its guard table holds. routes_ok: the warden took exactly these
+ * (WP_ROUTES answered 0), so the tables hold their rules (a refusal left the routes
+ * open to no rule).
  */
 static void route_ports(struct agentd *d, char *out, size_t n, int *routes_ok)
 {
-	unsigned ports[NETLOCK_MAX_INJECT];
+	unsigned ports[WP_MAX_ROUTES];
 	size_t np = injectd_ports(d, ports), len = 0;
 
-	*routes_ok = np == d->nl.n_inject;
+	*routes_ok = (np == 0 && d->n_routes_sent == 0) ||
+		(d->routes_ok && np == d->n_routes_sent);
 	snprintf(out, n, "none");
 	for (size_t i = 0; i < np && len < n; i++) {
 		len += (size_t)snprintf(out + len, n - len, "%s%u", i ? " " : "", ports[i]);
-		if (i >= d->nl.n_inject || d->nl.inject_ports[i] != ports[i])
+		if (i >= d->n_routes_sent || d->routes_sent[i] != ports[i])
 			*routes_ok = 0;
 	}
 }
 
 static void do_status(struct agentd *d, struct buf *b, int web_only)
 {
-	char routes[NETLOCK_MAX_INJECT * 6 + 8];
+	char routes[WP_MAX_ROUTES * 6 + 8];
+	const struct wp_r_status *st = &d->wstatus;
 	int routes_ok;
 
 	ctl_response_ok(b);
 	if (!web_only) {
+		/* The netlock's and the cgroup's state, as the warden has them now. */
+		wc_status(d, &d->wstatus);
 		route_ports(d, routes, sizeof(routes), &routes_ok);
 		ctl_response_add(b, "version", OCSB_VERSION);
 		ctl_response_add(b, "agent", "%s", d->agent.name);
 		ctl_response_add(b, "uptime-s", "%ld", ms_since(&d->started) / 1000);
 		ctl_response_add(b, "netlock", "%s",
-			d->frozen	     ? "FAILED (agent frozen)"
+			st->frozen	     ? "FAILED (agent frozen)"
 				: !routes_ok ? "FAILED (route ports served without their rules)"
 					     : "verified");
 		ctl_response_add(b, "route-ports", "%s", routes);
-		ctl_response_add(b, "netlock-restores", "%u", d->netlock_restores);
-		if (d->netlock_restores)
-			ctl_response_add(b, "netlock-last-restore-ms", "%.2f", d->last_restore_ms);
-		if (d->netlock_error[0])
-			ctl_response_add(b, "netlock-error", "%s", d->netlock_error);
+		ctl_response_add(b, "netlock-restores", "%u", st->restores);
+		if (st->restores)
+			ctl_response_add(b, "netlock-last-restore-ms", "%.2f",
+				(double)st->last_restore_us / 1e3);
+		if (st->netlock_error[0])
+			ctl_response_add(b, "netlock-error", "%s", st->netlock_error);
 		ctl_response_add(b, "frozen", "%s",
-			d->frozen == 2	    ? "yes (cgroup freezer)"
-				: d->frozen ? "yes (SIGSTOP)"
-					    : "no");
-		if (d->cg.mode != CG_NONE) {
+			st->frozen == 2	     ? "yes (cgroup freezer)"
+				: st->frozen ? "yes (SIGSTOP)"
+					     : "no");
+		if (st->cg_mode != CG_NONE) {
 			ctl_response_add(b, "limits", "memory %llu MiB, tasks %u, cpu %u%%",
-				(unsigned long long)(d->limits.memory_max >> 20),
-				d->limits.tasks_max, d->limits.cpu_percent);
-			ctl_response_add(b, "cgroup", "%s", d->cg.what);
-			ctl_response_add(b, "cgroup-processes", "%d", cg_count(&d->cg));
+				(unsigned long long)(st->memory_max >> 20), st->tasks_max,
+				st->cpu_percent);
+			ctl_response_add(b, "cgroup", "%s", st->cg_what);
+			ctl_response_add(b, "cgroup-processes", "%d", (int)st->cg_procs);
 		} else {
-			ctl_response_add(b, "limits", "NONE: %s", d->cg_error);
+			ctl_response_add(b, "limits", "NONE: %s", st->cg_error);
 		}
 		ctl_response_add(b, "egress", "%s", d->egress.off ? "off" : "on");
 		if (!d->egress.off)

@@ -6,13 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include "agentd.h"
@@ -32,7 +29,9 @@
  * never argv, the environment or a file. A push sends the new set to the running
  * injector; connections in flight keep the keys they started with (inject/daemon.c).
  * The route ports are agentd's: bound once at start and handed to each incarnation
- * (inject/listen.c), so no other account can take one while the injector is down.
+ * (inject/listen.c), so no other account can take one while the injector is down. The
+ * injector itself is the warden's child (WP_KIND_INJECT, our end of the socketpair kept),
+ * and the netlock's rules for the routes are the warden's to apply (WP_ROUTES).
  * Everything here is non-blocking: the hand-over is a few KiB into an empty socket.
  */
 
@@ -41,12 +40,17 @@ _Static_assert(OCSB_ROUTE_PORT_LO == INJ_PORT_BASE &&
 		OCSB_ROUTE_PORT_HI == INJ_PORT_BASE + INJ_MAX_ROUTES - 1,
 	"config.h's route ports are inject.h's");
 
-/* OpenCode's provider settings for one project, in the agent's root-owned run directory. */
-#define OC_CONFIG_FMT "opencode-inject.%s.json"
+/* The route listeners and the warden's table agree on this range. */
+_Static_assert(WP_ROUTE_LO == INJ_PORT_BASE && WP_ROUTE_HI == INJ_PORT_BASE + INJ_MAX_ROUTES - 1 &&
+		WP_MAX_ROUTES == INJ_MAX_ROUTES,
+	"wproto.h's route ports are inject.h's");
+
+/* The usage summed across restarts: the supervisor's own copy, in its directory. */
+#define USAGE_OWN_REL "ocsb/agentd/inject-usage"
 
 /* What one project's OpenCode is started with (injectd_child_env). */
 struct proj_env {
-	char oc[4420]; /* "OPENCODE_CONFIG=..." */
+	char oc[8192]; /* "OPENCODE_CONFIG_CONTENT={...}" */
 	char count[48]; /* "GIT_CONFIG_COUNT=N" */
 	char key[INJ_MAX_ROUTES][352]; /* "GIT_CONFIG_KEY_i=url.http://127.0.0.1:PORT/.insteadOf" */
 	char val[INJ_MAX_ROUTES][576]; /* "GIT_CONFIG_VALUE_i=https://HOST/" */
@@ -67,7 +71,7 @@ struct injectd {
 	char ca_file[4096]; /* test hook: a CA file trusted instead of the system's */
 	char rbuf[4096];
 	size_t rlen;
-	pid_t supervisor; /* agentd's pid: the injector checks its parent is still it */
+	int routes_sent; /* WP_ROUTES went once: the warden's table holds ours, not a last run's */
 	struct inj_usage_row usage[INJ_USAGE_MAX_ROWS];
 	size_t n_usage;
 	int usage_loaded;
@@ -228,9 +232,10 @@ int injectd_env_lines(struct agentd *d, const struct secret_set *s, const char *
 }
 
 /*
- * One project's OpenCode: the built-in routes as the providers' base URLs in a file root
- * writes in the agent's root-owned run directory (no key), and git's insteadOf for the
- * generic ones. The signature of both tells a push whether the instance must restart.
+ * One project's OpenCode: the built-in routes as the providers' base URLs in its
+ * OPENCODE_CONFIG_CONTENT (no key; no file: the supervisor may write none the agent reads
+ * beside its root-owned run directory), and git's insteadOf for the generic ones. The
+ * signature of both tells a push whether the instance must restart.
  */
 static void project_env(struct agentd *d, struct injectd *x, const struct secret_set *s,
 	const struct inj_conf *c, size_t pi)
@@ -241,7 +246,6 @@ static void project_env(struct agentd *d, struct injectd *x, const struct secret
 	size_t use[INJ_MAX_ROUTES], nu = project_routes(d, s, c, project, use), ne = 0, ng;
 	crypto_generichash_state st;
 	struct buf b = {0};
-	char dir[4096], name[300];
 	int any = 0;
 
 	buf_puts(&b, "{\"provider\":{");
@@ -254,23 +258,16 @@ static void project_env(struct agentd *d, struct injectd *x, const struct secret
 			any ? "," : "", x->provider[use[i]], r->port, r->prefix);
 		any = 1;
 	}
-	buf_puts(&b, "}}\n");
+	buf_puts(&b, "}}");
 	crypto_generichash_init(&st, NULL, 0, sizeof(pe->sig));
-	if (any) {
-		int dfd = agent_run_dir(d, dir, sizeof(dir), "inject"), w = -1;
-
-		snprintf(name, sizeof(name), OC_CONFIG_FMT, project);
-		if (dfd >= 0) {
-			w = fo_write_at_nosync(dfd, name, b.data, b.len, 0644, 0, 0);
-			close(dfd);
-			if (w < 0)
-				log_err("inject: %s/%s: %s", dir, name, strerror(-w));
-		}
-		if (w == 0) {
-			snprintf(pe->oc, sizeof(pe->oc), "OPENCODE_CONFIG=%s/%s", dir, name);
+	if (any && b.data) {
+		if (snprintf(pe->oc, sizeof(pe->oc), "OPENCODE_CONFIG_CONTENT=%s", b.data) >=
+			(int)sizeof(pe->oc))
+			log_err("inject: %s: the providers' settings are too long: OpenCode gets "
+				"no route for them",
+				project);
+		else
 			pe->env[ne++] = pe->oc;
-			crypto_generichash_update(&st, (unsigned char *)b.data, b.len);
-		}
 	}
 	buf_free(&b);
 	ng = git_pairs(c, x->provider, use, nu, g);
@@ -320,44 +317,41 @@ int injectd_changed(struct agentd *d, const char *project)
 	return pe && sodium_memcmp(pe->started, pe->sig, sizeof(pe->sig)) != 0;
 }
 
-void injectd_netlock(struct agentd *d)
-{
-	struct injectd *x = d->inject;
-	size_t n = x ? x->n : 0;
-
-	d->nl.n_inject = d->nl.n_uports = 0;
-	for (size_t i = 0; i < n && i < NETLOCK_MAX_INJECT; i++) {
-		d->nl.inject_ports[d->nl.n_inject++] = x->r[i].port;
-		d->nl.inject_uports[d->nl.n_uports++] = x->r[i].uport;
-	}
-}
-
 size_t injectd_ports(struct agentd *d, unsigned *ports)
 {
 	struct injectd *x = d->inject;
 	size_t n = 0;
 
 	/* Route i is on INJ_PORT_BASE + its position: x->r is in ascending port order. */
-	for (size_t i = 0; x && i < x->n && i < NETLOCK_MAX_INJECT; i++)
+	for (size_t i = 0; x && i < x->n && i < WP_MAX_ROUTES; i++)
 		ports[n++] = x->r[i].port;
 	return n;
 }
 
-/* The netlock with exactly the routes' ports; fail closed if it cannot be applied. */
-static void routes_netlock(struct agentd *d, struct injectd *x)
+/*
+ * The netlock with exactly the routes' ports (their upstream ports for the injector's
+ * chain): the warden applies and verifies them, and freezes the agent if it cannot.
+ */
+static void routes_send(struct agentd *d, struct injectd *x)
 {
-	char err[512];
+	struct wp_routes rt = {0};
+	int r;
 
-	injectd_netlock(d);
-	if (netlock_verify(&d->nl, err, sizeof(err)) == 0)
+	for (size_t i = 0; i < x->n && i < WP_MAX_ROUTES; i++) {
+		rt.port[rt.n] = x->r[i].port;
+		rt.uport[rt.n++] = x->r[i].uport;
+	}
+	r = wc_call_ok(d, WP_ROUTES, &rt, sizeof(rt), NULL, 0);
+	x->routes_sent = 1;
+	d->routes_ok = r == 0;
+	d->n_routes_sent = 0;
+	if (r < 0) {
+		log_err("inject: the warden did not apply the routes' rules: %s", strerror(-r));
 		return;
-	if (netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
-		log_err("netlock guard: %s", err);
-	if (netlock_apply(&d->nl, err, sizeof(err)) < 0 ||
-		netlock_verify(&d->nl, err, sizeof(err)) != 0)
-		netwatch_enforce(d, "inject: routes changed");
-	else
-		log_info("inject: netlock has %zu route port%s", x->n, x->n == 1 ? "" : "s");
+	}
+	for (size_t i = 0; i < rt.n; i++)
+		d->routes_sent[d->n_routes_sent++] = rt.port[i];
+	log_info("inject: netlock has %zu route port%s", x->n, x->n == 1 ? "" : "s");
 }
 
 static void sock_close(struct agentd *d, struct injectd *x)
@@ -405,17 +399,19 @@ static int handover(struct agentd *d, struct injectd *x, const struct secret_set
 	return r;
 }
 
-int inject_plan(struct agentd *d, struct child *c, struct child_plan *p)
+/*
+ * Before each WP_SPAWN of the injector: a new socketpair, our end loaded with the
+ * listeners and the routes with their keys (buffered until it reads them), its end the
+ * warden's fds[1], which becomes the injector's fd 4. Its argv, account and limits (no
+ * core file, not dumpable) are the warden's.
+ */
+int inject_prepare(struct agentd *d, struct child *c, struct child_spawn *sp)
 {
 	struct injectd *x = d->inject;
 	struct secret_set *s = NULL;
 	int sv[2], r;
 
 	(void)c;
-	memset(p, 0, sizeof(*p));
-	p->pass_fd = -1;
-	for (int i = 0; i < CG_NCTRL; i++)
-		p->cg_fds[i] = -1;
 	if (secretd_load(d, &s) < 0)
 		return -EIO;
 	sock_close(d, x);
@@ -424,7 +420,7 @@ int inject_plan(struct agentd *d, struct child *c, struct child_plan *p)
 		return -errno;
 	}
 	x->sock = sv[0];
-	p->pass_fd = sv[1];
+	sp->pass_fd = sv[1];
 	fcntl(x->sock, F_SETFL, O_NONBLOCK);
 	r = agentd_watch(d, x->sock, &x->src, SRC_INJECT, x, EPOLLIN);
 	/* Buffered in the socket until the injector reads it: the listeners, then the routes. */
@@ -435,42 +431,11 @@ int inject_plan(struct agentd *d, struct child *c, struct child_plan *p)
 	if (r == 0)
 		r = handover(d, x, s);
 	secrets_set_free(s);
-	p->argv[0] = x->bin;
-	p->argv[1] = "--fd";
-	p->argv[2] = "4";
-	p->argv[3] = NULL;
-	p->env[0] = NULL; /* nothing of agentd's environment */
-	if (r == 0)
-		r = spawn_cred_init(&p->cred, d->inject_uid, d->inject_gid, INJ_USER);
 	if (r < 0) {
 		sock_close(d, x);
-		child_plan_free(p);
-		return r == -1 ? -EIO : r;
+		return -EIO;
 	}
-	x->supervisor = getpid();
 	return 0;
-}
-
-int inject_exec(struct agentd *d, struct child *c, const struct child_plan *p)
-{
-	struct rlimit core = {0, 0};
-	int r;
-
-	(void)c;
-	/* No core file of a process that holds keys, from before the drop on. */
-	setrlimit(RLIMIT_CORE, &core);
-	r = spawn_child_drop(&p->cred);
-	if (r < 0)
-		return r;
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != ((struct injectd *)d->inject)->supervisor)
-		return -ESRCH;
-	umask(077);
-	if (chdir("/") < 0)
-		return -errno;
-	execve(p->argv[0], p->argv, p->env);
-	return -errno;
 }
 
 /* One request's usage: "ROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT" (inject/daemon.c). */
@@ -480,13 +445,13 @@ static void injectd_usage(struct agentd *d, const char *line)
 	char path[4096], dir[4096], *old = NULL;
 	struct buf b = {0};
 	size_t len;
-	int dfd;
+	int dfd, r;
 
-	if (path_join(path, sizeof(path), d->paths.varlib, INJ_USAGE_REL) < 0)
+	if (path_join(path, sizeof(path), d->paths.varlib, USAGE_OWN_REL) < 0)
 		return;
 	snprintf(dir, sizeof(dir), "%s", path);
 	*strrchr(dir, '/') = 0;
-	/* What earlier runs summed, once. */
+	/* What earlier runs summed, once: our copy (the owner's file is not ours to read). */
 	if (!x->usage_loaded && fo_read(path, 1 << 20, &old, &len) == 0 &&
 		inj_usage_parse(old, x->usage, &x->n_usage, INJ_USAGE_MAX_ROWS) < 0)
 		x->n_usage = 0;
@@ -496,18 +461,26 @@ static void injectd_usage(struct agentd *d, const char *line)
 		log_warn("inject: malformed usage line dropped");
 		return;
 	}
-	/*
-	 * Counts only, no key nor request content; but the routes' names are the owner's
-	 * secrets' names: the owner's to read (`ocsb usage`), nobody else's. The directory
-	 * is root's, so the owner cannot put anything in its place.
-	 */
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0755, 0, 0);
-	if (dfd >= 0 && inj_usage_render(x->usage, x->n_usage, &b) == 0 &&
-		fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0400, d->owner.uid,
-			d->owner.gid) < 0)
+	if (inj_usage_render(x->usage, x->n_usage, &b) < 0) {
+		buf_free(&b);
+		return;
+	}
+	/* Ours, to sum on after a restart; the supervisor's directory, nobody else's. */
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, getuid(), getgid());
+	if (dfd < 0 || fo_write_at_nosync(dfd, strrchr(path, '/') + 1, b.data, b.len, 0600,
+			       getuid(), getgid()) < 0)
 		log_warn("inject: %s not written", path);
 	if (dfd >= 0)
 		close(dfd);
+	/*
+	 * Counts only, no key nor request content; but the routes' names are the owner's
+	 * secrets' names: the owner's to read (`ocsb usage`), nobody else's. The warden
+	 * writes it, in a directory of root's, as the owner's 0400 file.
+	 */
+	r = wc_write(d, WP_FILE_USAGE, b.data ? b.data : "", b.len);
+	if (r < 0)
+		log_warn("inject: %s/%s not written: %s", d->paths.varlib, INJ_USAGE_REL,
+			strerror(-r));
 	buf_free(&b);
 }
 
@@ -523,7 +496,7 @@ void injectd_event(struct agentd *d, uint32_t events)
 	n = read(x->sock, x->rbuf + x->rlen, sizeof(x->rbuf) - 1 - x->rlen);
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			sock_close(d, x); /* its exit (pidfd) schedules the restart */
+			sock_close(d, x); /* its exit (WP_E_EXIT) schedules the restart */
 		return;
 	}
 	x->rlen += (size_t)n;
@@ -553,12 +526,12 @@ void injectd_update(struct agentd *d, const struct secret_set *s)
 
 	if (!x || routes_of(d, s, 0, &c, x->provider, 0) < 0)
 		return;
-	/* Never as root: without its account or binary nothing is routed (logged at start). */
+	/* Without its account or binary nothing is routed (logged at start). */
 	if (!d->inject_uid || !x->bin[0])
 		c.n = 0;
 	memcpy(x->r, c.r, sizeof(x->r));
 	x->n = c.n;
-	routes_netlock(d, x);
+	routes_send(d, x);
 	for (size_t i = 0; i < d->n_oc && i < AGENTD_MAX_PROJECTS; i++)
 		project_env(d, x, s, &c, i);
 	if (!x->n) {
@@ -607,8 +580,8 @@ static int find_bin(struct injectd *x)
 }
 
 /*
- * Every route port, bound as root before any agent process runs and held until agentd
- * exits: a route's baseURL or insteadOf then always reaches this agentd's injector (or
+ * Every route port (unprivileged: no root needed), bound before any child of ours runs
+ * and held until agentd exits: a route's baseURL or insteadOf then always reaches this agentd's injector (or
  * waits in the backlog while it restarts), never another account's listener.
  */
 int injectd_hold_ports(struct agentd *d)
@@ -651,9 +624,9 @@ int injectd_init(struct agentd *d)
 	if (!x)
 		return -1;
 	snprintf(c->name, sizeof(c->name), "inject");
-	c->plan_child = inject_plan;
-	c->exec_child = inject_exec;
-	c->pidfd = c->probe_fd = c->exec_fd = -1;
+	c->kind = WP_KIND_INJECT;
+	c->prepare = inject_prepare;
+	c->probe_fd = -1;
 	c->state = CH_STOPPED;
 	if (child_log_open(d, c) < 0)
 		return -1;
@@ -663,23 +636,22 @@ int injectd_init(struct agentd *d)
 	/* Test builds only: the fake provider's CA, trusted instead of the system's. */
 	if (ca)
 		snprintf(x->ca_file, sizeof(x->ca_file), "%s", ca);
-	if (!d->sec_sk || secretd_load(d, &s) < 0)
-		return 0;
-	if (user_lookup(INJ_USER, &u) < 0 || u.uid == 0) {
-		log_err("inject: no account %s (run ocsb-provision): injected secrets are not "
-			"routed",
-			INJ_USER);
+	if (d->sec_sk && secretd_load(d, &s) == 0) {
+		if (user_lookup(INJ_USER, &u) < 0 || u.uid == 0)
+			log_err("inject: no account %s (run ocsb-provision): injected secrets are "
+				"not routed",
+				INJ_USER);
+		else if (find_bin(x) == 0)
+			d->inject_uid = u.uid;
+		injectd_update(d, s);
 		secrets_set_free(s);
-		return 0;
 	}
-	if (find_bin(x) < 0) {
-		secrets_set_free(s);
-		return 0;
-	}
-	d->inject_uid = u.uid;
-	d->inject_gid = u.gid;
-	injectd_update(d, s);
-	secrets_set_free(s);
+	/*
+	 * The warden's table holds no route of a supervisor before us (it may have kept one
+	 * when the last one died): exactly ours, none when nothing is routed.
+	 */
+	if (!x->routes_sent)
+		routes_send(d, x);
 	return 0;
 }
 

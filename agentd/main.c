@@ -2,60 +2,93 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <sched.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agentd.h"
-#include "ctl.h"
 #include "dirs.h"
 #include "log.h"
-#include "sdnotify.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: ocsb-agentd [--foreground] [--config FILE] [-v]\n"
-		"The ocsb supervisor: installs and watches the netlock, runs the egress proxy\n"
-		"and one OpenCode server per project as the agent, serves " PATHS_CTL_SOCK ".\n"
-		"Runs as root, in the foreground (under systemd, or by hand).\n"
+		"Usage: ocsb-agentd --supervise [-v] [--syslog] [--config FILE]\n"
+		"       ocsb-agentd --mirror-read|--mirror-link|--owner-egress|--mirror-watch\n"
+		"                   --config FILE\n"
+		"The ocsb supervisor, unprivileged: runs the egress proxy, the credential injector\n"
+		"and one OpenCode server per project through ocsb-warden, and serves\n"
+		PATHS_CTL_SOCK ". ocsb-warden (root) starts it as the account ocsb-agentd, with\n"
+		"its protocol's socket as fd 3 and the control socket as fd 4: run ocsb-warden,\n"
+		"not this.\n"
 		"\n"
-		"  --foreground     run in the foreground (the only mode; for clarity in scripts)\n"
+		"  --supervise      the supervisor (what ocsb-warden runs)\n"
+		"  --mirror-read, --mirror-link, --owner-egress\n"
+		"                   one job, run by ocsb-warden as the owner or the agent\n"
+		"  --mirror-watch   the mirror's watcher, run by ocsb-warden as the owner\n"
 		"  --config FILE    read FILE instead of /etc/ocsb/ocsb.conf\n"
 		"  -v, --verbose    more detail in the log\n"
 		"      --syslog     log to syslog instead of stderr\n"
 		"  -h, --help       this text\n"
 		"      --version    the version\n"
 		"Signals: TERM/INT stop (every OpenCode at once, then the injector and the proxy),\n"
-		"HUP reloads the rules (squid's once `squid -k parse` accepts them).\n"
+		"HUP reloads the rules (through ocsb-warden, which re-reads ocsb.conf first).\n"
 		"See ocsb-agentd(8).\n");
 }
 
-/*
- * The netlock watchdog must not wait behind the load it guards: ocsb-agentd runs at a
- * higher priority than the agent's processes and everything else at nice 0, and
- * SCHED_RESET_ON_FORK hands none of it to what it starts (OpenCode, squid, the mirror's
- * writer start at nice 0). Without CAP_SYS_NICE (some containers) it runs at nice 0.
- */
-static void raise_priority(void)
-{
-	struct sched_param sp = {0};
+enum mode {
+	MODE_NONE,
+	MODE_SUPERVISE,
+	MODE_MIRROR_READ,
+	MODE_MIRROR_LINK,
+	MODE_OWNER_EGRESS,
+	MODE_MIRROR_WATCH,
+};
 
-	if (sched_setscheduler(0, SCHED_OTHER | SCHED_RESET_ON_FORK, &sp) < 0 ||
-		setpriority(PRIO_PROCESS, 0, AGENTD_NICE) < 0)
-		log_warn("cannot raise the scheduling priority (%s): the netlock watchdog shares "
-			 "the CPU with the agent's load on equal terms",
-			strerror(errno));
+static int supervise(const char *config)
+{
+	struct agentd *d;
+	int r;
+
+	if (sodium_init() < 0)
+		fatal("libsodium failed to initialize");
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return 1;
+	d->wfd = WP_SUPERVISOR_FD;
+	d->ctlfd = WP_CTL_FD;
+	paths_default(&d->paths);
+	if (snprintf(d->config_path, sizeof(d->config_path), "%s", config) >=
+		(int)sizeof(d->config_path)) {
+		log_err("%s: path too long", config);
+		free(d);
+		return 2;
+	}
+	if (agentd_setup(d) < 0) {
+		log_err("start-up failed; nothing of the agent runs");
+		agentd_free(d);
+		free(d);
+		return 1;
+	}
+	log_notice("running: agent %s, %zu OpenCode instance%s, control %s", d->agent.name, d->n_oc,
+		d->n_oc == 1 ? "" : "s", d->ctl_path);
+	r = agentd_run(d);
+	log_notice("stopped");
+	agentd_free(d);
+	free(d);
+	return r < 0 ? 1 : 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"foreground", no_argument, NULL, 'f'},
+		{"supervise", no_argument, NULL, 'S'},
+		{"mirror-read", no_argument, NULL, 'R'},
+		{"mirror-link", no_argument, NULL, 'L'},
+		{"owner-egress", no_argument, NULL, 'E'},
+		{"mirror-watch", no_argument, NULL, 'W'},
 		{"config", required_argument, NULL, 'c'},
 		{"verbose", no_argument, NULL, 'v'},
 		{"syslog", no_argument, NULL, 's'},
@@ -63,14 +96,29 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	struct agentd *d;
-	char notify[108];
+	char defconf[4096];
 	const char *config = NULL;
-	int c, verbose = 0, use_syslog = 0, r;
+	enum mode mode = MODE_NONE;
+	int c, verbose = 0, use_syslog = 0;
 
 	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+		enum mode m = MODE_NONE;
+
 		switch (c) {
-		case 'f':
+		case 'S':
+			m = MODE_SUPERVISE;
+			break;
+		case 'R':
+			m = MODE_MIRROR_READ;
+			break;
+		case 'L':
+			m = MODE_MIRROR_LINK;
+			break;
+		case 'E':
+			m = MODE_OWNER_EGRESS;
+			break;
+		case 'W':
+			m = MODE_MIRROR_WATCH;
 			break;
 		case 'c':
 			config = optarg;
@@ -91,61 +139,52 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+		if (m != MODE_NONE) {
+			if (mode != MODE_NONE && mode != m) {
+				fprintf(stderr, "ocsb-agentd: one mode at a time\n");
+				return 2;
+			}
+			mode = m;
+		}
 	}
 	log_init("ocsb-agentd", use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, verbose);
 	if (optind < argc) {
 		log_err("unexpected argument '%s'", argv[optind]);
 		return 2;
 	}
-	if (geteuid() != 0) {
-		log_err("must run as root");
+	if (mode == MODE_NONE) {
+		usage(stderr);
 		return 2;
 	}
-	if (sodium_init() < 0)
-		fatal("libsodium failed to initialize");
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return 1;
-	paths_default(&d->paths);
-	if (config)
-		snprintf(d->config_path, sizeof(d->config_path), "%s", config);
-	else
-		path_join(d->config_path, sizeof(d->config_path), d->paths.etc, "ocsb/ocsb.conf");
-	/* systemd's notify socket: ours to use, not our children's to inherit. */
-	if (sd_notify_take(notify, sizeof(notify)) < 0)
-		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
-#ifdef OCSB_TEST_BUILD
-	d->test_hooks = TESTHOOK_ON();
-#endif
 	/*
-	 * One supervisor per machine: a live one listens on the socket (a busy one may take
-	 * longer than any short deadline to reply; a stale file refuses the connection).
+	 * Nothing here needs root, and nothing should run with it: the root part is
+	 * ocsb-warden, which starts this program as someone else for each job.
 	 */
-	if ((r = ctl_connect(d->paths.ctl_sock, 1000)) >= 0) {
-		close(r);
-		log_err("another ocsb-agentd is running (it listens on %s)", d->paths.ctl_sock);
-		free(d);
+	if (geteuid() == 0 || getuid() == 0) {
+		log_err("ocsb-agentd is started by ocsb-warden (run that as root)");
 		return 2;
 	}
-	raise_priority();
-	if (agentd_setup(d) < 0) {
-		log_err("start-up failed; nothing of the agent runs");
-		agentd_free(d);
-		free(d);
-		return 1;
+	if (!config) {
+		struct paths p;
+
+		paths_default(&p);
+		if (path_join(defconf, sizeof(defconf), p.etc, "ocsb/ocsb.conf") < 0)
+			return 2;
+		config = defconf;
 	}
-	log_notice("running: agent %s, %zu OpenCode instance%s, control %s", d->agent.name, d->n_oc,
-		d->n_oc == 1 ? "" : "s", d->ctl_path);
-	/*
-	 * Under the unit (Type=notify), ready means the netlock tables are verified: ssh,
-	 * cron, at and logins (systemd-user-sessions) are ordered after this, so no process
-	 * of the agent runs at boot before the table does.
-	 */
-	if ((r = sd_notify_send(notify, "READY=1\nSTATUS=netlock verified; supervising")) < 0)
-		log_warn("telling systemd we are ready: %s", strerror(-r));
-	r = agentd_run(d);
-	log_notice("stopped");
-	agentd_free(d);
-	free(d);
-	return r < 0 ? 1 : 0;
+	switch (mode) {
+	case MODE_SUPERVISE:
+		return supervise(config);
+	case MODE_MIRROR_READ:
+		return agentd_mode_mirror_read(config);
+	case MODE_MIRROR_LINK:
+		return agentd_mode_mirror_link(config);
+	case MODE_OWNER_EGRESS:
+		return agentd_mode_owner_egress(config);
+	case MODE_MIRROR_WATCH:
+		return agentd_mode_mirror_watch(config);
+	case MODE_NONE:
+		break;
+	}
+	return 2;
 }

@@ -54,7 +54,8 @@ void proxycheck_begin(struct agentd *d)
 	buf_free(&d->pcheck_conf);
 	if (proxy_render(&d->proxy, &d->egress, &d->pcheck_conf) < 0)
 		return;
-	if (fo_same(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644, 0, 0) == 1) {
+	if (fo_same(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644, getuid(),
+		    getgid()) == 1) {
 		buf_free(&d->pcheck_conf);
 		return; /* the rules changed nothing squid sees */
 	}
@@ -113,12 +114,13 @@ void proxycheck_event(struct agentd *d)
 		log_err("%.*s; the proxy keeps its rules",
 			d->pcheck_out.len ? (int)d->pcheck_out.len : 30,
 			d->pcheck_out.len ? d->pcheck_out.data : "proxy: the configuration check failed");
-	} else if ((r = fo_write(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644, 0,
-			    0)) < 0) {
+	} else if ((r = fo_write(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644,
+			    getuid(), getgid())) < 0) {
 		log_err("%s: %s (the proxy keeps its rules)", d->proxy.conf, strerror(-r));
 	} else {
-		if (d->proxy_child.pid > 0)
-			kill(d->proxy_child.pid, SIGHUP);
+		/* squid is the warden's child: it sends the SIGHUP by its pidfd. */
+		if (d->proxy_child.pid > 0 && (r = wc_signal(d, d->proxy_child.slot, SIGHUP)) < 0)
+			log_warn("proxy: reload (SIGHUP): %s", strerror(-r));
 		log_notice("proxy: new rules in force");
 	}
 	buf_free(&d->pcheck_out);

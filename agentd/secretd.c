@@ -17,9 +17,10 @@
 
 /*
  * agentd's side of the secrets: open what the owner pushed (sealed to our key), keep it
- * encrypted at rest (root-only), decrypt into locked memory only to start OpenCode or to
- * write the agent's tmpfs env file, and wipe right after. Values never reach a log line,
- * an argv or an error message: only names and counts do.
+ * encrypted at rest (the supervisor's account only), decrypt into locked memory only to
+ * start OpenCode or to have the warden write the agent's tmpfs env file, and wipe right
+ * after. Values never reach a log line, an argv or an error message: only names and
+ * counts do.
  */
 
 #define ENV_NAME "env"
@@ -66,32 +67,27 @@ static const char *ssh_project(struct agentd *d)
 }
 
 /*
- * /run/ocsb/<agent>/env: root-owned directory (the agent cannot plant a link in it), the
- * file itself the agent's, 0400, replaced atomically by rename within that directory.
+ * /run/ocsb/<agent>/env: written by the warden (WP_FILE_AGENT_ENV) in the root-owned
+ * directory the agent cannot plant a link in, the file itself the agent's, 0400.
  */
 static int write_env_file(struct agentd *d, const struct secret_set *s)
 {
-	char dir[4096];
 	char *text = NULL;
 	struct buf git = {0};
 	size_t len = 0;
-	int dfd, r;
+	int r;
 
-	dfd = agent_run_dir(d, dir, sizeof(dir), "secrets");
-	if (dfd < 0)
-		return -1;
 	/* git over HTTPS to an injected host goes through its route (injectd.c). */
 	r = injectd_env_lines(d, s, ssh_project(d), &git);
 	if (r == 0)
 		r = secrets_env_file(s, ssh_project(d), git.data, &text, &len);
 	buf_free(&git);
-	/* /run is tmpfs and the file is rewritten from the record at every start: no fsync. */
 	if (r == 0)
-		r = fo_write_at_nosync(dfd, ENV_NAME, text, len, 0400, d->agent.uid, d->agent.gid);
+		r = wc_write(d, WP_FILE_AGENT_ENV, text, len);
 	secrets_free(text);
-	close(dfd);
 	if (r < 0)
-		log_err("secrets: %s/%s: %s", dir, ENV_NAME, strerror(-r));
+		log_err("secrets: %s/ocsb/%s/%s: %s", d->paths.run, d->agent.name, ENV_NAME,
+			strerror(-r));
 	return r < 0 ? -1 : 0;
 }
 
@@ -222,8 +218,10 @@ void secretd_put(struct agentd *d, uid_t peer, const char *sealed, struct buf *b
 	}
 	snprintf(dir, sizeof(dir), "%s", path);
 	*strrchr(dir, '/') = '\0';
-	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, 0, 0);
-	r = dfd < 0 ? dfd : fo_write_at(dfd, strrchr(path, '/') + 1, rec.data, rec.len, 0600, 0, 0);
+	dfd = fo_mkdir_p(AT_FDCWD, dir, 0700, getuid(), getgid());
+	r = dfd < 0 ? dfd
+		    : fo_write_at(dfd, strrchr(path, '/') + 1, rec.data, rec.len, 0600, getuid(),
+			      getgid());
 	if (dfd >= 0)
 		close(dfd);
 	if (r < 0) {

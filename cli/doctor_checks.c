@@ -451,7 +451,7 @@ void doctor_check_agentd(struct doctor *dr)
 		doctor_check_netlock(dr, up ? ctl_response_get(&resp, "route-ports") : NULL);
 	if (!up) {
 		doctor_add(dr, DR_FAIL, "agentd",
-			"sudo ocsb-agentd --foreground (or systemctl start ocsb-agentd)", "%s",
+			"sudo ocsb-warden --foreground (or systemctl start ocsb-agentd)", "%s",
 			resp.error ? resp.error : err);
 		ctl_response_free(&resp);
 		return;

@@ -207,7 +207,7 @@ static int setup_v2(
 		snprintf(base, sizeof(base), "%s%s", fs_root, own);
 		if (snprintf(sup, sizeof(sup), "%s/supervisor", base) >= (int)sizeof(sup) ||
 			(r = mkdir_ok(sup)) < 0 || (r = cg_write(sup, "cgroup.procs", "0")) < 0) {
-			snprintf(err, errlen, "cannot move ocsb-agentd into %s/supervisor: %s",
+			snprintf(err, errlen, "cannot move ocsb-warden into %s/supervisor: %s",
 				base, strerror(r < 0 ? -r : ENAMETOOLONG));
 			return r < 0 ? r : -ENAMETOOLONG;
 		}
@@ -215,7 +215,7 @@ static int setup_v2(
 	if (enable_controllers(base) == 0) {
 		snprintf(err, errlen,
 			"cgroup v2: no memory, pids or cpu controller can be enabled in %s "
-			"(other processes in that cgroup, or not delegated: run ocsb-agentd from "
+			"(other processes in that cgroup, or not delegated: run ocsb-warden from "
 			"its systemd unit, which sets Delegate=yes)",
 			base);
 		return -ENOTSUP;
@@ -391,24 +391,6 @@ int cg_freeze(const struct cgroup *cg, int on)
 	if (cg->mode == CG_V2)
 		return cg_write(d, "cgroup.freeze", on ? "1" : "0");
 	return cg_write(d, "freezer.state", on ? "FROZEN" : "THAWED");
-}
-
-int cg_frozen(const struct cgroup *cg)
-{
-	const char *d = freezer_dir(cg);
-	char buf[512];
-	int r;
-
-	if (!d)
-		return -ENOTSUP;
-	if (cg->mode == CG_V2) {
-		if ((r = cg_read(d, "cgroup.events", buf, sizeof(buf))) < 0)
-			return r;
-		return strstr(buf, "frozen 1") != NULL;
-	}
-	if ((r = cg_read(d, "freezer.state", buf, sizeof(buf))) < 0)
-		return r;
-	return strncmp(buf, "FROZEN", 6) == 0;
 }
 
 /* The directory whose cgroup.procs lists the agent's processes. */

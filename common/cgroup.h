@@ -70,8 +70,6 @@ void cg_close_procs(int fds[CG_NCTRL]);
 int cg_attach(const struct cgroup *cg, pid_t pid);
 /* Freezes (on = 1) or thaws the cgroup. A process moved into a frozen cgroup freezes. */
 int cg_freeze(const struct cgroup *cg, int on);
-/* 1 when the freezer reports every task frozen, 0 while freezing, -errno on error. */
-int cg_frozen(const struct cgroup *cg);
 /* 1 when pid is in the cgroup (the first controller's), 0 otherwise. */
 int cg_contains(const struct cgroup *cg, pid_t pid);
 /* How many processes the cgroup holds, -errno on error. */

@@ -172,8 +172,8 @@ static int check_owner(const struct stat *st, uid_t owner, const char *what, con
 	return 0;
 }
 
-int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx, char *err,
-	size_t errlen)
+int conf_read_file(
+	const char *path, uid_t owner, char **ret_data, size_t *ret_len, char *err, size_t errlen)
 {
 	char name[256];
 	struct stat st;
@@ -232,6 +232,20 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 			r == -EFBIG ? "file too large (limit 1 MiB)" : strerror(-r));
 		return r;
 	}
+	*ret_data = data;
+	*ret_len = len;
+	return 0;
+}
+
+int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx, char *err,
+	size_t errlen)
+{
+	char *data = NULL;
+	size_t len = 0;
+	int r = conf_read_file(path, owner, &data, &len, err, errlen);
+
+	if (r < 0)
+		return r;
 	r = conf_parse_buf(data, len, path, kws, ctx, err, errlen);
 	free(data);
 	return r < 0 ? -EINVAL : 0;

@@ -50,6 +50,12 @@ int conf_parse_buf(const char *buf, size_t len, const char *file, const struct c
  */
 int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, void *ctx, char *err,
 	size_t errlen);
+/*
+ * conf_parse_file's reading without the parsing: the same checks on the same descriptor,
+ * the content (at most 1 MiB) in *ret_data (caller frees). -ENOENT passes through.
+ */
+int conf_read_file(
+	const char *path, uid_t owner, char **ret_data, size_t *ret_len, char *err, size_t errlen);
 
 /* Parsers for common value types; -1 with err on bad input. */
 int conf_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret, char *err,

@@ -8,8 +8,7 @@
 
 /*
  * What `mirror`, `mirror-writable` and `mirror-noscan` say; the mirror (mirror.h) works from
- * it. The functions are the mirror's rules for these keywords (common/mirror.c,
- * common/mirror_scan.c).
+ * it. The functions are the mirror's rules for these keywords (common/config_mirror.c).
  */
 struct mirror_spec {
 	struct strv paths; /* relative to the owner's home */
@@ -22,6 +21,9 @@ void mirror_spec_defaults(struct mirror_spec *s);
 void mirror_spec_free(struct mirror_spec *s);
 /* A path acceptable after `mirror`: relative, no "..", no control characters, not secret. */
 int mirror_path_ok(const char *rel, char *err, size_t errlen);
+/* 1 when `path` is `prefix` or lies below it. */
+int mirror_path_under(const char *path, const char *prefix);
+#define MIRROR_GITCONFIG ".gitconfig"
 
 /* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
 struct ocsb_config {
@@ -79,6 +81,11 @@ int config_load(struct ocsb_config *c, const char *path, char *err, size_t errle
 void config_opencode_ports(const struct ocsb_config *c, unsigned *ret_lo, unsigned *ret_hi);
 /* Pass 2: whole-config checks that need no system lookups. */
 int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
+/*
+ * The daemons' start and reload: defaults, config_load and config_validate, a failure
+ * logged (file:line, and the way out when the file is missing). 0, or -1.
+ */
+int config_load_logged(struct ocsb_config *c, const char *path);
 /* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */
 void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu);
 /* The file written on first run: every keyword documented, the values in force set. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_int.h"
 #include "util.h"
 
 static const struct {
@@ -694,46 +695,6 @@ void ctl_writer_reset(struct ctl_writer *w)
 	memset(w, 0, sizeof(*w));
 }
 
-/* Deadlines are absolute CLOCK_MONOTONIC milliseconds; -1 is none (timeout_ms < 0). */
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static long long deadline_in(int timeout_ms)
-{
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
-}
-
-static int remaining_ms(long long deadline)
-{
-	long long left;
-
-	if (deadline < 0)
-		return -1;
-	left = deadline - now_ms();
-	return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
-}
-
-static int wait_fd(int fd, short events, long long deadline)
-{
-	struct pollfd p = {.fd = fd, .events = events};
-	int r;
-
-	for (;;) {
-		r = poll(&p, 1, remaining_ms(deadline));
-		if (r > 0)
-			return 0; /* including POLLHUP/POLLERR: the next call reports it */
-		if (r == 0)
-			return -ETIMEDOUT;
-		if (errno != EINTR)
-			return -errno;
-	}
-}
-
 static int send_until(int fd, const void *payload, size_t len, long long deadline)
 {
 	unsigned char hdr[4];
@@ -753,7 +714,7 @@ static int send_until(int fd, const void *payload, size_t len, long long deadlin
 				continue;
 			if (errno != EAGAIN && errno != EWOULDBLOCK)
 				return -errno;
-			r = wait_fd(fd, POLLOUT, deadline);
+			r = ctl_wait_fd(fd, POLLOUT, deadline);
 			if (r < 0)
 				return r;
 			continue;
@@ -782,7 +743,7 @@ static int recv_exact(int fd, void *p, size_t n, long long deadline)
 		if (k == 0)
 			return -ECONNRESET;
 		if (k == -EAGAIN) {
-			r = wait_fd(fd, POLLIN, deadline);
+			r = ctl_wait_fd(fd, POLLIN, deadline);
 			if (r < 0)
 				return r;
 			continue;
@@ -823,73 +784,18 @@ static int recv_until(int fd, char **ret, size_t *ret_len, long long deadline)
 
 int ctl_send_frame(int fd, const void *payload, size_t len, int timeout_ms)
 {
-	return send_until(fd, payload, len, deadline_in(timeout_ms));
+	return send_until(fd, payload, len, ctl_deadline_in(timeout_ms));
 }
 
 int ctl_recv_frame(int fd, char **ret, size_t *ret_len, int timeout_ms)
 {
-	return recv_until(fd, ret, ret_len, deadline_in(timeout_ms));
-}
-
-static int connect_until(const char *path, long long deadline)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, r, soerr;
-	socklen_t sl = sizeof(soerr);
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
-		r = -errno;
-		if (r == -EINTR)
-			continue;
-		if (r == -EAGAIN) {
-			/*
-			 * The listen backlog is full. Linux cannot poll an unconnected Unix socket
-			 * for room, so retry briefly until the deadline.
-			 */
-			int left = remaining_ms(deadline);
-			struct timespec ts = {0, 10 * 1000000L};
-
-			if (left == 0) {
-				r = -ETIMEDOUT;
-				break;
-			}
-			if (left > 0 && left < 10)
-				ts.tv_nsec = left * 1000000L;
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		if (r == -EINPROGRESS) {
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-				r = -errno;
-			else if (r == 0)
-				r = -soerr;
-			if (r == 0)
-				return fd;
-		}
-		break;
-	}
-	close(fd);
-	return r;
-}
-
-int ctl_connect(const char *path, int timeout_ms)
-{
-	return connect_until(path, deadline_in(timeout_ms));
+	return recv_until(fd, ret, ret_len, ctl_deadline_in(timeout_ms));
 }
 
 int ctl_call(const char *path, const struct ctl_request *rq, struct ctl_response *ret,
 	int timeout_ms, char *err, size_t errlen)
 {
-	long long deadline = deadline_in(timeout_ms);
+	long long deadline = ctl_deadline_in(timeout_ms);
 	struct buf req = {0};
 	char *answer = NULL, perr[256];
 	size_t alen = 0;
@@ -902,7 +808,7 @@ int ctl_call(const char *path, const struct ctl_request *rq, struct ctl_response
 			strerror(-r));
 		goto out;
 	}
-	fd = connect_until(path, deadline);
+	fd = ctl_connect_until(path, deadline);
 	if (fd < 0) {
 		r = fd;
 		if (r == -ETIMEDOUT)
@@ -918,7 +824,7 @@ int ctl_call(const char *path, const struct ctl_request *rq, struct ctl_response
 		else
 			seterr(err, errlen,
 				"cannot reach ocsb-agentd at %s: %s (is it running? %s)", path,
-				strerror(-r), "sudo ocsb-agentd --foreground");
+				strerror(-r), "sudo ocsb-warden --foreground");
 		goto out;
 	}
 	sr = send_until(fd, req.data, req.len, deadline);

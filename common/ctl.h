@@ -146,7 +146,7 @@ int ctl_connect(const char *path, int timeout_ms);
  * Connect, send rq, receive and parse the answer, all within timeout_ms. 0 when a
  * well-formed response arrived, OK or ERR alike (check ret->ok); otherwise -errno and a
  * one-line message for the user in err, e.g. "cannot reach ocsb-agentd at
- * /run/ocsb/agentd.sock: No such file or directory (is it running? sudo ocsb-agentd
+ * /run/ocsb/agentd.sock: No such file or directory (is it running? sudo ocsb-warden
  * --foreground)".
  */
 int ctl_call(const char *path, const struct ctl_request *rq, struct ctl_response *ret,

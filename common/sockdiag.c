@@ -3,7 +3,7 @@
  * One sock_diag client for the three questions the programs ask about TCP sockets: who
  * listens on a port (agentd: who took a route port; squid's and OpenCode's ports: is it
  * the process we started), and who connected (ocsb-inject: the second wall behind the
- * netlock). The kernel answers with the socket's uid and inode as numbers; a parser of
+ * netlock; sockdiag_peer.c, which the warden does not link). The kernel answers with the socket's uid and inode as numbers; a parser of
  * /proc/net/tcp's columns read IPv4 only and broke with every format change.
  */
 #define _GNU_SOURCE
@@ -21,6 +21,7 @@
 #include <linux/sock_diag.h>
 
 #include "sockdiag.h"
+#include "sockdiag_int.h"
 
 /* Room for a dump's datagram: the kernel fills up to 32 KiB when the reader offers it. */
 #define SD_BUF 32768
@@ -40,7 +41,7 @@ int sockdiag_open(void)
  * sequence number. fn's value (0 when it never returned non-zero), or -errno (the
  * kernel's NLMSG_ERROR: -ENOENT for a socket it does not know).
  */
-static int sd_ask(int nl, const struct inet_diag_req_v2 *req, int dump,
+int sockdiag_ask(int nl, const struct inet_diag_req_v2 *req, int dump,
 	int (*fn)(const struct nlmsghdr *h, void *ctx), void *ctx)
 {
 	static uint32_t seq_counter;
@@ -97,7 +98,7 @@ static int sd_ask(int nl, const struct inet_diag_req_v2 *req, int dump,
 	}
 }
 
-static int with_socket(int nl, int (*body)(int nl, void *ctx), void *ctx)
+int sockdiag_with(int nl, int (*body)(int nl, void *ctx), void *ctx)
 {
 	int own = -1, r;
 
@@ -182,7 +183,7 @@ static int listen_body(int nl, void *ctx)
 		req.id.idiag_sport = htons((uint16_t)q->port);
 		req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
 		req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-		r = sd_ask(nl, &req, 1, listen_answer, q);
+		r = sockdiag_ask(nl, &req, 1, listen_answer, q);
 		/* A kernel built without IPv6 has no AF_INET6 handler: nothing listens there. */
 		if (r < 0 && !(families[i] == AF_INET6 && (r == -ENOENT || r == -EINVAL)))
 			return r;
@@ -197,72 +198,8 @@ int sockdiag_listener(int nl, unsigned port, struct sockdiag_sock *ret)
 
 	if (port == 0 || port > 65535)
 		return -EINVAL;
-	r = with_socket(nl, listen_body, &q);
+	r = sockdiag_with(nl, listen_body, &q);
 	if (r == 0)
 		*ret = q.found;
-	return r;
-}
-
-/* ---- who connected ---- */
-
-struct peer_q {
-	struct sockaddr_in local, peer;
-	uid_t uid;
-	int r;
-};
-
-static int peer_answer(const struct nlmsghdr *h, void *ctx)
-{
-	struct peer_q *q = ctx;
-	const struct inet_diag_msg *m = mnl_nlmsg_get_payload(h);
-
-	/* The socket asked for, not a neighbour's. */
-	if (m->idiag_family != AF_INET || m->id.idiag_sport != q->peer.sin_port ||
-		m->id.idiag_dport != q->local.sin_port ||
-		m->id.idiag_src[0] != q->peer.sin_addr.s_addr ||
-		m->id.idiag_dst[0] != q->local.sin_addr.s_addr) {
-		q->r = -ESRCH;
-		return 1;
-	}
-	q->uid = (uid_t)m->idiag_uid;
-	q->r = 0;
-	return 1;
-}
-
-static int peer_body(int nl, void *ctx)
-{
-	struct peer_q *q = ctx;
-	struct inet_diag_req_v2 req = {
-		.sdiag_family = AF_INET,
-		.sdiag_protocol = IPPROTO_TCP,
-		.idiag_states = ~0u,
-	};
-	int r;
-
-	/* The connecting socket's own view: its source is our peer, its destination us. */
-	req.id.idiag_sport = q->peer.sin_port;
-	req.id.idiag_dport = q->local.sin_port;
-	req.id.idiag_src[0] = q->peer.sin_addr.s_addr;
-	req.id.idiag_dst[0] = q->local.sin_addr.s_addr;
-	req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-	req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	r = sd_ask(nl, &req, 0, peer_answer, q);
-	return r < 0 ? r : q->r;
-}
-
-int sockdiag_peer_uid(int nl, int fd, uid_t *ret_uid)
-{
-	struct peer_q q = {.r = -EPROTO};
-	socklen_t ll = sizeof(q.local), pl = sizeof(q.peer);
-	int r;
-
-	if (getsockname(fd, (struct sockaddr *)&q.local, &ll) < 0 ||
-		getpeername(fd, (struct sockaddr *)&q.peer, &pl) < 0)
-		return -errno;
-	if (q.local.sin_family != AF_INET || q.peer.sin_family != AF_INET)
-		return -EAFNOSUPPORT;
-	r = with_socket(nl, peer_body, &q);
-	if (r == 0)
-		*ret_uid = q.uid;
 	return r;
 }

@@ -45,6 +45,28 @@ int prov_mirror_ensure(struct prov *p)
 		return -1;
 	}
 	m.by = "ocsb-provision";
+	if (!p->have_agentd_acct) {
+		/* Dry run before the supervisor's account exists: the plan only. */
+		prov_change(p, "mirror %zu path%s of %s for %s, written by %s",
+			p->cfg.mirror.paths.n, p->cfg.mirror.paths.n == 1 ? "" : "s", p->owner.name,
+			p->cfg.agent, AGENTD_USER);
+		goto out;
+	}
+	/*
+	 * The tree is the account ocsb-agentd's (issue 26): root makes the directories and
+	 * the status file the account cannot make, and converts a tree of an earlier
+	 * version (by descriptor); a child running as the account writes the tree.
+	 */
+	if (mirror_set_account(&m, &p->agentd_acct) < 0 ||
+		mirror_prepare(&m, dry, &links) < 0) {
+		r = -1;
+		goto out;
+	}
+	for (size_t i = 0; i < links.n; i++) {
+		prov_change(p, "mirror: %s %s", links.v[i], AGENTD_USER);
+		prov_done(p);
+	}
+	strv_free(&links);
 	if (mirror_load(&m) < 0 || mirror_refresh(&m, dry, &st) < 0) {
 		r = -1;
 		goto out;

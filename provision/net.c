@@ -331,13 +331,20 @@ static int ensure_proxy(struct prov *p)
 	}
 	pid = proxy_pid(&p->proxy);
 	r = 0;
+	/*
+	 * A running supervisor starts its own squid (ocsb-warden runs it as proxy, with the
+	 * supervisor's rules): one that is starting, or restarting squid, has no pid file
+	 * for a moment, and a second squid here would hold the port against it.
+	 */
+	if (pid < 0 && p->agent_exists && prov_agentd_running(p))
+		goto out;
 	if (pid < 0) {
 		/* Once provisioned, ocsb-agentd runs the proxy: its absence is the news. */
 		if (!prov_change(p, "start the egress proxy (squid on 127.0.0.1:%u)%s",
 			    p->cfg.proxy_port,
 			    p->mode == PROV_CHECK && p->agent_exists && !prov_agentd_running(p)
 				    ? ": ocsb-agentd is not running (it runs the proxy; start it: "
-				      "systemctl start ocsb-agentd, or sudo ocsb-agentd "
+				      "systemctl start ocsb-agentd, or sudo ocsb-warden "
 				      "--foreground)"
 				    : ""))
 			goto out;

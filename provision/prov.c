@@ -407,6 +407,18 @@ static int purge_machine(struct prov *p)
 		else
 			prov_done(p);
 	}
+	/* The supervisor's logs (its account's directory, removed without following links). */
+	if (lstat(AGENTD_LOG_DIR, &st) == 0 &&
+		prov_change(p, "remove %s (no agent is left)", AGENTD_LOG_DIR)) {
+		int e = fo_rmtree(AGENTD_LOG_DIR);
+
+		if (e < 0) {
+			log_err("%s: %s", AGENTD_LOG_DIR, strerror(-e));
+			r = e;
+		} else {
+			prov_done(p);
+		}
+	}
 	rmdir(keys);
 	if (rmdir(etc) < 0 && errno != ENOENT)
 		printf("kept %s: it holds files ocsb-provision did not write\n", etc);
@@ -596,13 +608,17 @@ int prov_main(struct prov_opts *o)
 	} else {
 		/*
 		 * The netlock goes in right after the accounts exist, before any way in: the
-		 * agent's, and ocsb-inject's, which the table gives a chain of its own.
+		 * agent's, and ocsb-inject's, which the table gives a chain of its own. The
+		 * unit is enabled and started once what the warden checks at its start
+		 * (the supervisor's directories, the mirror's) and what it uses (the agent's
+		 * identity files) are in place.
 		 */
 		if (config_ensure(p) < 0 || account_ensure(p) < 0 || inject_account_ensure(p) < 0 ||
-			net_ensure(p) < 0 || keys_ensure(p) < 0 || keys_global_ensure(p) < 0 ||
-			sshd_ensure(p) < 0 || repos_ensure(p) < 0 || systemd_ensure(p) < 0 ||
-			secrets_ensure(p) < 0 || prov_mirror_ensure(p) < 0 ||
-			harden_ensure(p) < 0 || opencode_ensure(p, o->install_opencode) < 0)
+			agentd_account_ensure(p) < 0 || net_ensure(p) < 0 || keys_ensure(p) < 0 ||
+			keys_global_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
+			secrets_ensure(p) < 0 || agentd_dirs_ensure(p) < 0 ||
+			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 || systemd_ensure(p) < 0 ||
+			opencode_ensure(p, o->install_opencode) < 0)
 			r = 1;
 	}
 	if (r == 1) {

@@ -64,6 +64,9 @@ struct prov {
 	int opencode_bad; /* preflight found the binary unusable (--check: drift) */
 	char opencode_err[1024];
 
+	struct user_info agentd_acct; /* the supervisor's account, ocsb-agentd (issue 26) */
+	int have_agentd_acct;
+
 	struct egress egress; /* owned */
 	int egress_loaded;
 	struct proxy proxy;
@@ -84,6 +87,21 @@ int prov_main(struct prov_opts *o);
 int prov_system_account(const char *name, const char *gecos, int create, uid_t *ret_uid,
 	gid_t *ret_gid);
 int inject_account_ensure(struct prov *p);
+/*
+ * The supervisor's account (issue 26): ocsb-warden starts ocsb-agentd as it. The name is
+ * the warden's SUPERVISOR_USER (warden/warden.h); the comment marks it as ocsb's.
+ */
+#define AGENTD_USER "ocsb-agentd"
+#define AGENTD_GECOS "ocsb supervisor"
+#define AGENTD_LOG_DIR "/var/log/ocsb" /* CHILD_LOG_DIR of agentd/agentd.h */
+int agentd_account_ensure(struct prov *p);
+/*
+ * Its state directories, made its own (by descriptor): <varlib>/ocsb/agentd 0700,
+ * <varlib>/ocsb/squid 0755, /var/log/ocsb 0750; root's files of an earlier version in
+ * them are given to it (after secrets_ensure: its sealing key among them). The
+ * mirror's directory: prov_mirror_ensure.
+ */
+int agentd_dirs_ensure(struct prov *p);
 /* Record one change; returns 1 when the caller must make it (apply/remove modes). */
 int prov_change(struct prov *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Called after each change is made: the fault-injection point of the tests. */

@@ -19,7 +19,7 @@
  * Where systemd runs, ocsb-agentd becomes a service, and the agent's user slice gets a
  * second network layer that survives an nftables flush: IPAddressDeny=any with only
  * loopback allowed (the proxy). Without systemd, the supervisor runs in the foreground
- * (sudo ocsb-agentd --foreground) and nothing here applies.
+ * (sudo ocsb-warden --foreground) and nothing here applies.
  *
  * The unit's text exists once (conf/ocsb-agentd.service.in). The Debian package installs
  * it under /lib or /usr/lib/systemd/system and provisioning only enables it; a `make
@@ -212,7 +212,7 @@ void systemd_note(struct prov *p)
 	if (!systemd_running() && p->mode == PROV_APPLY && p->changes &&
 		!prov_agentd_running(p))
 		printf("note: no systemd here: run the supervisor with "
-		       "'sudo ocsb-agentd --foreground' (README: without systemd)\n");
+		       "'sudo ocsb-warden --foreground' (README: without systemd)\n");
 }
 
 int systemd_ensure(struct prov *p)

@@ -41,6 +41,18 @@ static uint64_t get_be64(const unsigned char *p)
 
 /* ---- keys ---- */
 
+/*
+ * The key's owner: root (as ocsb-provision makes it), or the supervisor's account, which
+ * ocsb-warden gives it to at start (issue 26: the supervisor opens the pushes as itself).
+ * Either way nobody else may read or replace it.
+ */
+static int key_owner_ok(uid_t uid)
+{
+	struct user_info u;
+
+	return uid == 0 || (user_lookup(SECRETS_KEY_USER, &u) == 0 && u.uid == uid && u.uid != 0);
+}
+
 int secrets_key_load(const char *path, unsigned char sk[crypto_box_SECRETKEYBYTES],
 	unsigned char pk[crypto_box_PUBLICKEYBYTES], char *err, size_t errlen)
 {
@@ -60,12 +72,12 @@ int secrets_key_load(const char *path, unsigned char sk[crypto_box_SECRETKEYBYTE
 		goto out;
 	}
 	/* Anyone else able to read or replace it could open every pushed secret. */
-	if (st.st_uid != 0 || (st.st_mode & 077)) {
+	if (!key_owner_ok(st.st_uid) || (st.st_mode & 077)) {
 		r = -EPERM;
 		seterr(err, errlen,
-			"%s: owner uid %u mode %04o; must be owned by root with mode 0600 (run "
-			"ocsb-provision to fix, then push the secrets again)",
-			path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			"%s: owner uid %u mode %04o; must be owned by root or %s with mode 0600 "
+			"(run ocsb-provision to fix, then push the secrets again)",
+			path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), SECRETS_KEY_USER);
 		goto out;
 	}
 	if (st.st_size != crypto_box_SECRETKEYBYTES) {

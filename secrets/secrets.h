@@ -34,7 +34,9 @@
 #define SECRETS_MAX_PUSH 32768
 
 /* Files, relative to struct paths roots. */
-#define SECRETS_KEY_REL "ocsb/agentd/secrets.key" /* varlib: private key, root 0600 */
+#define SECRETS_KEY_REL "ocsb/agentd/secrets.key" /* varlib: private key, 0600 */
+/* Who may own the key besides root: the supervisor's account (ocsb-warden gives it the key). */
+#define SECRETS_KEY_USER "ocsb-agentd"
 #define SECRETS_REC_REL "ocsb/agentd/secrets.rec" /* varlib: the record at rest, root 0600 */
 #define SECRETS_PUB_REL "ocsb/agentd-secrets.pub" /* etc: public key, root 0644 */
 

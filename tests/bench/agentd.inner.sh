@@ -14,7 +14,7 @@ as_owner mkdir -p "$MIRDIR"
 as_owner sh -c "cd '$MIRDIR' && seq -w 10000 | sed 's/.*/f&.md/' | xargs -n 1000 sh -c 'for f; do echo \"bench file \$f\" >\"\$f\"; done' sh"
 echo "# mirror: $(find "$MIRDIR" -type f | wc -l) files in $MIRDIR"
 provision >/dev/null 2>&1 || fail "provisioning" "$(provision 2>&1)"
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 running() { as_owner "$OCSB_BUILD/ocsb" status 2>/dev/null | awk '$1 == "state" {n++} n == 2 {print $2; exit}' | grep -qx running; }
 for i in $(seq 300); do running && break; sleep 0.2; done
@@ -23,7 +23,8 @@ sleep 2
 
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 sshd=$(cat /run/sshd.pid)
-echo "# resident memory: ocsb-agentd $(rss $AGENTD) KiB (target < 4096), sshd listener $(rss "$sshd") KiB (reference)"
+sup=$(pgrep -u ocsb-agentd -x ocsb-agentd | head -n 1)
+echo "# resident memory: ocsb-warden $(rss $AGENTD) KiB (root; target < 4096), its supervisor ocsb-agentd $(rss "$sup") KiB, sshd listener $(rss "$sshd") KiB (reference)"
 
 switches() { awk '/ctxt_switches/ {s += $2} END {print s}' "/proc/$1/status"; }
 a0=$(switches $AGENTD) s0=$(switches "$sshd")

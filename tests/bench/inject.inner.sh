@@ -17,7 +17,7 @@ start_keyring
 sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "$OCSB" secrets "$@"; }
 echo "sk-bench-$RANDOM" | sec --global set ANTHROPIC_API_KEY --inject anthropic >/dev/null ||
 	{ fail "set"; exit 1; }
-OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agentd" --foreground \
+OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P-ca/ca.pem" setsid "$OCSB_BUILD/ocsb-warden" --foreground \
 	>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 for i in $(seq 100); do [ -S /run/ocsb/agentd.sock ] && break; sleep 0.1; done
 sec push >/dev/null || { fail "push"; exit 1; }

@@ -22,7 +22,7 @@ for i in $(seq 10); do
 		{ fail "set BENCH_KEY_$i"; exit 1; }
 done
 
-OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground >"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 for i in $(seq 100); do [ -S /run/ocsb/agentd.sock ] && break; sleep 0.1; done
 

@@ -28,6 +28,10 @@ inject_providers_up() { # DIR
 	mkdir -m 0700 -p "$d" || return 1
 	(cd "$d" && _inj_ca ca && _inj_ca otherca && _inj_cert api ca api.anthropic.com &&
 		_inj_cert bad otherca badca.test) || return 1
+	# The test CA is read by the supervisor (the account ocsb-agentd, OCSB_TEST_INJECT_CA),
+	# which opens each directory of its path (fo_read): a copy in DIR-ca, readable. DIR stays
+	# root's alone: the providers' records in it hold the real keys.
+	mkdir -m 0755 -p "$d-ca" && install -m 0644 "$d/ca.pem" "$d-ca/ca.pem" || return 1
 	for h in api.anthropic.com:198.18.1.20 badca.test:198.18.1.21; do
 		ip netns exec "$INET_NS" ip addr add "${h#*:}/32" dev lo
 		printf '%s\t%s\n' "${h#*:}" "${h%%:*}" >>/etc/hosts

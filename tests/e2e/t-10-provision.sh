@@ -14,6 +14,13 @@ check_output "the copy is root's, 0755, in root-owned directories the agent can 
 check "and it is the ocsb-shell beside ocsb-provision" cmp "$OCSB_BUILD/ocsb-shell" "$SHELL_COPY"
 check_output "ocsb.conf keeps the real shell" '^#?shell /bin/bash$' cat /etc/ocsb/ocsb.conf
 check_output "password field is '*' (no password login, not locked)" "^$AGENT:\*:" getent shadow "$AGENT"
+# The supervisor's account (issue 26): a system account of ocsb's, no login, no home.
+check_output "the system account ocsb-agentd exists, no login, no home" \
+	'^ocsb-agentd:x:[0-9]{1,3}:[0-9]+:ocsb supervisor:/nonexistent:/usr/sbin/nologin$' getent passwd ocsb-agentd
+check "its group exists" getent group ocsb-agentd
+check_output "its state directory is its own, 0700" '^700 ocsb-agentd ocsb-agentd$' stat -c '%a %U %G' /var/lib/ocsb/agentd
+check_output "squid's configuration directory is its own, 0755" '^755 ocsb-agentd ocsb-agentd$' stat -c '%a %U %G' /var/lib/ocsb/squid
+check_output "the children's logs directory is its own, 0750" '^750 ocsb-agentd ocsb-agentd$' stat -c '%a %U %G' /var/log/ocsb
 check_output "home is 0700 and the agent's" "^700 $AGENT$" stat -c '%a %U' "/home/$AGENT"
 check_output "no supplementary group at all" "^$AGENT$" id -Gn "$AGENT"
 check_output "positive control: id -Gn lists extra groups when there are some" "sudo" \

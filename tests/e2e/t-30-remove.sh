@@ -60,6 +60,11 @@ check_fails "empty slice drop-in directory removed" test -e "$units/user-$uid.sl
 check_fails "agentd's OpenCode password removed with the last agent" test -e "/var/lib/ocsb/agentd/$(basename "$PROJECT").password"
 check_fails "the agent's identity removed with the last agent" test -e "/var/lib/ocsb/identity/$AGENT"
 check_fails "/var/lib/ocsb removed with the last agent" test -e /var/lib/ocsb
+check_fails "/var/log/ocsb (the supervisor's logs) removed with the last agent" test -e /var/log/ocsb
+# Like ocsb-inject's, the supervisor's account stays (apt purge ocsb removes it): owns no file.
+check "the system account ocsb-agentd is kept" getent passwd ocsb-agentd
+left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/log /var/spool -xdev -user ocsb-agentd 2>/dev/null | head)
+[ -z "$left" ] && pass "no file owned by ocsb-agentd left" || fail "files of ocsb-agentd remain" "$left"
 check_fails "/etc/ocsb removed with the last agent" test -e /etc/ocsb
 check_fails "pam_namespace line gone from /etc/pam.d/sshd" grep -q 'ocsb-provision' /etc/pam.d/sshd
 check_fails "agent gone from cron.deny and at.deny" grep -qx "$AGENT" /etc/cron.deny /etc/at.deny
@@ -82,6 +87,8 @@ REC=/var/lib/ocsb/agentd/secrets.rec
 prov_two() { prov --config "$TWO_CONF" "$@"; }
 agentd_state() { # what ocsb-agentd keeps for the agent it serves (it does not run here)
 	mkdir -p /var/lib/ocsb/agentd && (umask 077 && echo pw0123456789abcdef >"$PW" && echo rec >"$REC")
+	# written by the supervisor as its account (issue 26)
+	chown ocsb-agentd:ocsb-agentd "$PW" "$REC"
 }
 make_two() {
 	{ grep -v '^agent ' /etc/ocsb/ocsb.conf; echo "agent $TWO"; } >"$TWO_CONF"
@@ -290,7 +297,7 @@ locked "a system account in the registry changes nothing"
 
 # ocsb-agentd (serving $AGENT, the agent of ocsb.conf) restores the set of both after a flush.
 start_agentd() {
-	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd-30.log" 2>&1 </dev/null &
 	AGENTD=$!
 }

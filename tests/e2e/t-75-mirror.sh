@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The read-only mirror of the owner's tool configs (docs/mirror.md): built by
-# ocsb-provision with the owner's rights into a root-owned tree, linked into the agent's
-# home, refreshed by ocsb-agentd, read by the real OpenCode.
+# ocsb-provision with the owner's rights into a tree of the account ocsb-agentd (issue 26:
+# written by that account, never by root), linked into the agent's home, refreshed by
+# ocsb-agentd, read by the real OpenCode.
 . "$E2E_LIB"
 . "$(dirname "$0")/common-prov.sh"
 
@@ -32,6 +33,11 @@ agent() { as_user "$AGENT" "$@"; }
 make_project
 chmod 0700 "$OWNER_HOME"
 as_owner mkdir -p "$SRC/agent" "$SRC/command" "$OWNER_HOME/.agents/skills/demo"
+# 0700, as Debian 12 makes a home and many tools ~/.config: the supervisor (its own
+# account) cannot watch in them; the watcher it asks the warden for runs as the owner.
+as_owner chmod 0700 "$OWNER_HOME/.config"
+check_output "the owner's home is 0700" '^700$' stat -c %a "$OWNER_HOME"
+check_output "the owner's ~/.config is 0700" '^700$' stat -c %a "$OWNER_HOME/.config"
 as_owner tee "$SRC/opencode.json" >/dev/null <<EOF
 {
   "\$schema": "https://opencode.ai/config.json",
@@ -73,12 +79,14 @@ EOF
 # ---- build
 check_output "provisioning builds the mirror without hanging on the FIFO or the 20 GB file" \
 	'^\+ mirror .* written' timeout 60 "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT"
-check_output "the agent's ~/.config/opencode is a link to the root-owned tree" "^$TREE/.config/opencode\$" readlink "$AHOME/.config/opencode"
-check_output "the mirror directory is root's, readable by the agent's group only" "^750 root $AGENT\$" stat -c '%a %U %G' "$MIR"
-check_output "mirrored files are 0444 root" '^444 root$' stat -c '%a %U' "$TREE/.config/opencode/command/mirrorcmd.md"
-check_output "mirrored directories are 0555 root" '^555 root$' stat -c '%a %U' "$TREE/.config/opencode/command"
-check_output "no file or directory of the tree has another mode or owner" '^0$' \
-	sh -c "find '$TREE' \( -type f ! -perm 444 \) -o \( -type d ! -perm 555 \) -o ! -user root | wc -l"
+check_output "the agent's ~/.config/opencode is a link to the tree" "^$TREE/.config/opencode\$" readlink "$AHOME/.config/opencode"
+check_output "the mirror directory is ocsb-agentd's, readable by the agent's group only" "^750 ocsb-agentd $AGENT\$" stat -c '%a %U %G' "$MIR"
+check_output "mirrored files are 0444 ocsb-agentd" '^444 ocsb-agentd$' stat -c '%a %U' "$TREE/.config/opencode/command/mirrorcmd.md"
+check_output "mirrored directories are 0555 ocsb-agentd" '^555 ocsb-agentd$' stat -c '%a %U' "$TREE/.config/opencode/command"
+check_output "no file or directory of the tree has another mode or owner (none is root's)" '^0$' \
+	sh -c "find '$TREE' \( -type f ! -perm 444 \) -o \( -type d ! -perm 555 \) -o ! -user ocsb-agentd | wc -l"
+check_output "the status file is ocsb-agentd's, readable by the owner's group" "^640 ocsb-agentd $(id -gn "$OWNER")\$" \
+	stat -c '%a %U %G' "/var/lib/ocsb/mirror/$AGENT.status"
 check_output "positive control: the tree holds the owner's files" '^([5-9]|[1-9][0-9]+)$' sh -c "find '$TREE' -type f | wc -l"
 
 # ---- the agent reads, and cannot change anything
@@ -162,7 +170,7 @@ if [ ! -x "$OC_BIN" ]; then
 	skip "OpenCode reads the mirrored config" "OpenCode not installed at $OC_BIN"
 	exit 0
 fi
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }
 running() { [ "$(field state 2)" = running ]; }
@@ -179,6 +187,9 @@ check_output "OpenCode lists the agent defined in the owner's opencode.json" '^m
 check_output "OpenCode lists the agent defined in the owner's agent/ folder" '^mirrored-reviewer$' names /agent
 check_output "positive control: built-in agents are listed too" '^build$' names /agent
 
+check "the mirror's watcher runs as the owner" pgrep -u "$OWNER" -f -- '--mirror-watch'
+check "positive control: the warden started it (its log is read here)" grep -q 'mirror-watch 0: pid' "$E2E_SCRATCH/agentd.log"
+check_fails "the supervisor did not fall back to the periodic refresh" grep -q 'cannot be watched\|the watcher (as' "$E2E_SCRATCH/agentd.log"
 as_owner sh -c "printf 'late\n' >'$SRC/command/late.md'"
 if ms=$(ms_until 1000 test -f "$TREE/.config/opencode/command/late.md"); then
 	pass "a new source file is in the mirror within a second ($ms ms)"
@@ -202,6 +213,36 @@ as_owner sh -c "printf 'deep\n' >'$SRC/newdir/deep.md'"
 check "a new directory is mirrored" wait_for 2 test -f "$TREE/.config/opencode/newdir/deep.md"
 as_owner sh -c "printf 'deeper\n' >'$SRC/newdir/second.md'"
 check "a file in the new directory is mirrored (the new directory is watched)" wait_for 2 test -f "$TREE/.config/opencode/newdir/second.md"
+as_owner mkdir "$SRC/newdir/sub"
+check "a directory in the new directory is mirrored" wait_for 2 test -d "$TREE/.config/opencode/newdir/sub"
+as_owner sh -c "printf 'sub\n' >'$SRC/newdir/sub/third.md'"
+if ms=$(ms_until 1000 test -f "$TREE/.config/opencode/newdir/sub/third.md"); then
+	pass "a new file two new directories down, in ~/.config (0700), is mirrored within a second ($ms ms)"
+else
+	fail "a new file two new directories down, in ~/.config (0700), is mirrored within a second" "$(tail -5 "$E2E_SCRATCH/agentd.log")"
+fi
+# The watcher gone (the owner may end it: it is the owner's process): started again.
+wpid=$(pgrep -u "$OWNER" -f -- '--mirror-watch')
+check "the owner can end the watcher" as_owner kill -KILL "$wpid"
+check "the watcher is started again" wait_for 5 bash -c "p=\$(pgrep -u $OWNER -f -- --mirror-watch) && [ \"\$p\" != '$wpid' ]"
+sleep 0.3
+as_owner sh -c "printf 'again\n' >'$SRC/command/again.md'"
+if ms=$(ms_until 1000 test -f "$TREE/.config/opencode/command/again.md"); then
+	pass "after its restart a new file is in the mirror within a second ($ms ms)"
+else
+	fail "after its restart a new file is in the mirror within a second" "$(tail -5 "$E2E_SCRATCH/agentd.log")"
+fi
+# A reload (SIGHUP) stops the watcher and starts a new one.
+wpid=$(pgrep -u "$OWNER" -f -- '--mirror-watch')
+kill -HUP "$AGENTD"
+check "after a reload a new watcher runs" wait_for 5 bash -c "p=\$(pgrep -u $OWNER -f -- --mirror-watch) && [ \"\$p\" != '$wpid' ]"
+sleep 0.3
+as_owner sh -c "printf 'reload\n' >'$SRC/command/reload.md'"
+if ms=$(ms_until 1000 test -f "$TREE/.config/opencode/command/reload.md"); then
+	pass "after the reload a new file is in the mirror within a second ($ms ms)"
+else
+	fail "after the reload a new file is in the mirror within a second" "$(tail -5 "$E2E_SCRATCH/agentd.log")"
+fi
 
 # ---- the agent redirects its link to /etc before a refresh
 touch "$E2E_SCRATCH/marker"

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The owner's OpenCode config that did not exist at provisioning still reaches the agent
 # (issue 15): the mirror's places are reserved from the first run (a link to an empty,
-# root-owned directory in the tree), so OpenCode cannot make a real directory there; what
+# read-only directory in the tree, ocsb-agentd's: issue 26), so OpenCode cannot make a real directory there; what
 # the owner adds later arrives through the same link. A real directory of the agent's in
 # that place is a difference for --check (it was "0 differences").
 . "$E2E_LIB"
@@ -17,7 +17,7 @@ check_output "provisioning reserves ~/.config/opencode although the owner has no
 	"reserve ~/.config/opencode: an empty mirror directory until $OWNER has one" provision
 check_output "the agent's ~/.config/opencode is a link into the tree" "^$TREE/.config/opencode\$" \
 	readlink "$AHOME/.config/opencode"
-check_output "the reserved directory is empty, root's, read-only" '^555 root 0$' \
+check_output "the reserved directory is empty, ocsb-agentd's, read-only" '^555 ocsb-agentd 0$' \
 	sh -c "stat -c '%a %U' '$TREE/.config/opencode' | tr '\n' ' '; ls -A '$TREE/.config/opencode' | wc -l"
 check_fails "the agent cannot make files there (as OpenCode's first start would)" \
 	agent mkdir -p "$AHOME/.config/opencode/agent"

@@ -17,7 +17,7 @@ fake_opencode
 set_limits 256M 400 none
 LIST=/run/ocsb/$AGENT/cgroups
 start_agentd() {
-	setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+	setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 	wait_for 30 test -s "$LIST"
 }

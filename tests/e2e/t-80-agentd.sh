@@ -19,7 +19,7 @@ check_output "provisioned" '^ocsb-provision: [1-9]' provision
 useradd -m -s /bin/bash bob
 
 start_agentd() {
-	CANARY_ROOT_ENV=leak OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	CANARY_ROOT_ENV=leak OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }
@@ -83,7 +83,7 @@ check_output "OpenCode gets the proxy variables" '^http_proxy=http://127.0.0.1:3
 check_output "OpenCode gets its password" '^OPENCODE_SERVER_PASSWORD=' env_of "$pid"
 check_output "positive control: agentd itself has the canary variable" '^CANARY_ROOT_ENV=leak$' env_of "$AGENTD"
 check_fails "nothing of root's environment reaches OpenCode" bash -c "tr '\\0' '\\n' </proc/$pid/environ | grep -q CANARY_ROOT_ENV"
-check_output "the password file is root-only" '^600 root$' stat -c '%a %U' /var/lib/ocsb/agentd/shop.password
+check_output "the password file is the supervisor's alone" '^600 ocsb-agentd$' stat -c '%a %U' /var/lib/ocsb/agentd/shop.password
 
 # --- control socket: only root and the owner
 check_output "owner is served" 'netlock' as_owner "$OCSB" status

@@ -46,7 +46,7 @@ fake_opencode
 check "a foreign listener holds the port again" foreign_up
 check_output "doctor (root) FAILs the foreign proxy" "FAIL +proxy +127.0.0.1:$PORT is held by a process that is not ocsb's squid" \
 	doctor
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 refused() { grep -q "held by another process, not ocsb's squid: OpenCode not started" "$E2E_SCRATCH/agentd.log"; }
 if wait_for 30 refused; then

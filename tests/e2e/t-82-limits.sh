@@ -16,7 +16,7 @@ OCSB=$OCSB_BUILD/ocsb
 make_project
 check_output "provisioned" '^ocsb-provision: [1-9]' provision
 set_limits 1G 300 50
-OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 status() { as_owner "$OCSB" status; }
 field() { status 2>/dev/null | awk -v k="$1" '$1 == k { $1 = ""; sub(/^ +/, ""); print; exit }'; }

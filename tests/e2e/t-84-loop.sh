@@ -22,7 +22,7 @@ fake_opencode
 # The stand-in ignores SIGTERM: a restart has to wait for the SIGKILL, 3 s later.
 sed -i 's/^import http.server, sys, threading$/import http.server, sys, threading, signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)/' /etc/fakeoc/opencode
 check_output "positive control: the stand-in ignores SIGTERM" 'SIG_IGN' cat /etc/fakeoc/opencode
-setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { print $2; exit } }'; }
 running() { [ "$(field state 2)" = running ]; }

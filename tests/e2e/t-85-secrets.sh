@@ -34,7 +34,7 @@ useradd -m -s /bin/bash bob
 KEY=/var/lib/ocsb/agentd/secrets.key
 PUB=/etc/ocsb/agentd-secrets.pub
 HOOK=/etc/profile.d/ocsb-$AGENT.sh
-check_output "the sealing private key is root-only" '^600 root 32$' stat -c '%a %U %s' "$KEY"
+check_output "the sealing private key is the supervisor's alone" '^600 ocsb-agentd 32$' stat -c '%a %U %s' "$KEY"
 check_output "the owner can read the public key" '^ocsb-secrets-pk-v1 ' as_owner cat "$PUB"
 check_fails "the agent cannot read the private key" as_user "$AGENT" cat "$KEY"
 check_output "positive control: root reads the private key" '^32$' stat -c %s "$KEY"
@@ -97,7 +97,7 @@ check_fails_output "push without ocsb-agentd says so" 'cannot reach ocsb-agentd'
 
 # --- ocsb-agentd with OpenCode
 start_agentd() {
-	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }
@@ -142,7 +142,7 @@ check_output "positive control: grep finds the value in the env file" "$ENVF" gr
 check_fails "no file under the agent's home holds a value" grep -rqF -e "$V1" -e "$V2" "/home/$AGENT"
 check_fails "no file under /var/lib/ocsb holds a value in clear" grep -rqF -e "$V1" -e "$V2" -e "$VP" /var/lib/ocsb
 check_output "positive control: the record exists" '^[1-9][0-9]*$' stat -c %s /var/lib/ocsb/agentd/secrets.rec
-check_output "the record is root-only" '^600 root$' stat -c '%a %U' /var/lib/ocsb/agentd/secrets.rec
+check_output "the record is the supervisor's alone" '^600 ocsb-agentd$' stat -c '%a %U' /var/lib/ocsb/agentd/secrets.rec
 check_fails "no log line holds a value" grep -rqF -e "$V1" -e "$V2" "$E2E_SCRATCH/agentd.log" /var/log/ocsb
 check_output "positive control: the log tells of the push" 'secrets: 5 secrets from uid' cat "$E2E_SCRATCH/agentd.log"
 # The pattern comes from a file: on grep's own command line it would find itself.
@@ -209,8 +209,8 @@ kill -TERM "$AGENTD"
 wait_for 10 bash -c "! kill -0 $AGENTD 2>/dev/null"
 chmod 0644 "$KEY"
 : >"$E2E_SCRATCH/agentd2.log"
-timeout 20 "$OCSB_BUILD/ocsb-agentd" --foreground >"$E2E_SCRATCH/agentd2.log" 2>&1 </dev/null
-check_output "agentd refuses to start with a readable private key" 'must be owned by root with mode 0600' cat "$E2E_SCRATCH/agentd2.log"
+timeout 20 "$OCSB_BUILD/ocsb-warden" --foreground >"$E2E_SCRATCH/agentd2.log" 2>&1 </dev/null
+check_output "agentd refuses to start with a readable private key" 'must be owned by root or ocsb-agentd with mode 0600' cat "$E2E_SCRATCH/agentd2.log"
 chmod 0600 "$KEY"
 start_agentd
 check "positive control: with mode 0600 it starts (control socket answers)" wait_for 20 as_owner "$OCSB" status

@@ -105,7 +105,7 @@ check_output "(removed again)" '^removed OPENAI_API_KEY' sec --global rm OPENAI_
 
 # --- agentd, with the test CA handed to the injector
 start_agentd() {
-	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P-ca/ca.pem" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 }
@@ -196,12 +196,12 @@ check_fails_output "nor root" 'Connection reset|Recv failure|Failed to connect' 
 	curl -sS -m 10 -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
 check_output "positive control: the agent still gets through" 'INJECTED-ANSWER' \
 	probe -H 'content-type: application/json' -d "$MSG" "$R/v1/messages"
-check_output "OpenCode's provider base URL is the route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18400/v1"\}\}' \
-	cat "/run/ocsb/$AGENT/opencode-inject.shop.json"
-check_output "OpenCode is started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.shop.json\$" env_of "$(oc_pid)"
-check_output "the second project's OpenCode: its own route" '"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18403/v1"\}\}' \
-	cat "/run/ocsb/$AGENT/opencode-inject.cart.json"
-check_output "... and started with it" "^OPENCODE_CONFIG=/run/ocsb/$AGENT/opencode-inject.cart.json\$" env_of "$(field pid 3)"
+# The provider settings travel in OpenCode's environment (OPENCODE_CONFIG_CONTENT): the
+# supervisor, not root, builds them, and no file of them exists for anyone to swap.
+check_output "OpenCode is started with its provider base URL: the route" \
+	'^OPENCODE_CONFIG_CONTENT=.*"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18400/v1"\}\}' env_of "$(oc_pid)"
+check_output "the second project's OpenCode: its own route" \
+	'^OPENCODE_CONFIG_CONTENT=.*"anthropic":\{"options":\{"baseURL":"http://127.0.0.1:18403/v1"\}\}' env_of "$(field pid 3)"
 # Generic routes in name order: BADCA_KEY (0), GIT_TOKEN (1).
 check_output "OpenCode's git sends git.example to its route" "^GIT_CONFIG_KEY_1=url.$RG/.insteadOf\$" env_of "$(oc_pid)"
 check_output "... from https://git.example/" '^GIT_CONFIG_VALUE_1=https://git.example/$' env_of "$(oc_pid)"
@@ -373,10 +373,10 @@ cart_pid=$(field pid 3)
 check_output "a new override in the first project" '^stored ZZZ_TOKEN' \
 	sec --project shop set ZZZ_TOKEN --inject https://badca.test --header 'X-Token: {}' <<<"zzz-$RANDOM"
 check_output "push: the second project's OpenCode restarts (its route moved)" 'restarted.*cart' sec push
-check_output "... its provider settings name the moved route" '"baseURL":"http://127.0.0.1:18404/v1"' \
-	cat "/run/ocsb/$AGENT/opencode-inject.cart.json"
 new_cart() { local p; p=$(field pid 3); [ -n "$p" ] && [ "$p" != "$cart_pid" ]; }
 check "... a new OpenCode process" wait_for 30 new_cart
+check_output "... its provider settings name the moved route" '"baseURL":"http://127.0.0.1:18404/v1"' \
+	env_of "$(field pid 3)"
 check_output "... the moved route carries its own key" 'INJECTED-ANSWER' probe -d "$MSG" "http://127.0.0.1:18404/v1/messages"
 check_output "... the upstream got it" "^x-api-key: $VC\$" rec_block /v1/messages
 

@@ -39,7 +39,7 @@ sec() { as_owner env DBUS_SESSION_BUS_ADDRESS="$BUS" XDG_RUNTIME_DIR="$KR/run" "
 check_output "set --inject anthropic" '^stored ANTHROPIC_API_KEY \(global, injected via anthropic\)' \
 	sec --global set ANTHROPIC_API_KEY --inject anthropic <<<"$VI"
 
-OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P/ca.pem" setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+OCSB_TEST_HOOKS=1 OCSB_TEST_INJECT_CA="$P-ca/ca.pem" setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 	>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }

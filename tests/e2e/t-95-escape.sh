@@ -43,7 +43,7 @@ ESC_DIR=$ESC bash $ESC/battery.sh run agentd
 exec "\$@"
 EOF
 	chmod 0755 /run/ocsb/test-wrap-opencode
-	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-agentd" --foreground -v \
+	OCSB_TEST_HOOKS=1 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v \
 		>>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 	AGENTD=$!
 	LOG=/var/log/ocsb/shop.log

@@ -32,7 +32,7 @@ cat >"$FAKE_SYSTEMCTL" <<FAKE
 #!/bin/bash
 PIDF=$E2E_SCRATCH/agentd.pid
 start() {
-	local envs=() f l bin=$OCSB_BUILD/ocsb-agentd
+	local envs=() f l bin=$OCSB_BUILD/ocsb-warden
 	for f in $E2E_SCRATCH/dropin/*.conf; do
 		[ -f "\$f" ] || continue
 		while IFS= read -r l; do
@@ -70,7 +70,7 @@ ONLY=$ONLY,x-dns-exfil,s-rc,s-environment,s-authkeys,s-agent-fwd,g-hostile,g-ref
 ONLY=$ONLY,r-linger,e-cgroup
 N=$(tr ',' '\n' <<<"$ONLY" | wc -l)
 _capture env ESC_SYSTEMCTL="$FAKE_SYSTEMCTL" ESC_DROPIN_DIR="$E2E_SCRATCH/dropin" OCSB="$OCSB_BUILD/ocsb" OCSB_PROVISION="$OCSB_BUILD/ocsb-provision" \
-	ESC_AGENTD="$OCSB_BUILD/ocsb-agentd" \
+	ESC_WARDEN="$OCSB_BUILD/ocsb-warden" \
 	ESC_ONLY="$ONLY" ESC_AGENTD_WAIT=300 bash "$SRC/run-here.sh"
 printf '%s\n' "$_out" | grep -E '^(ok|not ok) - escape |^# escape battery'
 if [ "$_rc" -eq 0 ] && grep -q "^# escape battery: $N probes x 2 places: [0-9]* passed, 0 failed" <<<"$_out"; then
@@ -79,8 +79,8 @@ else
 	fail "run-here.sh: exit 0, $N probes x 2 places, none failed" "exit $_rc" "$(grep -v '^ok - escape' <<<"$_out" | tail -n 40)"
 fi
 check_output "run-here.sh: the agentd place ran with OCSB_TEST_HOOKS=1 from the drop-in" '^start OCSB_TEST_HOOKS=1$' cat "$E2E_SCRATCH/systemctl.log"
-check_output "run-here.sh: the drop-in runs ESC_AGENTD, a test build's ocsb-agentd (ExecStart=)" \
-	"^exec $OCSB_BUILD/ocsb-agentd \\(drop-in\\)\$" cat "$E2E_SCRATCH/systemctl.log"
+check_output "run-here.sh: the drop-in runs ESC_WARDEN, a test build's ocsb-warden (ExecStart=)" \
+	"^exec $OCSB_BUILD/ocsb-warden \\(drop-in\\)\$" cat "$E2E_SCRATCH/systemctl.log"
 check_output "run-here.sh: agentd restarted without it at the end" '^start $' bash -c "tail -n 1 '$E2E_SCRATCH/systemctl.log'"
 check "run-here.sh: agentd runs at the end" bash -c "kill -0 \$(cat '$E2E_SCRATCH/agentd.pid')"
 check_fails "run-here.sh: drop-in removed" test -e "$E2E_SCRATCH/dropin/ocsb-escape.conf"

@@ -14,13 +14,13 @@
 # Environment: ESC_AGENTD_WAIT (seconds to wait for the battery under agentd, default 900),
 # ESC_SSH_TIMEOUT (the ssh place, default 600), PROBE_TIMEOUT (per probe, default 20),
 # ESC_ONLY (a comma-separated subset of probe ids), OCSB and OCSB_PROVISION (the programs,
-# default: found in PATH), ESC_AGENTD (see below); ESC_SYSTEMCTL and ESC_DROPIN_DIR are test
+# default: found in PATH), ESC_WARDEN (see below); ESC_SYSTEMCTL and ESC_DROPIN_DIR are test
 # seams only (see below).
-# The agentd place needs agentd's test hook, which only a test build has (make TEST_HOOKS=1,
-# common/testhook.h): the package's ocsb-agentd, a release build, has none. Then ESC_AGENTD
-# names a test build's ocsb-agentd (absolute, its ocsb-inject beside it, as in build/),
-# which the unit runs instead while the drop-in is there (ExecStart=); without it, the
-# ocsb-agentd found in PATH must be a test build.
+# The agentd place needs the warden's test hook, which only a test build has (make
+# TEST_HOOKS=1, common/testhook.h): the package's ocsb-warden, a release build, has none.
+# Then ESC_WARDEN names a test build's ocsb-warden (absolute, its ocsb-agentd and
+# ocsb-inject beside it, as in build/), which the unit runs instead while the drop-in is
+# there (ExecStart=); without it, the ocsb-warden found in PATH must be a test build.
 #
 # Needs: root; systemd as PID 1 with ocsb-agentd.service; the provisioned agent; bash,
 # coreutils, iproute2, nftables (the netlock under test), openssh (client and sshd),
@@ -31,7 +31,7 @@
 # battery's rules (allow allowed.test, block blocked.test) and ocsb-provision re-run (it
 # also authorizes an owner key the world had to make); place "agentd": a runtime drop-in
 # /run/systemd/system/ocsb-agentd.service.d/ocsb-escape.conf (Environment=OCSB_TEST_HOOKS=1,
-# and ExecStart=ESC_AGENTD when given) and the hook /run/ocsb/test-wrap-opencode, `systemctl daemon-reload && systemctl restart
+# and ExecStart=ESC_WARDEN when given) and the hook /run/ocsb/test-wrap-opencode, `systemctl daemon-reload && systemctl restart
 # ocsb-agentd`, the battery's lines read from /var/log/ocsb/*.log, then hook and drop-in
 # removed; ocsb-provision again (puts back what m-symlink swapped); place "ssh": the owner's
 # `ssh -A ai-dev@localhost`; the judges' evidence (the agent's next login, the owner's `ocsb
@@ -97,10 +97,10 @@ getent passwd "$AGENT" >/dev/null || cannot "no agent account $AGENT: provision 
 OCSB=${OCSB:-$(command -v ocsb)}
 OCSB_PROVISION=${OCSB_PROVISION:-$(command -v ocsb-provision)}
 [ -x "$OCSB" ] && [ -x "$OCSB_PROVISION" ] || cannot "ocsb or ocsb-provision not found (set OCSB, OCSB_PROVISION)"
-AGENTD=${ESC_AGENTD:-$(command -v ocsb-agentd)}
-case $AGENTD in /*) ;; *) cannot "ocsb-agentd not found (ESC_AGENTD: an absolute path)" ;; esac
+AGENTD=${ESC_WARDEN:-$(command -v ocsb-warden)}
+case $AGENTD in /*) ;; *) cannot "ocsb-warden not found (ESC_WARDEN: an absolute path)" ;; esac
 grep -aq test-wrap-opencode "$AGENTD" 2>/dev/null ||
-	cannot "$AGENTD is a release build, without the test hook the agentd place needs: build a test build (make TEST_HOOKS=1) and set ESC_AGENTD=\$PWD/build/ocsb-agentd"
+	cannot "$AGENTD is a release build, without the test hook the agentd place needs: build a test build (make TEST_HOOKS=1) and set ESC_WARDEN=\$PWD/build/ocsb-warden (it runs the ocsb-agentd beside it)"
 for tool in ip nft python3 ssh ssh-keygen ssh-agent ssh-add curl setpriv unshare setsid pgrep git dbus-daemon timeout ipcrm; do
 	command -v "$tool" >/dev/null || cannot "missing tool: $tool"
 done
@@ -174,9 +174,9 @@ unhook() {
 }
 {
 	printf '# tests/escape/run-here.sh, removed when it ends\n[Service]\nEnvironment=OCSB_TEST_HOOKS=1\n'
-	[ -z "${ESC_AGENTD:-}" ] || printf 'ExecStart=\nExecStart=%s --foreground\n' "$ESC_AGENTD"
+	[ -z "${ESC_WARDEN:-}" ] || printf 'ExecStart=\nExecStart=%s --foreground\n' "$ESC_WARDEN"
 } >"$DROPIN"
-say "restarting $UNIT with OCSB_TEST_HOOKS=1${ESC_AGENTD:+ and $ESC_AGENTD} (run $RUN)"
+say "restarting $UNIT with OCSB_TEST_HOOKS=1${ESC_WARDEN:+ and $ESC_WARDEN} (run $RUN)"
 "$SYSTEMCTL" daemon-reload && "$SYSTEMCTL" restart "$UNIT" || notok "systemctl restart $UNIT with the hook" "$("$SYSTEMCTL" status "$UNIT" 2>&1 | tail -n 10)"
 battery_lines() { # the agentd run's lines, from its first line to its "done"
 	awk -v run=", run $RUN" '

@@ -386,7 +386,7 @@ package() { # RELEASE DIR
 # any program the package installs. Positive control: it finds every one of them in the test
 # build's programs (make TEST_HOOKS=1, here after `make test-unit`: the programs' mains and
 # a relink), so a probe that could not see a name never passes.
-TEST_PROGS='build/ocsb build/ocsb-agentd build/ocsb-provision build/ocsb-shell build/ocsb-inject'
+TEST_PROGS='build/ocsb build/ocsb-agentd build/ocsb-provision build/ocsb-shell build/ocsb-inject build/ocsb-warden'
 test_hooks() { # RELEASE DIR DEB
 	local rel=$1 dir=$2 deb=$3 rc_pkg rc_test n
 	# Every executable file of the package, extracted first: a package without programs

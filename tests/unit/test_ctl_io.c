@@ -607,7 +607,7 @@ static void call_unreachable(void **state)
 
 	snprintf(want, sizeof(want),
 		"cannot reach ocsb-agentd at %s: No such file or directory (is it running? sudo "
-		"ocsb-agentd --foreground)",
+		"ocsb-warden --foreground)",
 		path);
 	call_expect_fail(path, 1000, -ENOENT, want);
 	assert_int_equal(ctl_connect(path, 1000), -ENOENT);
@@ -617,7 +617,7 @@ static void call_unreachable(void **state)
 	close(lfd);
 	snprintf(want, sizeof(want),
 		"cannot reach ocsb-agentd at %s: Connection refused (is it running? sudo "
-		"ocsb-agentd --foreground)",
+		"ocsb-warden --foreground)",
 		path);
 	call_expect_fail(path, 1000, -ECONNREFUSED, want);
 	unlink(path);

@@ -12,7 +12,7 @@ static void unit_runs_agentd_in_foreground(void **state)
 
 	assert_int_equal(systemd_render_unit(&b), 0);
 	assert_non_null(strstr(b.data, "\nExecStart=/"));
-	assert_non_null(strstr(b.data, "/ocsb-agentd --foreground\n"));
+	assert_non_null(strstr(b.data, "/ocsb-warden --foreground\n"));
 	assert_non_null(strstr(b.data, "\nExecReload=/bin/kill -HUP $MAINPID\n"));
 	assert_non_null(strstr(b.data, "\n[Install]\nWantedBy=multi-user.target\n"));
 	buf_free(&b);
@@ -93,7 +93,7 @@ static void unit_is_the_packaged_text_with_a_header(void **state)
 static void unit_names_the_installed_supervisor(void **state)
 {
 	assert_non_null(
-		strstr(unit_text, "\nExecStart=" OCSB_SBINDIR "/ocsb-agentd --foreground\n"));
+		strstr(unit_text, "\nExecStart=" OCSB_SBINDIR "/ocsb-warden --foreground\n"));
 	assert_null(strstr(unit_text, "@SBINDIR@"));
 }
 

@@ -160,10 +160,10 @@ phase_first() {
 	check_output "control: before provisioning, squid.service is enabled" '^enabled$' \
 		systemctl is-enabled squid
 	pre_owner=$(proxy_owner 2>&1)
-	if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-agentd ] && port_held; then
-		pass "control: before provisioning, the proxy port's listener is not ocsb-agentd's (parent: $pre_owner)"
+	if [ -n "$pre_owner" ] && [ "$pre_owner" != ocsb-warden ] && port_held; then
+		pass "control: before provisioning, the proxy port's listener is not ocsb-warden's (parent: $pre_owner)"
 	else
-		fail "control: before provisioning, the proxy port's listener is not ocsb-agentd's" \
+		fail "control: before provisioning, the proxy port's listener is not ocsb-warden's" \
 			"parent: $pre_owner" "$(ss -Htlnp 'sport = :3128' 2>&1)"
 	fi
 
@@ -196,7 +196,17 @@ phase_first() {
 
 	# --- the proxy port is ocsb's: squid.service stopped and disabled by provisioning
 	wait_for 60 port_held
-	check_output "what listens on the proxy port is ocsb-agentd's squid" '^ocsb-agentd$' proxy_owner
+	check_output "what listens on the proxy port is the warden's squid" '^ocsb-warden$' proxy_owner
+	check_output "squid runs as proxy from the start (the warden never reads its configuration)" \
+		'^proxy$' bash -c "ps -o user= -p \$(ss -Htlnp 'sport = :3128' | grep -o 'pid=[0-9]*' | head -n 1 | cut -d= -f2)"
+	# --- privilege separation (issue 26): one ocsb process as root, the unit's main one
+	check_output "exactly one ocsb process runs as root: ocsb-warden, the unit's main process" \
+		"^ocsb-warden $(systemctl show -p MainPID --value ocsb-agentd)\$" \
+		bash -c "pgrep -u 0 -l '^ocsb' | awk '{print \$2, \$1}'"
+	check_output "the supervisor runs as ocsb-agentd" '^ocsb-agentd$' \
+		bash -c "ps -o user= -p \$(pgrep -x ocsb-agentd | head -n 1)"
+	check_output "the control socket is held by the supervisor alone" '^ocsb-agentd$' \
+		bash -c "ss -xlpn | grep -F /run/ocsb/agentd.sock | grep -o 'users:((\"[a-z-]*' | cut -d'\"' -f2 | sort -u"
 	check_output "Debian's squid.service is inactive after provisioning" '^inactive$' \
 		systemctl is-active squid
 	check_output "Debian's squid.service is disabled after provisioning" '^disabled$' \
@@ -597,6 +607,13 @@ phase_fixed() {
 	# test hook, an ssh session of the agent), with its world (canaries, the owner's
 	# processes, a fake internet on veth) made and undone by tests/escape/run-here.sh.
 	local t_esc rc
+	# Its agentd place needs the warden's test hook, in a test build only; the guest carries
+	# the package's release build (the e2e tier's t-95 and t-98 run both places).
+	if ! grep -aq test-wrap-opencode "$(command -v ocsb-warden)"; then
+		skip "the escape battery in the guest (both places, through the warden's test hook)" \
+			"the packaged ocsb-warden is a release build without test hooks; the guest has no test build of it"
+		return 0
+	fi
 	t_esc=$(uptime_s)
 	# 60 s per probe, not 20: under software emulation on a busy host one probe took 20 s
 	# (f-ssh-key in the ssh place, a python start) and counted as broken.
@@ -664,11 +681,11 @@ phase_fixed_rest() {
 	# --- the same limits from OpenCode's side (issue 18, item 3): agentd's test hook (the unit
 	# started with OCSB_TEST_HOOKS=1 by a runtime drop-in) runs a script in OpenCode's place, in
 	# OpenCode's exact conditions (its cgroup and sandbox), before exec'ing OpenCode.
-	# A test hook exists in a test build only (common/testhook.h): the package's ocsb-agentd,
+	# A test hook exists in a test build only (common/testhook.h): the package's ocsb-warden,
 	# a release build, has none, and the guest carries no test build's yet.
-	if ! grep -aq test-wrap-opencode "$(command -v ocsb-agentd)"; then
-		skip "the limits on OpenCode's side (a fork bomb and a hog in its place, through agentd's test hook)" \
-			"the packaged ocsb-agentd is a release build without test hooks; the guest has no test build of it"
+	if ! grep -aq test-wrap-opencode "$(command -v ocsb-warden)"; then
+		skip "the limits on OpenCode's side (a fork bomb and a hog in its place, through the warden's test hook)" \
+			"the packaged ocsb-warden is a release build without test hooks; the guest has no test build of it"
 	else
 		mkdir -p /run/systemd/system/ocsb-agentd.service.d
 		printf '[Service]\nEnvironment=OCSB_TEST_HOOKS=1\n' >/run/systemd/system/ocsb-agentd.service.d/ocsb-vm-hooks.conf

@@ -9,8 +9,8 @@ sudo make deps deb-install >/tmp/make.log 2>&1 && sudo ocsb-provision --owner "$
 #: # README: "sshd must be running ... elsewhere sudo service ssh start"
 sudo service ssh start
 sudo ocsb-provision --owner "$USER" --project ~/code/myproject 2>&1 | grep -v "^+ "
-#: # README "Without systemd": sudo ocsb-agentd --foreground in a terminal (here: in the background, its log kept)
-sudo ocsb-agentd --foreground >/tmp/agentd.log 2>&1 &
+#: # README "Without systemd": sudo ocsb-warden --foreground in a terminal (here: in the background, its log kept)
+sudo ocsb-warden --foreground >/tmp/agentd.log 2>&1 &
 for i in $(seq 1 300); do [ "$(ocsb status 2>/dev/null | grep -c running)" -ge 2 ] && break; sleep 1; done; echo "waited ${i}s for the proxy and OpenCode"
 ocsb status
 #: # README: ssh ai-dev@localhost (BatchMode: a host-key question would fail instead of waiting)

@@ -25,7 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agentd.h"
+#include "testhook.h"
+#include "warden.h"
 #include "fileops.h"
 #include "identity.h"
 #include "landlock.h"
@@ -33,14 +34,17 @@
 
 #define SB_NPROC 4096 /* threads count too: OpenCode, its tools and language servers */
 
-int priv_sandbox_prepare(struct agentd *d)
+int priv_sandbox_prepare(struct warden *w)
 {
-	struct sandbox *sb = &d->sb;
+	struct sandbox *sb = &w->sb;
 	char dir[4096];
-	int r = identity_ensure(d->paths.varlib, d->agent.name, dir, sizeof(dir));
 
-	if (r < 0) {
-		log_err("%s: cannot write the agent's identity files: %s", dir, strerror(-r));
+	/* ocsb-provision writes them (harden); the warden writes nothing the agent reads. */
+	if (identity_dir(w->paths.varlib, w->agent.name, dir, sizeof(dir)) < 0 ||
+		!identity_complete(w->paths.varlib, w->agent.name)) {
+		log_err("%s: the agent's identity files are missing: OpenCode is not started "
+			"(run ocsb-provision)",
+			dir);
 		return -1;
 	}
 	snprintf(sb->machine_id, sizeof(sb->machine_id), "%s/machine-id", dir);
@@ -53,25 +57,25 @@ int priv_sandbox_prepare(struct agentd *d)
 
 #ifdef OCSB_TEST_BUILD
 /*
- * Test hook (a test build, OCSB_TEST_HOOKS=1 only): a root-owned, not group/world-writable executable at
+ * Test hook (test builds, and OCSB_TEST_HOOKS=1): a root-owned, not group/world-writable executable at
  * <run>/ocsb/test-wrap-opencode is exec'd in OpenCode's place with OpenCode's argv after
  * it, in exactly OpenCode's conditions. The escape battery runs there, then execs OpenCode.
  */
-void priv_sandbox_test_wrap(struct agentd *d)
+void priv_sandbox_test_wrap(struct warden *w)
 {
 	char path[4096];
 	struct stat st;
 
-	d->sb.test_wrap[0] = '\0';
-	if (!d->test_hooks ||
-		path_join(path, sizeof(path), d->paths.run, "ocsb/test-wrap-opencode") < 0 ||
+	w->sb.test_wrap[0] = '\0';
+	if (!w->test_hooks ||
+		path_join(path, sizeof(path), w->paths.run, "ocsb/test-wrap-opencode") < 0 ||
 		lstat(path, &st) < 0)
 		return;
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
 		log_warn("%s: ignored (not a root-owned, unshared regular file)", path);
 		return;
 	}
-	snprintf(d->sb.test_wrap, sizeof(d->sb.test_wrap), "%s", path);
+	snprintf(w->sb.test_wrap, sizeof(w->sb.test_wrap), "%s", path);
 }
 #endif
 
@@ -104,9 +108,8 @@ static int child_tmpfs(const char *dst, const char *opts)
 }
 
 /* As root, before the privilege drop. */
-int child_sandbox_mounts(struct agentd *d)
+int child_sandbox_mounts(const struct sandbox *sb)
 {
-	const struct sandbox *sb = &d->sb;
 	int r;
 
 	if (!sb->ready)

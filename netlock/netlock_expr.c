@@ -295,27 +295,6 @@ char *netlock_rule_exprs(const struct nftnl_rule *r)
 	return exprs;
 }
 
-int netlock_render_expr(const struct netlock_spec *s, struct buf *out)
-{
-	struct netlock_rule nr[NETLOCK_MAX_RULES];
-	size_t n;
-	int rc = netlock_rules(s, nr, &n);
-
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct nftnl_rule *r = netlock_rule_build(&nr[i]);
-		char *exprs = r ? netlock_rule_exprs(r) : NULL;
-
-		if (!exprs)
-			rc = -ENOMEM;
-		else
-			rc = buf_printf(out, "inet %s %s\n%s\n", netlock_name, nr[i].chain, exprs);
-		free(exprs);
-		if (r)
-			nftnl_rule_free(r);
-	}
-	return rc;
-}
-
 void netlock_exprs_canon(char *text)
 {
 	const char *p = text;

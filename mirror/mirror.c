@@ -8,27 +8,6 @@
 #define _GNU_SOURCE
 #include "mirror_int.h"
 
-/* ---- spec ---- */
-
-void mirror_spec_defaults(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-	s->set = 0;
-	/* OpenCode's agents, commands, skills and plugin config; shared skills; git identity. */
-	strv_push(&s->paths, ".config/opencode");
-	strv_push(&s->paths, ".agents");
-	strv_push(&s->paths, MIRROR_GITCONFIG);
-}
-
-void mirror_spec_free(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-}
-
 /* ---- manifest: entries in an open-addressing table keyed by path ---- */
 
 static size_t hash_path(const char *s)
@@ -121,6 +100,13 @@ static void me_clear(struct mirror *m)
 		memset(m->slot, 0, m->nslot * sizeof(*m->slot));
 }
 
+void mirror_forget(struct mirror *m)
+{
+	me_clear(m);
+	m->scan_ns = 0;
+	m->scan_saved = 0;
+}
+
 static int cmp_entry(const void *a, const void *b)
 {
 	return strcmp(
@@ -140,11 +126,17 @@ int mirror_writable(const struct mirror *m, const char *rel)
 /* A directory mirror_reserve made for a source the owner does not have (yet). */
 int mirror_reserved(const struct mirror *m, const char *rel)
 {
-	char path[PATH_MAX * 2];
-	struct stat st;
+	int tfd = fo_open_dir(AT_FDCWD, m->tree), fd;
 
-	snprintf(path, sizeof(path), "%s/%s", m->tree, rel);
-	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+	/* The tree is another account's: walked by descriptor, never through a link. */
+	if (tfd < 0)
+		return 0;
+	fd = fo_open_beneath(tfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(tfd);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
 }
 
 /* ---- setup ---- */
@@ -176,6 +168,8 @@ int mirror_init(struct mirror *m, const struct paths *p, const struct user_info 
 	m->spec = spec;
 	m->drop = geteuid() == 0;
 	m->dmode = m->drop ? 0555 : 0755;
+	m->tree_uid = (uid_t)-1;
+	m->tree_gid = (gid_t)-1;
 	m->by = "ocsb";
 	/* Anything that changes what a file becomes invalidates the manifest. */
 	for (size_t i = 0; i < spec->paths.n; i++)
@@ -193,6 +187,17 @@ int mirror_init(struct mirror *m, const struct paths *p, const struct user_info 
 	h = hash_path(fp.data);
 	snprintf(m->fingerprint, sizeof(m->fingerprint), "%016zx-%zu", h, fp.len);
 	buf_free(&fp);
+	return 0;
+}
+
+int mirror_set_account(struct mirror *m, const struct user_info *acct)
+{
+	if (!acct || acct->uid == 0 || acct->uid == (uid_t)-1 || acct->gid == 0 ||
+		snprintf(m->tree_user, sizeof(m->tree_user), "%s", acct->name) >=
+			(int)sizeof(m->tree_user))
+		return -EINVAL;
+	m->tree_uid = acct->uid;
+	m->tree_gid = acct->gid;
 	return 0;
 }
 
@@ -283,7 +288,52 @@ int mirror_render_status(struct mirror *m, const char *by, struct buf *b)
 			mirror_escape(e->detail, b);
 		r |= buf_puts(b, "\n");
 	}
+	/* Rewritten in place by the account (mirror_status_write): a file cut short says so. */
+	r |= buf_puts(b, STATUS_END "\n");
 	return r ? -ENOMEM : 0;
+}
+
+/*
+ * The status file is in root's directory (base, shared by the agents), 0640
+ * <account>:<owner's group> so that the owner can read it. The account cannot create
+ * files there, nor give a new one the owner's group: root made the file
+ * (mirror_prepare) and the account rewrites it in place, opened without following a
+ * link and checked to be its own. Readers may see it half written: without its last
+ * line (STATUS_END) it is not trusted (mirror_load rebuilds, as after a crash).
+ * Root, and a unit test that can create it, replace it whole.
+ */
+int mirror_status_write(struct mirror *m, const char *data, size_t len)
+{
+	struct stat st;
+	int fd, r = 0;
+
+	if (geteuid() == 0)
+		return fo_write(m->status, data, len, 0640, m->tree_uid, m->owner_gid);
+	fd = open(m->status, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return fo_write(m->status, data, len, 0640, (uid_t)-1, (gid_t)-1);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -EPERM;
+	}
+	if (ftruncate(fd, 0) < 0)
+		r = -errno;
+	for (size_t off = 0; r == 0 && off < len;) {
+		ssize_t w = pwrite(fd, data + off, len - off, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			r = w < 0 ? -errno : -EIO;
+		else
+			off += (size_t)w;
+	}
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
 }
 
 /* Parse one "E" line into a new manifest entry. */
@@ -332,7 +382,8 @@ static int parse_entry(struct mirror *m, char *line)
 }
 
 /* Read a status file; fills the manifest when `m`, else just validates. */
-static int load_status(struct mirror *m, const char *path, char **ret_fp, char **ret_boot)
+static int load_status(
+	struct mirror *m, const char *path, char **ret_fp, char **ret_boot, int *ret_complete)
 {
 	char *data = NULL, *line, *save = NULL;
 	size_t len;
@@ -341,6 +392,10 @@ static int load_status(struct mirror *m, const char *path, char **ret_fp, char *
 	r = fo_read(path, 256u * 1024 * 1024, &data, &len);
 	if (r < 0)
 		return r;
+	if (ret_complete)
+		*ret_complete = len >= sizeof(STATUS_TAIL) - 1 &&
+				!memcmp(data + len - (sizeof(STATUS_TAIL) - 1), STATUS_TAIL,
+					sizeof(STATUS_TAIL) - 1);
 	for (line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (first) {
 			first = 0;
@@ -359,8 +414,9 @@ static int load_status(struct mirror *m, const char *path, char **ret_fp, char *
 		else if (!strncmp(line, "scanned ", 8) && m) {
 			m->scan_ns = strtoll(line + 8, NULL, 10);
 			m->scan_saved = 1;
-		} else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0)
+		} else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0) {
 			break;
+		}
 	}
 	free(data);
 	return r;
@@ -369,12 +425,12 @@ static int load_status(struct mirror *m, const char *path, char **ret_fp, char *
 int mirror_load(struct mirror *m)
 {
 	char *fp = NULL, *boot = NULL, now[64];
-	int r;
+	int r, complete = 0;
 
 	me_clear(m);
 	m->scan_ns = 0;
 	m->scan_saved = 0;
-	r = load_status(m, m->status, &fp, &boot);
+	r = load_status(m, m->status, &fp, &boot, &complete);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0) {
@@ -387,7 +443,8 @@ int mirror_load(struct mirror *m)
 	}
 	/* Other paths or options, or another boot: every file must be read again. */
 	boot_id(now, sizeof(now));
-	if (!fp || strcmp(fp, m->fingerprint) != 0 || !boot || strcmp(boot, now) != 0) {
+	if (!fp || strcmp(fp, m->fingerprint) != 0 || !boot || strcmp(boot, now) != 0 ||
+		!complete) {
 		me_clear(m);
 		m->scan_ns = 0;
 	}
@@ -407,6 +464,20 @@ int mirror_remove(struct mirror *m)
 	/* The shared parent goes when no other agent's mirror lives there. */
 	rmdir(m->base);
 	return r < 0 || r2 < 0 ? -1 : 0;
+}
+
+void mirror_linked(const struct mirror *m, char *out, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < m->spec->paths.n && i + 1 < n; i++) {
+		const struct mirror_entry *e = mirror_entry_find(m, m->spec->paths.v[i]);
+
+		out[i] = (e && mirror_entry_on_disk(e)) || mirror_reserved(m, m->spec->paths.v[i])
+				 ? '1'
+				 : '0';
+	}
+	out[i] = '\0';
 }
 
 int mirror_watch_dirs(const struct mirror *m, struct strv *ret_ancestors, struct strv *ret_dirs)
@@ -457,7 +528,7 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 	int r;
 
 	memset(&m, 0, sizeof(m));
-	r = load_status(&m, status_path, &fp, NULL);
+	r = load_status(&m, status_path, &fp, NULL, NULL);
 	if (r < 0) {
 		mirror_free(&m);
 		return r;

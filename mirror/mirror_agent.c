@@ -260,6 +260,28 @@ static int agent_link_one(struct linkjob *j, int out, const char *rel)
 	return 0;
 }
 
+/* Something at `rel` in the tree (a file, a directory, the generated .gitconfig, a link). */
+static int in_tree(const struct mirror *m, const char *rel)
+{
+	char name[256], dir[PATH_MAX];
+	const char *slash = strrchr(rel, '/');
+	struct stat st;
+	int tfd, pfd, r;
+
+	tfd = fo_open_dir(AT_FDCWD, m->tree);
+	if (tfd < 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+	snprintf(name, sizeof(name), "%s", slash ? slash + 1 : rel);
+	pfd = fo_open_dir(tfd, dir);
+	close(tfd);
+	if (pfd < 0)
+		return 0;
+	r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(pfd);
+	return r;
+}
+
 static int agent_link_child(void *arg, int out)
 {
 	struct linkjob *j = arg;
@@ -270,8 +292,13 @@ static int agent_link_child(void *arg, int out)
 		const char *rel = m->spec->paths.v[i];
 		const struct mirror_entry *e = mirror_entry_find(m, rel);
 
-		/* Only what the tree holds (or reserves): no dangling links. */
-		if (!j->remove && (!e || !mirror_entry_on_disk(e)) && !mirror_reserved(m, rel))
+		/*
+		 * Only what the tree holds (or reserves): no dangling links. Without the
+		 * manifest (ocsb-agentd --mirror-link: the agent cannot read the status
+		 * file), the tree itself says.
+		 */
+		if (!j->remove && (!e || !mirror_entry_on_disk(e)) && !mirror_reserved(m, rel) &&
+			(m->n || !in_tree(m, rel)))
 			continue;
 		agent_link_one(j, out, rel);
 	}
@@ -326,4 +353,26 @@ int mirror_link(struct mirror *m, int dry, struct strv *changes)
 int mirror_unlink(struct mirror *m, int dry, struct strv *changes)
 {
 	return run_as_agent(m, dry, 1, changes);
+}
+
+int mirror_link_here(struct mirror *m, int dry, int remove, int outfd)
+{
+	struct linkjob j = {.m = m, .dry = dry, .remove = remove};
+	int fd;
+
+	/* Only as the agent: a root or another account's link maker would act for it. */
+	if (geteuid() != m->agent_uid || getuid() != m->agent_uid) {
+		log_err("mirror: the link maker runs as %s (uid %u), not uid %u", m->agent,
+			(unsigned)m->agent_uid, (unsigned)geteuid());
+		return 2;
+	}
+	fd = open(m->agent_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fchdir(fd) < 0) {
+		log_err("mirror: %s: %s", m->agent_home, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return agent_link_child(&j, outfd);
 }

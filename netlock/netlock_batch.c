@@ -34,21 +34,7 @@
 
 /* ---- batches ---- */
 
-struct netlock_msg {
-	uint32_t seq;
-	int acked;
-	char what[96];
-};
-
-struct netlock_batch {
-	struct nftnl_batch *b; /* owned */
-	uint32_t begin_seq;
-	/* Three table messages, the set and its elements, three chains, then the rules. */
-	struct netlock_msg msg[NETLOCK_MAX_RULES + 8];
-	size_t n;
-};
-
-static int netlock_batch_init(struct netlock_batch *nb)
+int netlock_batch_init(struct netlock_batch *nb)
 {
 	memset(nb, 0, sizeof(*nb));
 	nb->b = nftnl_batch_alloc(16384, 16384);
@@ -74,7 +60,7 @@ static struct nlmsghdr *netlock_batch_msg(
 		nftnl_batch_buffer(nb->b), type, NFPROTO_INET, flags | NLM_F_ACK, m->seq);
 }
 
-static int netlock_batch_table(struct netlock_batch *nb, uint16_t type, uint16_t flags)
+int netlock_batch_table(struct netlock_batch *nb, uint16_t type, uint16_t flags)
 {
 	struct nftnl_table *t = nftnl_table_alloc();
 	struct nlmsghdr *nlh;
@@ -171,7 +157,7 @@ static int netlock_batch_rule(struct netlock_batch *nb, const struct netlock_rul
  * else -errno of the first failure with *ret_bad its message index (nb->n:
  * the batch as a whole, e.g. refused for lack of CAP_NET_ADMIN).
  */
-static int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, size_t *ret_bad)
+int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, size_t *ret_bad)
 {
 	struct sockaddr_nl snl = {.nl_family = AF_NETLINK};
 	long deadline;
@@ -254,8 +240,7 @@ out:
 }
 
 /* The one-line reason for a failed batch. */
-static void netlock_batch_err(
-	const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen)
+void netlock_batch_err(const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen)
 {
 	if (rc == -ETIMEDOUT)
 		netlock_seterr(err, errlen, "%s: no answer from the kernel",
@@ -362,38 +347,4 @@ int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
 	netlock_name = NETLOCK_TABLE;
 	netlock_flags = 0;
 	return rc;
-}
-
-int netlock_remove(char *err, size_t errlen)
-{
-	struct netlock_batch nb = {0};
-	struct mnl_socket *nl = NULL;
-	size_t bad = 0;
-	int rc, e = 0;
-
-	rc = netlock_batch_init(&nb);
-	if (rc == 0)
-		rc = netlock_batch_table(&nb, NFT_MSG_DELTABLE, 0);
-	if (rc < 0) {
-		netlock_seterr(err, errlen, "building the batch: %s", strerror(-rc));
-		goto out;
-	}
-	nl = netlock_socket(&e);
-	if (!nl) {
-		rc = -e;
-		netlock_seterr(err, errlen, "netfilter netlink socket: %s", strerror(e));
-		goto out;
-	}
-	rc = netlock_batch_send(nl, &nb, &bad);
-	/* Already gone is what the caller wants. */
-	if (rc == -ENOENT && bad < nb.n)
-		rc = 0;
-	if (rc < 0)
-		netlock_batch_err(&nb, rc, bad, err, errlen);
-out:
-	if (nl)
-		mnl_socket_close(nl);
-	if (nb.b)
-		nftnl_batch_free(nb.b);
-	return rc < 0 ? -1 : 0;
 }

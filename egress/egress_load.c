@@ -178,6 +178,37 @@ out:
 	return r;
 }
 
+/* The system's layers: <etc>/ocsb/egress.conf, then egress.d. */
+static int load_system(struct egress *tmp, const struct paths *p, uid_t sys_uid, char *err,
+	size_t errlen)
+{
+	char path[PATH_MAX];
+	int r;
+
+	if (path_join(path, sizeof(path), p->etc, "ocsb/egress.conf") < 0) {
+		snprintf(err, errlen, "%s: path too long", p->etc);
+		return -ENAMETOOLONG;
+	}
+	/* Root-written files: only root (sys_uid in tests) may own them. */
+	r = load_file(tmp, path, sys_uid, err, errlen);
+	if (r < 0)
+		return r;
+	if (path_join(path, sizeof(path), p->etc, "ocsb/egress.d") < 0) {
+		snprintf(err, errlen, "%s: path too long", p->etc);
+		return -ENAMETOOLONG;
+	}
+	return load_dropins(tmp, path, sys_uid, err, errlen);
+}
+
+static int owner_file(const char *owner_home, char *path, size_t n, char *err, size_t errlen)
+{
+	if (path_join(path, n, owner_home, EGRESS_OWNER_FILE) < 0) {
+		snprintf(err, errlen, "%s: path too long", owner_home);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
 int egress_load_as(struct egress *e, const struct paths *p, uid_t sys_uid, const char *owner_home,
 	uid_t owner_uid, char *err, size_t errlen)
 {
@@ -193,28 +224,13 @@ int egress_load_as(struct egress *e, const struct paths *p, uid_t sys_uid, const
 		snprintf(err, errlen, "%s: the owner's uid is unknown", owner_home);
 		return -EINVAL;
 	}
-	if (path_join(path, sizeof(path), p->etc, "ocsb/egress.conf") < 0) {
-		snprintf(err, errlen, "%s: path too long", p->etc);
-		return -ENAMETOOLONG;
-	}
-	/* Root-written files: only root (sys_uid in tests) may own them. */
-	r = load_file(&tmp, path, sys_uid, err, errlen);
-	if (r < 0)
-		goto fail;
-	if (path_join(path, sizeof(path), p->etc, "ocsb/egress.d") < 0) {
-		snprintf(err, errlen, "%s: path too long", p->etc);
-		r = -ENAMETOOLONG;
-		goto fail;
-	}
-	r = load_dropins(&tmp, path, sys_uid, err, errlen);
+	r = load_system(&tmp, p, sys_uid, err, errlen);
 	if (r < 0)
 		goto fail;
 	if (owner_home) {
-		if (path_join(path, sizeof(path), owner_home, ".config/ocsb/egress.conf") < 0) {
-			snprintf(err, errlen, "%s: path too long", owner_home);
-			r = -ENAMETOOLONG;
+		r = owner_file(owner_home, path, sizeof(path), err, errlen);
+		if (r < 0)
 			goto fail;
-		}
 		/* The owner's own layer: the owner (or root) wrote it, nobody else could. */
 		r = load_file(&tmp, path, owner_uid, err, errlen);
 		if (r == -ENOENT)
@@ -233,4 +249,72 @@ int egress_load(struct egress *e, const struct paths *p, const char *owner_home,
 	char *err, size_t errlen)
 {
 	return egress_load_as(e, p, 0, owner_home, owner_uid, err, errlen);
+}
+
+int egress_load_text_as(struct egress *e, const struct paths *p, uid_t sys_uid,
+	const char *owner_home, const char *owner_text, size_t len, char *err, size_t errlen)
+{
+	struct egress tmp = {0};
+	char path[PATH_MAX];
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	if (sys_uid == (uid_t)-1)
+		sys_uid = 0;
+	if (owner_text && !owner_home) {
+		snprintf(err, errlen, "the owner's egress rules came without the owner's home");
+		return -EINVAL;
+	}
+	if (owner_text && len > CONF_MAX_FILE) {
+		snprintf(err, errlen, "%s/%s: file too large (limit 1 MiB)", owner_home,
+			EGRESS_OWNER_FILE);
+		return -EFBIG;
+	}
+	r = load_system(&tmp, p, sys_uid, err, errlen);
+	if (r < 0)
+		goto fail;
+	/*
+	 * The owner's layer, read by a child running as the owner (the file's checks were
+	 * made there, on its descriptor): parsed here by the same code, under the file's own
+	 * name, so errors and squid's notes read as when the file is read directly.
+	 */
+	if (owner_text) {
+		r = owner_file(owner_home, path, sizeof(path), err, errlen);
+		if (r < 0)
+			goto fail;
+		if (egress_parse_buf(&tmp, owner_text, len, path, err, errlen) < 0) {
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	*e = tmp;
+	return 0;
+fail:
+	egress_free(&tmp);
+	return r;
+}
+
+int egress_load_text(struct egress *e, const struct paths *p, const char *owner_home,
+	const char *owner_text, size_t len, char *err, size_t errlen)
+{
+	return egress_load_text_as(e, p, 0, owner_home, owner_text, len, err, errlen);
+}
+
+int egress_owner_read(const char *owner_home, uid_t owner_uid, char **ret_data, size_t *ret_len,
+	char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int r;
+
+	*ret_data = NULL;
+	*ret_len = 0;
+	if (owner_uid == (uid_t)-1) {
+		snprintf(err, errlen, "%s: the owner's uid is unknown", owner_home);
+		return -EINVAL;
+	}
+	r = owner_file(owner_home, path, sizeof(path), err, errlen);
+	if (r < 0)
+		return r;
+	/* conf_parse_file's checks, without its parsing (the supervisor parses). */
+	return conf_read_file(path, owner_uid, ret_data, ret_len, err, errlen);
 }

@@ -26,6 +26,8 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 #define STATUS_MAGIC "ocsb-mirror 1"
+#define STATUS_END "end" /* the last line: the file was written whole */
+#define STATUS_TAIL "\n" STATUS_END "\n"
 #define MAX_CHANGE_LINES 50
 
 /*
@@ -53,6 +55,8 @@ struct rec {
 /* ---- the manifest and the status file (mirror.c) ---- */
 
 int mirror_rehash(struct mirror *m, size_t nslot);
+/* Drop the manifest: every entry is read and compared again. */
+void mirror_forget(struct mirror *m);
 struct mirror_entry *mirror_entry_find(const struct mirror *m, const char *path);
 struct mirror_entry *mirror_entry_add(struct mirror *m, const char *path);
 /* 1 for an entry the tree holds (a directory, file, link or the generated .gitconfig). */
@@ -62,6 +66,8 @@ int mirror_writable(const struct mirror *m, const char *rel);
 /* 1 when the tree holds a directory at `rel` (mirror_reserve made it, or the owner has one). */
 int mirror_reserved(const struct mirror *m, const char *rel);
 int mirror_render_status(struct mirror *m, const char *by, struct buf *b);
+/* Write the status file (in place when not root, see mirror.c). 0 or -errno. */
+int mirror_status_write(struct mirror *m, const char *data, size_t len);
 
 /* ---- the sides ---- */
 

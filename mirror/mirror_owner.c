@@ -508,3 +508,27 @@ int owner_scan_child(void *arg, int outfd)
 	buf_free(&s.out);
 	return s.err ? 3 : 0;
 }
+
+int mirror_read_here(struct mirror *m, int outfd)
+{
+	int fd;
+
+	/* Only as the owner: the kernel's checks of the owner's rights are the point. */
+	if (geteuid() != m->owner_uid || getuid() != m->owner_uid || geteuid() == 0) {
+		log_err("mirror: the reader runs as %s (uid %u), not uid %u", m->owner,
+			(unsigned)m->owner_uid, (unsigned)geteuid());
+		return 2;
+	}
+	/* The manifest of the last refresh: the status file is readable by the owner's group. */
+	if (mirror_load(m) < 0)
+		return 1;
+	fd = open(m->home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fchdir(fd) < 0) {
+		log_err("mirror: %s: %s", m->home, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	close(fd);
+	return owner_scan_child(m, outfd);
+}

@@ -26,13 +26,13 @@
 #define MIRROR_MAX_TOTAL (64u * 1024 * 1024) /* bytes of content in one tree */
 #define MIRROR_MAX_ENTRIES 50000
 #define MIRROR_MAX_DEPTH 32
-#define MIRROR_GITCONFIG ".gitconfig"
 /* Marker file in a writable copy (mirror-writable). */
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
 
-/* What the configuration asks for: struct mirror_spec, config.h. */
-/* 1 when `path` is `prefix` or lies below it. */
-int mirror_path_under(const char *path, const char *prefix);
+/*
+ * What the configuration asks for: struct mirror_spec, config.h, with MIRROR_GITCONFIG and
+ * mirror_path_under.
+ */
 
 enum mirror_state {
 	MS_MIRRORED = 0,
@@ -69,10 +69,24 @@ struct mirror {
 	char owner[64], agent[64];
 	uid_t owner_uid, agent_uid;
 	gid_t owner_gid, agent_gid;
+	/*
+	 * The account the tree belongs to (ocsb-agentd, issue 26): root's callers
+	 * (ocsb-provision) set it with mirror_set_account and write through a child running
+	 * as it; tree_user[0] == 0 (the supervisor, which is that account, and unit tests):
+	 * the writer runs in the caller.
+	 */
+	char tree_user[64];
+	uid_t tree_uid;
+	gid_t tree_gid;
 	const struct mirror_spec *spec; /* borrowed */
 	char fingerprint[80]; /* of the spec: a change forces a full rebuild */
 	int drop; /* 0 in unit tests run as the owner themselves */
-	mode_t dmode; /* 0555; 0755 unprivileged (only root writes into a 0555 directory) */
+	/*
+	 * 0555 in the programs. The writer is the tree's owner, not root: it gives a directory
+	 * u+w while it changes it and 0555 back at the end. 0755 by default when not root
+	 * (unit tests: their temporary directories are removed without that dance).
+	 */
+	mode_t dmode;
 
 	struct mirror_entry *e; /* owned */
 	size_t n, cap;
@@ -99,6 +113,50 @@ int mirror_init(struct mirror *m, const struct paths *p, const struct user_info 
 void mirror_free(struct mirror *m);
 /* Load the manifest of the last build (missing file: empty, 0). */
 int mirror_load(struct mirror *m);
+/* The account the tree belongs to (root's callers): 0, or -EINVAL for root or none. */
+int mirror_set_account(struct mirror *m, const struct user_info *acct);
+
+/*
+ * Root's part (ocsb-provision; the warden at start may call it too): base 0755 root,
+ * base/<agent> 0750 <account>:<agent's group>, the status file 0640
+ * <account>:<owner's group> (created empty when missing: the account cannot create
+ * files in base), all by descriptor; a tree of an earlier version (root's) is given to
+ * the account, entry by entry by descriptor, children before their directory, so the
+ * tree is root's own until its last step (nothing in it can have been swapped). Needs
+ * mirror_set_account. What it changed (dry: would change) in `changes`. 0, or -1 logged.
+ */
+int mirror_prepare(struct mirror *m, int dry, struct strv *changes);
+/*
+ * The tree owner's part, before the first reader of a process runs (the supervisor at
+ * start): a tree that is not the caller's (root's, of an earlier version, where the
+ * provisioning that converts it has not run yet) cannot be changed by the caller; it is
+ * renamed aside (<dir>/tree.old-<n>, removed by root: ocsb-provision, the warden) and
+ * the manifest dropped, in memory and in the status file, so the reader sends every
+ * entry and the next refresh builds a new tree. 1 set aside, 0 nothing to do, -1 logged.
+ */
+int mirror_own_tree(struct mirror *m);
+/* CLOCK_REALTIME in ns: taken before a reader starts, handed to mirror_apply. */
+int64_t mirror_scan_start(void);
+/*
+ * The writer: apply one reader stream (the output of mirror_read_here, whole) to the
+ * tree, as the tree's owner: entries, deletions, the status file (rewritten in place,
+ * keeping the group root gave it). scan_ns: mirror_scan_start() before the reader ran.
+ * m->changes and m->notices are filled. 0, or -1 (logged) with nothing removed.
+ */
+int mirror_apply(struct mirror *m, const char *stream, size_t len, int dry, int64_t scan_ns,
+	struct mirror_stats *ret);
+/*
+ * The reader, in the calling process, which must already be the owner (ocsb-agentd
+ * --mirror-read): the manifest from the status file (mirror_load), the walk from the
+ * owner's home, the stream to outfd. 0, or an exit code.
+ */
+int mirror_read_here(struct mirror *m, int outfd);
+/*
+ * The link maker, in the calling process, which must already be the agent (ocsb-agentd
+ * --mirror-link): links (or writable copies) in the agent's home for each configured
+ * path the tree holds, one line each to outfd ("! ..." for a problem). 0 or an exit code.
+ */
+int mirror_link_here(struct mirror *m, int dry, int remove, int outfd);
 
 /*
  * Scan the sources and bring the tree up to date (dry: only count what would change).
@@ -119,6 +177,11 @@ int mirror_link(struct mirror *m, int dry, struct strv *changes);
  * (.gitconfig and writable paths excepted). One line per reservation in changes.
  */
 int mirror_reserve(struct mirror *m, int dry, struct strv *changes);
+/*
+ * One character per configured path, '1' when the tree holds it (or reserves it): a
+ * change of this string means the agent's links need the link maker. NUL-terminated.
+ */
+void mirror_linked(const struct mirror *m, char *out, size_t n);
 /* Remove links (only those pointing into our tree) as the agent. */
 int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
 /* Remove the tree and the status file. */

@@ -345,49 +345,6 @@ int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
 	return rc ? rc : buf_puts(out, verdicts[r->v]);
 }
 
-static int netlock_chain_text(const struct netlock_rule *r, size_t n, const char *chain,
-	const char *head, struct buf *out)
-{
-	int rc = buf_printf(out, "\tchain %s {\n%s", chain, head);
-
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (strcmp(r[i].chain, chain) != 0)
-			continue;
-		rc = buf_puts(out, "\t\t");
-		if (rc == 0)
-			rc = netlock_rule_text(&r[i], out);
-		if (rc == 0)
-			rc = buf_puts(out, "\n");
-	}
-	return rc ? rc : buf_puts(out, "\t}\n");
-}
-
-int netlock_render_nft(const struct netlock_spec *s, struct buf *out)
-{
-	struct netlock_rule r[NETLOCK_MAX_RULES];
-	uid_t uids[NETLOCK_MAX_AGENTS + 1];
-	size_t n, nu;
-	int rc = netlock_rules(s, r, &n);
-
-	if (rc == 0)
-		rc = buf_printf(out, "table inet %s {\n\tset " NETLOCK_SET " {\n\t\ttype uid\n",
-			netlock_name);
-	nu = rc == 0 ? netlock_set_uids(s, uids) : 0;
-	for (size_t i = 0; i < nu && rc == 0; i++)
-		rc = buf_printf(out, "%s%u%s", i ? ", " : "\t\telements = { ", (unsigned)uids[i],
-			i + 1 == nu ? " }\n" : "");
-	if (rc == 0)
-		rc = buf_puts(out, "\t}\n");
-	if (rc == 0)
-		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_OUTPUT,
-			"\t\ttype filter hook output priority 0; policy accept;\n", out);
-	if (rc == 0)
-		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_AGENT, "", out);
-	if (rc == 0 && s->inject_uid)
-		rc = netlock_chain_text(r, n, NETLOCK_CHAIN_INJECT, "", out);
-	return rc ? rc : buf_puts(out, "}\n");
-}
-
 /* ---- table existence and generation ---- */
 
 static int netlock_table_cb(const struct nlmsghdr *nlh, void *data)
@@ -453,18 +410,4 @@ int netlock_get_gen(struct mnl_socket *nl, uint32_t *ret_gen)
 		nftnl_nlmsg_build_hdr(req, NFT_MSG_GETGEN, AF_UNSPEC, NLM_F_ACK, netlock_seq());
 
 	return netlock_query(nl, nlh, netlock_gen_cb, ret_gen);
-}
-
-int netlock_exists(void)
-{
-	struct netlock_table_info ti;
-	struct mnl_socket *nl;
-	int e = 0, rc;
-
-	nl = netlock_socket(&e);
-	if (!nl)
-		return -e;
-	rc = netlock_get_table(nl, &ti);
-	mnl_socket_close(nl);
-	return rc;
 }

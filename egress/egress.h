@@ -105,6 +105,31 @@ int egress_load(struct egress *e, const struct paths *p, const char *owner_home,
 int egress_load_as(struct egress *e, const struct paths *p, uid_t sys_uid, const char *owner_home,
 	uid_t owner_uid, char *err, size_t errlen);
 
+/* The owner's layer, relative to the owner's home. */
+#define EGRESS_OWNER_FILE ".config/ocsb/egress.conf"
+/*
+ * egress_load for a process that cannot read the owner's home (the supervisor, running as
+ * the account ocsb-agentd, issue 26): the files under <etc> read as egress_load reads
+ * them, then the owner's layer as text, read by a child running as the owner
+ * (`ocsb-agentd --owner-egress`, WP_KIND_OWNER_EGRESS: egress_owner_read). owner_text
+ * NULL: no layer (the file does not exist); len 0 with a text: an empty one. Parsed by
+ * the same code under the file's own name, <owner_home>/.config/ocsb/egress.conf, so its
+ * errors ("file:line: ...") and squid's notes read as with egress_load. The same returns.
+ */
+int egress_load_text(struct egress *e, const struct paths *p, const char *owner_home,
+	const char *owner_text, size_t len, char *err, size_t errlen);
+/* The same with sys_uid as egress_load_as (unit tests). */
+int egress_load_text_as(struct egress *e, const struct paths *p, uid_t sys_uid,
+	const char *owner_home, const char *owner_text, size_t len, char *err, size_t errlen);
+/*
+ * The owner's side (run as the owner): the content of <owner_home>/.config/ocsb/egress.conf
+ * with the checks egress_load makes (a regular file of owner_uid or root, its directory
+ * too, neither group/world-writable, no link, at most 1 MiB). 0 with *ret_data (caller
+ * frees), -ENOENT (no file: no layer), or another negative errno with err set.
+ */
+int egress_owner_read(const char *owner_home, uid_t owner_uid, char **ret_data, size_t *ret_len,
+	char *err, size_t errlen);
+
 struct egress_verdict {
 	int allow;
 	const struct egress_rule *rule; /* borrowed; NULL when a built-in step decided */

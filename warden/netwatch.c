@@ -15,45 +15,46 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agentd.h"
+#include "warden.h"
 #include "fileops.h"
 #include "log.h"
 #include "procs.h"
+#include "testhook.h"
 
 #define FREEZE_TICK_MS 200
 
 /*
- * Invariant 4, fail closed. agentd listens to every nftables change in its network
+ * Invariant 4, fail closed. The warden listens to every nftables change in its network
  * namespace; after each burst it reads the table back, and re-applies it when it is
  * gone or altered. If that fails, every process of the agent is stopped until it works.
  */
 
 /*
- * Test hook, in a test build and off unless agentd was started with OCSB_TEST_HOOKS=1:
+ * Test hook, in a test build and off unless the warden was started with OCSB_TEST_HOOKS=1:
  * while the file <run>/ocsb/fault-netlock exists, restoring the table "fails" (-1, the
- * reason in err), so the tests can watch the freeze and the thaw. It can only make agentd
+ * reason in err), so the tests can watch the freeze and the thaw. It can only make the warden
  * stricter. A release build has neither the check nor the file's name.
  */
 #ifdef OCSB_TEST_BUILD
-static int fault_netlock(struct agentd *d, char *err, size_t errlen)
+static int fault_netlock(struct warden *w, char *err, size_t errlen)
 {
 	char path[4096];
 
-	if (!d->test_hooks ||
-		path_join(path, sizeof(path), d->paths.run, "ocsb/fault-netlock") < 0 ||
+	if (!w->test_hooks ||
+		path_join(path, sizeof(path), w->paths.run, "ocsb/fault-netlock") < 0 ||
 		access(path, F_OK) < 0)
 		return 0;
 	snprintf(err, errlen, "apply refused (test hook OCSB_FAULT_NETLOCK)");
 	return -1;
 }
 #else
-static int fault_netlock(struct agentd *d, char *err, size_t errlen)
+static int fault_netlock(struct warden *w, char *err, size_t errlen)
 {
 	return 0;
 }
 #endif
 
-int netwatch_open(struct agentd *d)
+int netwatch_open(struct warden *w)
 {
 	struct mnl_socket *nl;
 	int group = NFNLGRP_NFTABLES, fd;
@@ -70,35 +71,35 @@ int netwatch_open(struct agentd *d)
 		return -1;
 	}
 	fd = mnl_socket_get_fd(nl);
-	d->nft_sock = nl;
-	d->nftfd = fd;
-	return agentd_watch(d, fd, &d->nft_src, SRC_NFT, d, EPOLLIN);
+	w->nft_sock = nl;
+	w->nftfd = fd;
+	return warden_watch(w, fd, &w->nft_src, WS_NFT, w);
 }
 
-int netwatch_agents(struct agentd *d)
+int netwatch_agents(struct warden *w)
 {
-	struct netlock_spec s = d->nl;
+	struct netlock_spec s = w->nl;
 	char stale[1024];
-	int r = netlock_registry(&s, d->paths.varlib, NULL, stale, sizeof(stale));
+	int r = netlock_registry(&s, w->paths.varlib, NULL, stale, sizeof(stale));
 
 	if (r < 0) {
-		log_err("netlock: %s/ocsb/agents: %s", d->paths.varlib,
+		log_err("netlock: %s/ocsb/agents: %s", w->paths.varlib,
 			r == -E2BIG ? "more agents than the netlock holds (64)" : strerror(-r));
 		return -1;
 	}
 	/* Said once per change: a stale name stays until ocsb-provision forgets it. */
-	if (stale[0] && strcmp(stale, d->stale_agents) != 0)
-		log_warn("netlock: %s/ocsb/agents: %s", d->paths.varlib, stale);
-	snprintf(d->stale_agents, sizeof(d->stale_agents), "%s", stale);
+	if (stale[0] && strcmp(stale, w->stale_agents) != 0)
+		log_warn("netlock: %s/ocsb/agents: %s", w->paths.varlib, stale);
+	snprintf(w->stale_agents, sizeof(w->stale_agents), "%s", stale);
 	/* An agent's range is the registry's as much as its uid: a changed one is a change. */
-	if (s.n_others == d->nl.n_others &&
-		memcmp(s.others, d->nl.others, s.n_others * sizeof(s.others[0])) == 0 &&
-		memcmp(s.others_ports, d->nl.others_ports,
+	if (s.n_others == w->nl.n_others &&
+		memcmp(s.others, w->nl.others, s.n_others * sizeof(s.others[0])) == 0 &&
+		memcmp(s.others_ports, w->nl.others_ports,
 			s.n_others * sizeof(s.others_ports[0])) == 0)
 		return 0;
-	d->nl.n_others = s.n_others;
-	memcpy(d->nl.others, s.others, sizeof(s.others));
-	memcpy(d->nl.others_ports, s.others_ports, sizeof(s.others_ports));
+	w->nl.n_others = s.n_others;
+	memcpy(w->nl.others, s.others, sizeof(s.others));
+	memcpy(w->nl.others_ports, s.others_ports, sizeof(s.others_ports));
 	return 1;
 }
 
@@ -107,15 +108,15 @@ int netwatch_agents(struct agentd *d)
  * new range: the registry is read again (it is root's), and the guard follows it.
  */
 /* Re-read the agents registry; 1 when it changed (the guard then holds the new one). */
-static int netwatch_registry(struct agentd *d)
+static int netwatch_registry(struct warden *w)
 {
 	char err[512];
 
-	if (netwatch_agents(d) != 1)
+	if (netwatch_agents(w) != 1)
 		return 0;
-	log_notice("netlock: the agents registry changed: %zu other agent%s", d->nl.n_others,
-		d->nl.n_others == 1 ? "" : "s");
-	if (d->guard_sock && netlock_guard_apply(&d->nl, d->guard_sock, err, sizeof(err)) < 0)
+	log_notice("netlock: the agents registry changed: %zu other agent%s", w->nl.n_others,
+		w->nl.n_others == 1 ? "" : "s");
+	if (w->guard_sock && netlock_guard_apply(&w->nl, w->guard_sock, err, sizeof(err)) < 0)
 		log_err("netlock guard: %s", err);
 	return 1;
 }
@@ -145,7 +146,7 @@ static int table_gone_cb(const struct nlmsghdr *nlh, void *data)
 	return MNL_CB_OK;
 }
 
-void netwatch_event(struct agentd *d)
+void netwatch_event(struct warden *w)
 {
 	char buf[16384]; /* MNL_SOCKET_BUFFER_SIZE is a sysconf() call: no VLA */
 	char err[512];
@@ -154,7 +155,7 @@ void netwatch_event(struct agentd *d)
 
 	/* Drain the burst (a flush is a dozen messages), then look once. */
 	for (;;) {
-		ssize_t r = mnl_socket_recvfrom(d->nft_sock, buf, sizeof(buf));
+		ssize_t r = mnl_socket_recvfrom(w->nft_sock, buf, sizeof(buf));
 
 		if (r < 0 && errno == ENOBUFS) {
 			overrun = 1; /* events were lost: the read-back below resyncs */
@@ -174,47 +175,47 @@ void netwatch_event(struct agentd *d)
 	 */
 	if (gone) {
 		snprintf(err, sizeof(err), "table inet %s deleted", NETLOCK_TABLE);
-		if (netwatch_enforce(d, err) == 0 && netwatch_registry(d))
-			netwatch_enforce(d, "the agents registry changed");
+		if (netwatch_enforce(w, err) == 0 && netwatch_registry(w))
+			netwatch_enforce(w, "the agents registry changed");
 		return;
 	}
-	netwatch_registry(d);
+	netwatch_registry(w);
 	t0 = mono_us();
-	if (netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0)
+	if (netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0)
 		return;
-	d->found_ms = (double)(mono_us() - t0) / 1e3;
-	netwatch_enforce(d, err);
-	d->found_ms = 0;
+	w->found_ms = (double)(mono_us() - t0) / 1e3;
+	netwatch_enforce(w, err);
+	w->found_ms = 0;
 }
 
-int netwatch_enforce(struct agentd *d, const char *why)
+int netwatch_enforce(struct warden *w, const char *why)
 {
 	char err[512];
 	long long t0 = mono_us(), t1 = 0;
 
-	if (fault_netlock(d, err, sizeof(err)) == 0 &&
-		netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
-		netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
+	if (fault_netlock(w, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
+		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
 		long long t2 = mono_us();
 
-		d->last_restore_ms = (double)(t2 - t0) / 1e3;
-		d->netlock_restores++;
-		d->netlock_error[0] = '\0';
+		w->last_restore_ms = (double)(t2 - t0) / 1e3;
+		w->restores++;
+		w->netlock_error[0] = '\0';
 		/* The parts: the read-back that found it gone, the apply, the read-back after. */
 		log_warn("%s: restored in %.2f ms (restore #%u; found %.2f, apply %.2f, check %.2f)",
-			why, d->last_restore_ms, d->netlock_restores, d->found_ms,
+			why, w->last_restore_ms, w->restores, w->found_ms,
 			(double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
-		if (d->frozen)
-			thaw_agent(d);
+		if (w->frozen)
+			thaw_agent(w);
 		return 0;
 	}
-	snprintf(d->netlock_error, sizeof(d->netlock_error), "%s", err);
-	log_err("%s; restoring failed: %s: freezing every process of %s", why, err, d->agent.name);
-	freeze_agent(d);
+	snprintf(w->netlock_error, sizeof(w->netlock_error), "%s", err);
+	log_err("%s; restoring failed: %s: freezing every process of %s", why, err, w->agent.name);
+	freeze_agent(w);
 	return -1;
 }
 
-static void freeze_arm(struct agentd *d, int on)
+static void freeze_arm(struct warden *w, int on)
 {
 	struct itimerspec it = {0};
 
@@ -222,16 +223,16 @@ static void freeze_arm(struct agentd *d, int on)
 		it.it_value.tv_nsec = FREEZE_TICK_MS * 1000000L;
 		it.it_interval.tv_nsec = FREEZE_TICK_MS * 1000000L;
 	}
-	timerfd_settime(d->freeze_timer, 0, &it, NULL);
+	timerfd_settime(w->freeze_timer, 0, &it, NULL);
 }
 
 struct sweep {
-	struct agentd *d;
+	struct warden *w;
 	int moved, stopped;
 };
 
 /*
- * A process of the agent outside its cgroup (an ssh session, or one agentd did not
+ * A process of the agent outside its cgroup (an ssh session, or one the warden did not
  * start) is moved in: in a frozen cgroup it freezes at once. One that cannot be moved
  * gets SIGSTOP, the weaker fallback.
  */
@@ -239,30 +240,30 @@ static void sweep_one(pid_t pid, int pidfd, void *ctx)
 {
 	struct sweep *s = ctx;
 
-	if (cg_contains(&s->d->cg, pid))
+	if (cg_contains(&s->w->cg, pid))
 		return;
-	if (cg_attach(&s->d->cg, pid) == 0) {
+	if (cg_attach(&s->w->cg, pid) == 0) {
 		/* Moved by pid: alive after it, it was the agent's process that moved. */
 		if (procs_pidfd_signal(pid, pidfd, 0) < 0)
 			log_warn("freeze: process %d of %s ended as it was moved into %s: a "
 				 "process that took its pid since may have been moved instead",
-				(int)pid, s->d->agent.name, s->d->cg.what);
+				(int)pid, s->w->agent.name, s->w->cg.what);
 		s->moved++;
 	} else if (procs_pidfd_signal(pid, pidfd, SIGSTOP) == 0) {
 		s->stopped++;
-		s->d->sigstopped = 1;
+		s->w->sigstopped = 1;
 	}
 }
 
 /* Moves every process of the agent into its (frozen) cgroup; repeats while forks race. */
-static int sweep(struct agentd *d, int *stopped)
+static int sweep(struct warden *w, int *stopped)
 {
-	struct sweep s = {d, 0, 0};
+	struct sweep s = {w, 0, 0};
 	int moved = 0;
 
 	for (int round = 0; round < 10; round++) {
 		s.moved = 0;
-		procs_foreach_uid(d->agent.uid, sweep_one, &s);
+		procs_foreach_uid(w->agent.uid, sweep_one, &s);
 		moved += s.moved;
 		if (!s.moved)
 			break;
@@ -271,65 +272,63 @@ static int sweep(struct agentd *d, int *stopped)
 	return moved;
 }
 
-static int cgroup_freezer(const struct agentd *d)
+static int cgroup_freezer(const struct warden *w)
 {
-	return d->cg.mode == CG_V2 || (d->cg.mode == CG_V1 && d->cg.dir[CG_FREEZER][0]);
+	return w->cg.mode == CG_V2 || (w->cg.mode == CG_V1 && w->cg.dir[CG_FREEZER][0]);
 }
 
-int freeze_agent(struct agentd *d)
+int freeze_agent(struct warden *w)
 {
 	int n, moved = 0, stopped = 0;
 
-	if (cgroup_freezer(d) && cg_freeze(&d->cg, 1) == 0) {
+	if (cgroup_freezer(w) && cg_freeze(&w->cg, 1) == 0) {
 		/*
 		 * The cgroup freezer: frozen tasks cannot run at all, so no pair of them can
 		 * SIGCONT each other, and forks of a frozen task do not happen.
 		 */
-		moved = sweep(d, &stopped);
-		n = cg_count(&d->cg);
-		if (!d->frozen)
+		moved = sweep(w, &stopped);
+		n = cg_count(&w->cg);
+		if (!w->frozen)
 			log_err("frozen: %d process%s of %s in %s (%d moved in, %d stopped by "
 				"SIGSTOP) until the netlock is back",
-				n, n == 1 ? "" : "es", d->agent.name, d->cg.what, moved, stopped);
-		d->frozen = 2;
+				n, n == 1 ? "" : "es", w->agent.name, w->cg.what, moved, stopped);
+		w->frozen = 2;
 	} else {
-		n = procs_signal_uid(d->agent.uid, SIGSTOP, 0);
-		d->sigstopped = 1;
-		if (!d->frozen)
+		n = procs_signal_uid(w->agent.uid, SIGSTOP, 0);
+		w->sigstopped = 1;
+		if (!w->frozen)
 			log_err("frozen: %d process%s of %s stopped (SIGSTOP) until the netlock is "
 				"back",
-				n, n == 1 ? "" : "es", d->agent.name);
-		d->frozen = 1;
+				n, n == 1 ? "" : "es", w->agent.name);
+		w->frozen = 1;
 	}
+	super_send_event(w, WP_E_FROZEN, &(struct wp_e_frozen){(uint32_t)w->frozen},
+		sizeof(struct wp_e_frozen));
 	/*
 	 * The one timer of a frozen state: new logins would start unfrozen processes, and
-	 * the obstacle to the table may go away. Idle agentd has no timer running.
+	 * the obstacle to the table may go away. An idle warden has no timer running.
 	 */
-	freeze_arm(d, 1);
+	freeze_arm(w, 1);
 	return n;
 }
 
-int thaw_agent(struct agentd *d)
+int thaw_agent(struct warden *w)
 {
 	int n = 0;
 
-	if (d->frozen == 2) {
-		cg_freeze(&d->cg, 0);
-		n = cg_count(&d->cg);
+	if (w->frozen == 2) {
+		cg_freeze(&w->cg, 0);
+		n = cg_count(&w->cg);
 	}
-	if (d->sigstopped)
-		n += procs_signal_uid(d->agent.uid, SIGCONT, 0);
-	d->sigstopped = 0;
-	d->frozen = 0;
-	freeze_arm(d, 0);
+	if (w->sigstopped)
+		n += procs_signal_uid(w->agent.uid, SIGCONT, 0);
+	w->sigstopped = 0;
+	w->frozen = 0;
+	freeze_arm(w, 0);
 	log_notice("thawed: netlock verified again, %d process%s of %s continued", n,
-		n == 1 ? "" : "es", d->agent.name);
-	/* Children that could not be restarted while frozen start now. */
-	for (size_t i = 0; i < d->n_oc; i++)
-		if (d->oc[i].state == CH_BACKOFF && d->oc[i].pid == 0)
-			child_start(d, &d->oc[i]);
-	if (d->proxy_child.state == CH_BACKOFF && d->proxy_child.pid == 0)
-		child_start(d, &d->proxy_child);
+		n == 1 ? "" : "es", w->agent.name);
+	/* The supervisor starts what it could not while frozen. */
+	super_send_event(w, WP_E_FROZEN, &(struct wp_e_frozen){0}, sizeof(struct wp_e_frozen));
 	return n;
 }
 
@@ -338,13 +337,13 @@ int thaw_agent(struct agentd *d)
  * to join (the pam_namespace init script ocsb-provision writes runs as root). The
  * directory is root's, so the agent cannot point the list elsewhere; `on` 0 removes it.
  */
-void agent_cgroup_publish(struct agentd *d, int on)
+void agent_cgroup_publish(struct warden *w, int on)
 {
 	char dir[4096];
 	struct buf b = {0};
 	int dfd, r = 0;
 
-	dfd = agent_run_dir(d, dir, sizeof(dir), "limits");
+	dfd = warden_run_dir(w, dir, sizeof(dir));
 	if (dfd < 0)
 		return;
 	if (!on) {
@@ -354,8 +353,8 @@ void agent_cgroup_publish(struct agentd *d, int on)
 		return;
 	}
 	for (int i = 0; i < CG_NCTRL && r == 0; i++)
-		if (d->cg.procs[i][0] && (i == 0 || strcmp(d->cg.procs[i], d->cg.procs[0]) != 0))
-			r = buf_printf(&b, "%s\n", d->cg.procs[i]);
+		if (w->cg.procs[i][0] && (i == 0 || strcmp(w->cg.procs[i], w->cg.procs[0]) != 0))
+			r = buf_printf(&b, "%s\n", w->cg.procs[i]);
 	if (r == 0)
 		r = fo_write_at_nosync(
 			dfd, AGENT_CGROUPS_FILE, b.data ? b.data : "", b.len, 0644, 0, 0);
@@ -366,20 +365,20 @@ void agent_cgroup_publish(struct agentd *d, int on)
 	close(dfd);
 }
 
-int agent_cgroup_setup(struct agentd *d)
+int agent_cgroup_setup(struct warden *w)
 {
 	char err[1024];
 	int r;
 
-	config_limits(&d->cfg, &d->limits.memory_max, &d->limits.tasks_max, &d->limits.cpu_percent);
+	config_limits(&w->cfg, &w->limits.memory_max, &w->limits.tasks_max, &w->limits.cpu_percent);
 	/*
-	 * A list left by an agentd that was killed names the cgroup cg_setup is about to
+	 * A list left by a warden that was killed names the cgroup cg_setup is about to
 	 * empty and re-limit: no session joins it before the limits are written again.
 	 */
-	agent_cgroup_publish(d, 0);
-	r = cg_setup(&d->cg, CG_FS_ROOT, d->agent.name, &d->limits, err, sizeof(err));
+	agent_cgroup_publish(w, 0);
+	r = cg_setup(&w->cg, CG_FS_ROOT, w->agent.name, &w->limits, err, sizeof(err));
 	if (r < 0) {
-		snprintf(d->cg_error, sizeof(d->cg_error), "%.500s", err);
+		snprintf(w->cg_error, sizeof(w->cg_error), "%.500s", err);
 		/*
 		 * Limits protect the owner's machine from exhaustion, not the owner's data:
 		 * the agent runs without them, loudly (log, ocsb status, ocsb doctor).
@@ -387,34 +386,34 @@ int agent_cgroup_setup(struct agentd *d)
 		log_err("limits: %s: the agent runs WITHOUT memory, task and CPU limits", err);
 		return -1;
 	}
-	d->cg_error[0] = '\0';
-	agent_cgroup_publish(d, 1);
-	log_info("limits: %s: memory %llu MiB, tasks %u, cpu %u%%", d->cg.what,
-		(unsigned long long)(d->limits.memory_max >> 20), d->limits.tasks_max,
-		d->limits.cpu_percent);
+	w->cg_error[0] = '\0';
+	agent_cgroup_publish(w, 1);
+	log_info("limits: %s: memory %llu MiB, tasks %u, cpu %u%%", w->cg.what,
+		(unsigned long long)(w->limits.memory_max >> 20), w->limits.tasks_max,
+		w->limits.cpu_percent);
 	return 0;
 }
 
-void freeze_tick(struct agentd *d)
+void freeze_tick(struct warden *w)
 {
 	uint64_t ticks;
 	char err[512];
 
-	if (read(d->freeze_timer, &ticks, sizeof(ticks)) < 0 || !d->frozen)
+	if (read(w->freeze_timer, &ticks, sizeof(ticks)) < 0 || !w->frozen)
 		return;
-	if (d->frozen == 2) {
+	if (w->frozen == 2) {
 		int stopped;
 
-		sweep(d, &stopped);
+		sweep(w, &stopped);
 	} else {
-		procs_signal_uid(d->agent.uid, SIGSTOP, 0);
+		procs_signal_uid(w->agent.uid, SIGSTOP, 0);
 	}
-	if (fault_netlock(d, err, sizeof(err)) == 0 &&
-		netlock_apply_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0 &&
-		netlock_verify_sock(&d->nl, d->nl_sock, err, sizeof(err)) == 0) {
-		d->netlock_restores++;
-		d->netlock_error[0] = '\0';
+	if (fault_netlock(w, err, sizeof(err)) == 0 &&
+		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 &&
+		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
+		w->restores++;
+		w->netlock_error[0] = '\0';
 		log_warn("netlock: restored after a freeze");
-		thaw_agent(d);
+		thaw_agent(w);
 	}
 }

@@ -158,4 +158,25 @@ int netlock_streq(const char *a, const char *b);
 int netlock_get_table(struct mnl_socket *nl, struct netlock_table_info *ti);
 int netlock_get_gen(struct mnl_socket *nl, uint32_t *ret_gen);
 
+/* One nftables batch and what each of its messages was, for the error (netlock_batch.c). */
+struct netlock_msg {
+	uint32_t seq;
+	int acked;
+	char what[96];
+};
+
+struct netlock_batch {
+	struct nftnl_batch *b; /* owned */
+	uint32_t begin_seq;
+	/* Three table messages, the set and its elements, three chains, then the rules. */
+	struct netlock_msg msg[NETLOCK_MAX_RULES + 8];
+	size_t n;
+};
+
+int netlock_batch_init(struct netlock_batch *nb);
+int netlock_batch_table(struct netlock_batch *nb, uint16_t type, uint16_t flags);
+int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, size_t *ret_bad);
+void netlock_batch_err(
+	const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen);
+
 #endif
