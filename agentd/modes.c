@@ -29,6 +29,7 @@
 #include "agentd.h"
 #include "config.h"
 #include "egress.h"
+#include "fileops.h"
 #include "log.h"
 #include "mirror.h"
 #include "paths.h"
@@ -76,21 +77,6 @@ static int mode_as(const struct user_info *u, const char *what)
 		log_err("%s runs as %s (uid %u), not as uid %u", what, u->name, (unsigned)u->uid,
 			(unsigned)geteuid());
 		return 2;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
 	}
 	return 0;
 }
@@ -160,7 +146,7 @@ int agentd_mode_owner_egress(const char *config)
 		} else if (e < 0) {
 			log_err("%s", err);
 			r = 1;
-		} else if (write_all(1, data, len) < 0) {
+		} else if (fo_write_all(1, data, len) < 0) {
 			log_err("--owner-egress: stdout: %s", strerror(errno));
 			r = 1;
 		}

@@ -151,7 +151,7 @@ int fo_open_parent(
 	return walk(dirfd, dir, create, mode, (uid_t)-1, (gid_t)-1);
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int fo_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -185,7 +185,7 @@ static int write_at(int dirfd, const char *name, const void *data, size_t len, m
 		if (errno != EEXIST || attempt > 100)
 			return -errno;
 	}
-	r = write_all(fd, data, len);
+	r = fo_write_all(fd, data, len);
 	if (r == 0 && (uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) < 0)
 		r = -errno;
 	if (r == 0 && fchmod(fd, mode) < 0)

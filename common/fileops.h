@@ -14,6 +14,9 @@
  * All functions return 0 or a negative errno.
  */
 
+/* All of data to fd, through EINTR and short writes: 0 or -errno. */
+int fo_write_all(int fd, const void *data, size_t len);
+
 /* Open directory `path` (absolute, or relative to dirfd) without following links. */
 int fo_open_dir(int dirfd, const char *path);
 /*

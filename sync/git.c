@@ -170,21 +170,6 @@ int sync_git_finish(struct sync_git *g, int kill_it)
 	return 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
-int sync_git_write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int sync_git_read_err(struct sync_git *g, char *out, size_t n, time_t deadline)
 {
 	size_t len = 0;

@@ -15,6 +15,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "fileops.h"
 #include "sync.h"
 #include "util.h"
 
@@ -332,7 +333,7 @@ static int sync_check_start(struct sync_ctx *x, const struct sync_branch *br, si
 		goto out;
 	}
 	/* A few KiB of ids: rev-list reads them all before it writes anything. */
-	if (sync_git_write_all(g->in, tips.data, tips.len) < 0) {
+	if (fo_write_all(g->in, tips.data, tips.len) < 0) {
 		log_err("writing to git rev-list: %s", strerror(errno));
 		sync_git_finish(g, 1);
 		g->pid = -1;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "fileops.h"
 #include "sync.h"
 #include "util.h"
 
@@ -187,7 +188,7 @@ static int sync_send_pack(struct sync_conn *c, struct sync_link *l, git_odb *odb
 	if (sync_git_start(&g, o->gitdir, o->home, args, SYNC_GIT_STDIN | SYNC_GIT_STDOUT) < 0)
 		goto out;
 	/* pack-objects --revs reads all of stdin before it writes: no deadlock. */
-	if (sync_git_write_all(g.in, revs.data, revs.len) < 0) {
+	if (fo_write_all(g.in, revs.data, revs.len) < 0) {
 		log_err("writing to git pack-objects: %s", strerror(errno));
 		goto out;
 	}

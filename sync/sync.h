@@ -190,7 +190,6 @@ int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
 	const char *const *args, unsigned flags);
 /* Close the pipes, SIGKILL first if kill_it, reap: git's exit status (128+sig), -1. */
 int sync_git_finish(struct sync_git *g, int kill_it);
-int sync_git_write_all(int fd, const char *p, size_t len);
 /* g->err until EOF, its first n - 1 bytes into out. 0, -ETIMEDOUT past deadline, -errno. */
 int sync_git_read_err(struct sync_git *g, char *out, size_t n, time_t deadline);
 
