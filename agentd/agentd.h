@@ -325,6 +325,8 @@ void mirrorwatch_close(struct agentd *d);
  * outfd's reader is gone. The exit status: 0 then, else 1 (logged).
  */
 struct mirror;
+/* The supervisor refreshes this long after the watcher's last byte of a burst. */
+#define MIRROR_DEBOUNCE_MS 100
 int mirrorwatch_watcher(struct mirror *m, int outfd);
 
 /* control socket: ctlsrv.c */
