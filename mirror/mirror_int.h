@@ -74,4 +74,7 @@ int mirror_status_write(struct mirror *m, const char *data, size_t len);
 /* The reader: a child with the owner's rights streams records to outfd (mirror_owner.c). */
 int owner_scan_child(void *arg, int outfd);
 
+/* Remove pfd/name and what is below it by descriptor, never following a link (mirror_priv.c). */
+int mirror_rm_at(int pfd, const char *name, int own, int depth);
+
 #endif
