@@ -8,8 +8,8 @@
 
 #include "wproto.h"
 
-int wp_send(int fd, uint32_t type, uint32_t id, const void *payload, size_t len,
-	const void *tail, size_t tail_len, const int *fds, size_t nfds)
+int wp_send(int fd, uint32_t type, uint32_t id, const void *payload, size_t len, const void *tail,
+	size_t tail_len, const int *fds, size_t nfds)
 {
 	struct wp_hdr h = {.type = type, .id = id};
 	struct iovec iov[3] = {
@@ -56,8 +56,10 @@ int wp_recv(int fd, struct wp_hdr *h, void *buf, size_t *len, int *fds, size_t *
 		char buf[CMSG_SPACE(sizeof(int) * WP_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr m = {
-		.msg_iov = iov, .msg_iovlen = 2, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
+	struct msghdr m = {.msg_iov = iov,
+		.msg_iovlen = 2,
+		.msg_control = u.buf,
+		.msg_controllen = sizeof(u.buf)};
 	struct cmsghdr *c;
 	int bad = 0;
 	ssize_t n;
@@ -107,7 +109,7 @@ int wp_recv(int fd, struct wp_hdr *h, void *buf, size_t *len, int *fds, size_t *
 static int name_char(char c, int first)
 {
 	return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	       (!first && c >= '0' && c <= '9');
+		(!first && c >= '0' && c <= '9');
 }
 
 int wp_env_check(const char *env, size_t envlen, uint32_t nenv, char **out, size_t outn)

@@ -182,8 +182,8 @@ struct wp_e_frozen {
  * One message, its payload and up to WP_MAX_FDS descriptors (closed by the caller).
  * 0, or -errno (-EMSGSIZE beyond WP_MAX_MSG). Blocking: the socket is the caller's.
  */
-int wp_send(int fd, uint32_t type, uint32_t id, const void *payload, size_t len,
-	const void *tail, size_t tail_len, const int *fds, size_t nfds);
+int wp_send(int fd, uint32_t type, uint32_t id, const void *payload, size_t len, const void *tail,
+	size_t tail_len, const int *fds, size_t nfds);
 
 /*
  * One message into buf (WP_MAX_MSG bytes): its header in *h, the payload's length in

@@ -116,7 +116,8 @@ int mirror_prepare(struct mirror *m, int dry, struct strv *changes)
 	}
 	if (dry) {
 		/* What an apply would change: an owner or group to give. */
-		if (stat(m->dir, &st) == 0 && (st.st_uid != m->tree_uid || st.st_gid != m->agent_gid))
+		if (stat(m->dir, &st) == 0 &&
+			(st.st_uid != m->tree_uid || st.st_gid != m->agent_gid))
 			strv_push(changes, "give the mirror's directory to");
 		else if (lstat(m->tree, &st) == 0 && st.st_uid != m->tree_uid)
 			strv_push(changes, "give the mirror's tree to");

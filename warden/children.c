@@ -162,7 +162,10 @@ static int child(const struct warden *w, const struct plan *p, int fd0, int fd1,
 		return r;
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(fd0 >= 0 ? fd0 : nullfd, 2) < 0 ||
-		dup2(p->fd1_as == 1 && fd1 >= 0 ? fd1 : fd0 >= 0 ? fd0 : nullfd, 1) < 0 ||
+		dup2(p->fd1_as == 1 && fd1 >= 0 ? fd1
+				: fd0 >= 0	? fd0
+						: nullfd,
+			1) < 0 ||
 		dup2(errfd, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
 	if (p->fd1_as == 4 && (fd1 < 0 || dup2(fd1, 4) < 0))

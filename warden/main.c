@@ -192,7 +192,8 @@ static int another_running(struct warden *w)
 	strcpy(a.sun_path, w->paths.ctl_sock);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
-		log_err("another ocsb-warden is running (its supervisor listens on %s)", a.sun_path);
+		log_err("another ocsb-warden is running (its supervisor listens on %s)",
+			a.sun_path);
 		r = 1;
 	}
 	if (fd >= 0)
@@ -319,7 +320,8 @@ static void reload(struct warden *w)
 	if (warden_load(w) < 0 || w->agent.uid != agent.uid || w->owner.uid != owner.uid ||
 		strcmp(w->agent.name, agent.name) != 0) {
 		if (w->agent.uid != agent.uid || w->owner.uid != owner.uid)
-			log_err("reload: the agent or the owner changed: restart ocsb-warden for that");
+			log_err("reload: the agent or the owner changed: restart ocsb-warden for "
+				"that");
 		log_err("reload failed: keeping the running configuration");
 		config_free(&w->cfg);
 		w->cfg = old;
@@ -516,7 +518,8 @@ int main(int argc, char **argv)
 		path_join(w.config_path, sizeof(w.config_path), w.paths.etc, "ocsb/ocsb.conf");
 	/* systemd's notify socket: ours, not our children's; READY once the supervisor is up. */
 	if (sd_notify_take(w.notify, sizeof(w.notify)) < 0)
-		log_warn("NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
+		log_warn(
+			"NOTIFY_SOCKET is not a socket's name: systemd will not hear we are ready");
 #ifdef OCSB_TEST_BUILD
 	w.test_hooks = TESTHOOK_ON();
 #endif

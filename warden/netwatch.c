@@ -202,9 +202,10 @@ int netwatch_enforce(struct warden *w, const char *why)
 		w->restores++;
 		w->netlock_error[0] = '\0';
 		/* The parts: the read-back that found it gone, the apply, the read-back after. */
-		log_warn("%s: restored in %.2f ms (restore #%u; found %.2f, apply %.2f, check %.2f)",
-			why, w->last_restore_ms, w->restores, w->found_ms,
-			(double)(t1 - t0) / 1e3, (double)(t2 - t1) / 1e3);
+		log_warn(
+			"%s: restored in %.2f ms (restore #%u; found %.2f, apply %.2f, check %.2f)",
+			why, w->last_restore_ms, w->restores, w->found_ms, (double)(t1 - t0) / 1e3,
+			(double)(t2 - t1) / 1e3);
 		if (w->frozen)
 			thaw_agent(w);
 		return 0;

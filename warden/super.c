@@ -39,13 +39,14 @@ static const unsigned long long allowed[] = {
 	[W_NONE] = 0,
 	[W_INIT] = BIT(WP_HELLO),
 	[W_RUN] = BIT(WP_SPAWN) | BIT(WP_SIGNAL) | BIT(WP_EGRESS) | BIT(WP_ROUTES) | BIT(WP_PORT) |
-		  BIT(WP_WRITE) | BIT(WP_STATUS) | BIT(WP_RELOAD) | BIT(WP_BYE),
+		BIT(WP_WRITE) | BIT(WP_STATUS) | BIT(WP_RELOAD) | BIT(WP_BYE),
 	[W_STOP] = BIT(WP_SIGNAL) | BIT(WP_STATUS) | BIT(WP_WRITE) | BIT(WP_BYE),
 };
 
 static void arm(struct warden *w, long ms)
 {
-	struct itimerspec it = {.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
+	struct itimerspec it = {
+		.it_value = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}};
 
 	if (ms <= 0)
 		it.it_value.tv_nsec = 1;
@@ -84,7 +85,8 @@ void super_send_event(struct warden *w, uint32_t type, const void *p, size_t len
 		refuse(w, NULL, r == -EAGAIN ? "it does not read what it is sent" : strerror(-r));
 }
 
-static void reply(struct warden *w, const struct wp_hdr *h, uint32_t type, const void *p, size_t len)
+static void reply(
+	struct warden *w, const struct wp_hdr *h, uint32_t type, const void *p, size_t len)
 {
 	int r = wp_send(w->sup_fd, type, h->id, p, len, NULL, 0, NULL, 0);
 
@@ -117,7 +119,8 @@ static int do_routes(struct warden *w, const struct wp_routes *r)
 		return -EINVAL;
 	for (uint32_t i = 0; i < r->n; i++)
 		if (r->port[i] < WP_ROUTE_LO || r->port[i] > WP_ROUTE_HI ||
-			(i && r->port[i] <= r->port[i - 1]) || r->uport[i] < 1 || r->uport[i] > 65535)
+			(i && r->port[i] <= r->port[i - 1]) || r->uport[i] < 1 ||
+			r->uport[i] > 65535)
 			return -EINVAL;
 	w->nl.n_inject = w->nl.n_uports = 0;
 	for (uint32_t i = 0; i < r->n; i++) {
@@ -150,7 +153,8 @@ static int do_write(struct warden *w, const struct wp_write *f, const char *data
 		if (dfd < 0)
 			return dfd;
 		/* The routes' names are the owner's secrets' names: the owner's to read alone. */
-		r = fo_write_at_nosync(dfd, "usage", data, f->len, 0400, w->owner.uid, w->owner.gid);
+		r = fo_write_at_nosync(
+			dfd, "usage", data, f->len, 0400, w->owner.uid, w->owner.gid);
 		break;
 	default:
 		return -EINVAL;
@@ -177,12 +181,12 @@ static void status(struct warden *w, struct wp_r_status *s)
 }
 
 /* Exactly len bytes of payload, and exactly nfds descriptors. */
-#define EXPECT(cond, why)                                                                         \
-	do {                                                                                      \
-		if (!(cond)) {                                                                    \
-			refuse(w, h, why);                                                        \
-			return;                                                                   \
-		}                                                                                 \
+#define EXPECT(cond, why)                  \
+	do {                               \
+		if (!(cond)) {             \
+			refuse(w, h, why); \
+			return;            \
+		}                          \
 	} while (0)
 
 static void request(struct warden *w, const struct wp_hdr *h, const char *p, size_t len,
@@ -199,8 +203,9 @@ static void request(struct warden *w, const struct wp_hdr *h, const char *p, siz
 		log_info("supervisor (pid %d) is up", (int)w->sup_pid);
 		if (!w->ready_sent) {
 			/* Under the unit (Type=notify): ssh, cron and logins wait for this. */
-			if ((r = sd_notify_send(w->notify, "READY=1\nSTATUS=netlock verified; "
-							   "supervising")) < 0)
+			if ((r = sd_notify_send(w->notify,
+				     "READY=1\nSTATUS=netlock verified; "
+				     "supervising")) < 0)
 				log_warn("telling systemd we are ready: %s", strerror(-r));
 			w->ready_sent = 1;
 		}
@@ -333,9 +338,9 @@ static int sndbuf(int fd)
 	int n = 4 * WP_MAX_MSG;
 
 	return setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &n, sizeof(n)) < 0 &&
-			       setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n)) < 0
-		       ? -errno
-		       : 0;
+			setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n)) < 0
+		? -errno
+		: 0;
 }
 
 int super_start(struct warden *w)
