@@ -117,7 +117,7 @@ all: $(PROGRAMS) $(UNIT_FILE)
 
 # The test targets build a test build (their prerequisites inherit the value). One make
 # invocation builds each object once: do not mix them with `all` or `install` in one.
-test test-unit test-e2e bench: TEST_HOOKS = 1
+test test-unit test-e2e bench fuzz fuzz-build: TEST_HOOKS = 1
 
 BUILDFLAGS := $(BUILDDIR)/gen/buildflags.h
 $(BUILDFLAGS): FORCE
@@ -236,7 +236,7 @@ test-matrix:
 	@tests/matrix/run.sh $(MATRIX)
 
 # The whole suite with one summary line (unit + end-to-end + build matrix).
-test: $(PROGRAMS) $(UNIT_BIN)
+test: $(PROGRAMS) $(UNIT_BIN) fuzz-build
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/run-all.sh $(UNIT_BIN)
 
 # The VM tier (tests/vm/): Debian 12 and 13 guests under QEMU, systemd, cgroup v2, logind.
@@ -331,39 +331,34 @@ clean:
 
 -include $(shell find $(BUILDDIR) -name '*.d' 2>/dev/null)
 
-# libFuzzer run of the control protocol (tests/fuzz/README.md). clang, whatever $(CC) is, and
-# the common sources compiled in directly, so that they carry the fuzzer's coverage
-# instrumentation (the gcc-built archive has none). New inputs go to $(BUILDDIR), never to the
-# seed corpus in the tree; a crash is saved as $(BUILDDIR)/fuzz/crash-*.
+# libFuzzer targets (tests/fuzz/README.md): every tests/fuzz/fuzz_NAME.c, built with clang
+# (whatever $(CC) is) from the sources themselves, so that they carry the fuzzer's coverage
+# instrumentation (the gcc-built archives have none). Each tests/fuzz/*.mk names its targets:
+#   FUZZ_TARGETS += NAME
+#   FUZZ_SRC_NAME := the project's sources the target links (besides fuzz_NAME.c)
+#   FUZZ_LIBS_NAME := libraries (-lsodium ...), if any
+# `make fuzz` builds them all and runs each for FUZZ_SECONDS (tests/fuzz/run.sh): seeds from
+# tests/fuzz/corpus/NAME (read, never written), new inputs in $(BUILDDIR)/fuzz/corpus-NAME, a
+# crash saved as $(BUILDDIR)/fuzz/NAME-crash-*. `make fuzz FUZZ_ONLY="ctl redact"` picks some.
 FUZZ_CC       ?= clang
-FUZZ_SECONDS  ?= 60
+FUZZ_SECONDS  ?= 10
 FUZZ_MAXLEN   ?= 16384
-FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(LIB_INCS) \
+FUZZ_CFLAGS    = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(LIB_INCS) -Iinject \
+                 -Isync -Isecrets -Iagentd -Icli -I$(BUILDDIR)/gen \
                  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_CTL_SRC  := tests/fuzz/fuzz_ctl.c common/ctl.c common/ctl_connect.c common/util.c
+FUZZ_TARGETS  :=
+include $(sort $(wildcard tests/fuzz/*.mk))
+FUZZ_ONLY     ?= $(FUZZ_TARGETS)
+FUZZ_BIN      := $(FUZZ_ONLY:%=$(BUILDDIR)/fuzz/fuzz_%)
+FUZZ_HDRS     := $(wildcard */*.h)
 
-$(BUILDDIR)/fuzz/fuzz_ctl: $(FUZZ_CTL_SRC) common/ctl.h common/util.h
+.SECONDEXPANSION:
+$(BUILDDIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS) $(BUILDDIR)/gen/buildflags.h
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_CTL_SRC)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 
-.PHONY: fuzz
-fuzz: $(BUILDDIR)/fuzz/fuzz_ctl
-	@mkdir -p $(BUILDDIR)/fuzz/corpus-ctl
-	$(BUILDDIR)/fuzz/fuzz_ctl -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN) \
-		-print_final_stats=1 -artifact_prefix=$(BUILDDIR)/fuzz/ \
-		$(BUILDDIR)/fuzz/corpus-ctl tests/fuzz/corpus/ctl
-
-# The key's redaction in what ocsb-inject relays (inject/redact.c), the same way: new inputs in
-# $(BUILDDIR)/fuzz/corpus-redact, seeds in tests/fuzz/corpus/redact.
-FUZZ_REDACT_SRC := tests/fuzz/fuzz_redact.c inject/redact.c common/util.c
-
-$(BUILDDIR)/fuzz/fuzz_redact: $(FUZZ_REDACT_SRC) inject/inject.h common/util.h
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_REDACT_SRC)
-
-.PHONY: fuzz-redact
-fuzz-redact: $(BUILDDIR)/fuzz/fuzz_redact
-	@mkdir -p $(BUILDDIR)/fuzz/corpus-redact
-	$(BUILDDIR)/fuzz/fuzz_redact -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAXLEN) \
-		-print_final_stats=1 -artifact_prefix=$(BUILDDIR)/fuzz/ \
-		$(BUILDDIR)/fuzz/corpus-redact tests/fuzz/corpus/redact
+.PHONY: fuzz fuzz-build
+fuzz-build: $(FUZZ_BIN)
+fuzz: $(FUZZ_BIN)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_MAXLEN=$(FUZZ_MAXLEN) \
+		tests/fuzz/run.sh $(abspath $(BUILDDIR)) $(FUZZ_ONLY)

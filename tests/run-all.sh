@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole suite: unit tests (unprivileged), the end-to-end suite (root, namespaces), the
+# The whole suite: unit tests and fuzz targets (unprivileged), the end-to-end suite (root, namespaces), the
 # build matrix (root: other Debian releases in chroots, tests/matrix/run.sh), then the VM
 # tier (root: Debian 12 and 13 guests with systemd under QEMU, tests/vm/run.sh; it installs
 # the packages the matrix left in build/matrix/RELEASE/).
@@ -13,6 +13,8 @@ trap 'rm -f "$log"' EXIT
 
 echo "== unit tests"
 "$here/run-unit.sh" "$@" 2>&1 | tee -a "$log"
+echo "== fuzz targets (${FUZZ_SECONDS:-10} s each)"
+"$here/fuzz/run.sh" "$OCSB_BUILD" 2>&1 | grep -vE '^[0-9]+ passed, [0-9]+ failed' | tee -a "$log"
 echo "== escape battery runner (unprivileged)"
 "$here/escape/test-battery.sh" 2>&1 | tee -a "$log"
 echo "== end-to-end tests"

@@ -11,11 +11,18 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 PKGS="build-essential pkg-config
 libssh-dev libgit2-dev libsodium-dev libnftnl-dev libmnl-dev libsecret-1-dev libssl-dev libseccomp-dev libcmocka-dev
 openssh-server openssh-client git passwd nftables
-iproute2 util-linux procps coreutils clang-format
+iproute2 util-linux procps coreutils clang-format clang
 squid curl python3
 dbus dbus-x11 gnome-keyring libsecret-tools at cron libpam-modules
 debhelper dpkg-dev fakeroot lintian
 mmdebstrap qemu-system-x86 qemu-utils e2fsprogs"
+
+# libFuzzer's runtime (make fuzz) is only recommended by clang; where it is a package of its
+# own (Debian 12 and later: libclang-rt-N-dev), name it.
+clang_ver=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+if [ -n "$clang_ver" ] && apt-cache show "libclang-rt-$clang_ver-dev" >/dev/null 2>&1; then
+	PKGS="$PKGS libclang-rt-$clang_ver-dev"
+fi
 
 # OpenCode: the version and the prefix are written once, in common/opencode.h.
 hdr() { sed -n "s/^#define $1 \"\\(.*\\)\"\$/\\1/p" "$here/common/opencode.h"; }
