@@ -301,6 +301,30 @@ static void chunked_malformed(void **state)
 	buf_free(&out);
 }
 
+/*
+ * Blanks in a chunk extension may be tabs (RFC 9112 BWS, and inside a quoted value): a
+ * tab after a space was refused while one right after the size passed (found by
+ * tests/fuzz/fuzz_chunked.c). Other control bytes stay refused.
+ */
+static void chunked_extension_tabs(void **state)
+{
+	static const char *const good[] = {"5\t;x\r\nhello\r\n0\r\n\r\n",
+		"5 \t;x\r\nhello\r\n0\r\n\r\n", "5;a=\"x\ty\"\r\nhello\r\n0\r\n\r\n",
+		"5;a\t=\tb\r\nhello\r\n0\r\n\r\n"};
+	struct buf out = {0};
+	int done;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		assert_int_equal(chunked(good[i], strlen(good[i]), 64, &out, &done),
+			(ssize_t)strlen(good[i]));
+		assert_int_equal(done, 1);
+		assert_string_equal(out.data, "5\r\nhello\r\n0\r\n\r\n");
+	}
+	assert_int_equal(chunked("5 \001;x\r\nhello\r\n0\r\n\r\n", 19, 64, &out, &done), -1);
+	buf_free(&out);
+}
+
 static void hand_over_round_trip(void **state)
 {
 	struct inj_conf c, back;
@@ -666,6 +690,7 @@ int main(void)
 		cmocka_unit_test(error_answer_is_fixed),
 		cmocka_unit_test(chunked_reencoded_exactly),
 		cmocka_unit_test(chunked_malformed),
+		cmocka_unit_test(chunked_extension_tabs),
 		cmocka_unit_test(hand_over_round_trip),
 		cmocka_unit_test(answer_head),
 		cmocka_unit_test(chunked_decoded),
