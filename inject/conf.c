@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -412,6 +413,18 @@ void inj_usage_feed(struct inj_usage *u, const char *p, size_t n)
 		p += take;
 		n -= take;
 	}
+}
+
+/* The usage line of one request: "usage\tROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT\n". */
+int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n)
+{
+	struct tm tm;
+	char day[16];
+
+	gmtime_r(&when, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	return snprintf(out, n, "usage\t%s\t%s\t%d\t%llu\t%llu\t%lld\t%lld\n", route, day,
+		u->status, u->req_bytes, u->resp_bytes, u->in_tokens, u->out_tokens);
 }
 
 int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line)
