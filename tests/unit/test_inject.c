@@ -522,6 +522,35 @@ static void usage_counted_across_reads(void **state)
 	assert_int_equal(u.out_tokens, 9);
 }
 
+/*
+ * An answer naming a count twice ("prompt_tokens" and later "input_tokens"): the field
+ * that comes last counts, whatever the reads. The names were taken in a fixed order within
+ * one read, so the count hung on where the reads were cut (found by
+ * tests/fuzz/fuzz_usage.c, regress-both-token-names).
+ */
+static void usage_last_field_wins(void **state)
+{
+	static const char resp[] = "HTTP/1.1 200 OK\r\n\r\n{\"usage\":{\"prompt_tokens\":5,"
+				   "\"input_tokens\":7,\"completion_tokens\":1,\"output_tokens\":2}}\n";
+	static const char rev[] = "HTTP/1.1 200 OK\r\n\r\n{\"output_tokens\":2,\"input_tokens\":7,"
+				  "\"completion_tokens\":1,\"prompt_tokens\":5}\n";
+	size_t n = sizeof(resp) - 1;
+	struct inj_usage u;
+
+	(void)state;
+	for (size_t cut = 0; cut <= n; cut++) {
+		inj_usage_init(&u);
+		inj_usage_feed(&u, resp, cut);
+		inj_usage_feed(&u, resp + cut, n - cut);
+		if (u.in_tokens != 7 || u.out_tokens != 2)
+			fail_msg("cut at %zu: in %lld out %lld", cut, u.in_tokens, u.out_tokens);
+	}
+	inj_usage_init(&u);
+	inj_usage_feed(&u, rev, sizeof(rev) - 1);
+	assert_int_equal(u.in_tokens, 5);
+	assert_int_equal(u.out_tokens, 1);
+}
+
 static void usage_summed_per_route_and_day(void **state)
 {
 	struct inj_usage_row rows[3], back[3];
@@ -698,6 +727,7 @@ int main(void)
 		cmocka_unit_test(git_smart_http),
 		cmocka_unit_test(git_insteadof),
 		cmocka_unit_test(usage_counted_across_reads),
+		cmocka_unit_test(usage_last_field_wins),
 		cmocka_unit_test(usage_summed_per_route_and_day),
 	};
 
