@@ -83,7 +83,8 @@ char egress_lower(char c)
 /*
  * A host value of a rule into `out` (at least HOST_MAX + 1 bytes): a name, ".domain" when
  * allow_domain, an IPv4 address or an IPv6 address (brackets optional). Names are lower
- * cased and addresses canonical, so the squid ACLs match what squid's URL parser produces.
+ * cased and addresses canonical (a v4-mapped IPv6 address as its IPv4 one), so the squid
+ * ACLs match what squid's URL parser produces.
  */
 static int host_value(const char *v, int allow_domain, char *out, char *err, size_t errlen)
 {
@@ -121,7 +122,15 @@ static int host_value(const char *v, int allow_domain, char *out, char *err, siz
 				v);
 			return -1;
 		}
-		inet_ntop(AF_INET6, &a6, out, HOST_MAX + 1);
+		/*
+		 * Squid and egress_decide see a v4-mapped literal as the IPv4 address it
+		 * maps: written as IPv6 the rule would never match (an allow without effect,
+		 * a block the agent passes with the address's usual form).
+		 */
+		if (IN6_IS_ADDR_V4MAPPED(&a6))
+			inet_ntop(AF_INET, a6.s6_addr + 12, out, HOST_MAX + 1);
+		else
+			inet_ntop(AF_INET6, &a6, out, HOST_MAX + 1);
 		return 0;
 	}
 	p = v;

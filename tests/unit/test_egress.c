@@ -357,6 +357,34 @@ static void decide_ip_rules(void **state)
 	egress_free(&e);
 }
 
+/*
+ * A v4-mapped IPv6 literal in a rule is the IPv4 address it maps, as squid and
+ * egress_decide see a request to either form. Stored as IPv6 the rule never matched: an
+ * allow without effect, a block the agent passed (found by tests/fuzz/fuzz_egress.c,
+ * regress-v4-mapped).
+ */
+static void parse_v4_mapped_is_ipv4(void **state)
+{
+	const char *text = "policy allowlist\nallow ::ffff:10.1.2.3\nblock [::FFFF:192.0.2.7]\n"
+			   "connect [::ffff:10.9.9.9]:5432\nallow 192.0.2.7\n";
+	struct egress e = {0};
+	char err[512];
+
+	(void)state;
+	assert_int_equal(parse(&e, text, err, sizeof(err)), 0);
+	assert_int_equal(e.n, 4);
+	assert_string_equal(e.rules[0].value, "10.1.2.3");
+	assert_string_equal(e.rules[1].value, "192.0.2.7");
+	assert_string_equal(e.rules[2].value, "10.9.9.9");
+	expect_verdict(&e, "10.1.2.3", 443, 1, "allow", 2);
+	expect_verdict(&e, "[::ffff:10.1.2.3]", 443, 1, "allow", 2);
+	expect_verdict(&e, "10.9.9.9", 5432, 1, "connect rule", 4);
+	egress_free(&e);
+	assert_int_equal(parse(&e, "block ::ffff:192.0.2.7\n", err, sizeof(err)), 0);
+	expect_verdict(&e, "192.0.2.7", 443, 0, "block", 1);
+	egress_free(&e);
+}
+
 /* ---- loading ---- */
 
 static void mkdirs(const char *rel, mode_t mode)
@@ -608,6 +636,7 @@ int main(void)
 		cmocka_unit_test(decide_allowlist),
 		cmocka_unit_test(decide_egress_off),
 		cmocka_unit_test(decide_ip_rules),
+		cmocka_unit_test(parse_v4_mapped_is_ipv4),
 		FILE_TEST(load_layers),
 		FILE_TEST(load_later_file_overrides_policy),
 		FILE_TEST(load_owner_file_optional),
