@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "egress_unit.h"
 
+#include "../../cli/cli.h"
+
 /* ---- parsing ---- */
 
 static void parse_every_keyword(void **state)
@@ -385,6 +387,39 @@ static void parse_v4_mapped_is_ipv4(void **state)
 	egress_free(&e);
 }
 
+/* ---- the proxy's log, read back (cli/egress.c) ---- */
+
+/*
+ * A log line's time is converted to time_t: NaN or one beyond its range was undefined
+ * behaviour (found by tests/fuzz/fuzz_egress.c, regress-log-time-range). Such a line is
+ * no squid line: skipped. The control is a line squid writes.
+ */
+static void log_line_time_range(void **state)
+{
+	static const char *const bad[] = {"1e300", "nan", "-inf", "-1e19", "1e15"};
+	struct egress e = {0};
+	char line[512], out[1024], err[512];
+
+	(void)state;
+	assert_int_equal(parse(&e, "block bad.example\n", err, sizeof(err)), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(line, sizeof(line),
+			"%s 0 127.0.0.1 TCP_DENIED/403 3900 GET http://bad.example/ - HIER_NONE/- "
+			"text/html block egress.conf:1",
+			bad[i]);
+		if (egress_log_line(&e, line, out, sizeof(out)) != -1)
+			fail_msg("accepted the time %s: %s", bad[i], out);
+	}
+	assert_int_equal(egress_log_line(&e,
+				 "1733472001.456 0 127.0.0.1 TCP_DENIED/403 3900 GET "
+				 "http://bad.example/ - HIER_NONE/- text/html block egress.conf:1",
+				 out, sizeof(out)),
+		0);
+	assert_non_null(strstr(out, "DENY  GET     bad.example:80"));
+	assert_non_null(strstr(out, "[block egress.conf:1]"));
+	egress_free(&e);
+}
+
 /* ---- loading ---- */
 
 static void mkdirs(const char *rel, mode_t mode)
@@ -637,6 +672,7 @@ int main(void)
 		cmocka_unit_test(decide_egress_off),
 		cmocka_unit_test(decide_ip_rules),
 		cmocka_unit_test(parse_v4_mapped_is_ipv4),
+		cmocka_unit_test(log_line_time_range),
 		FILE_TEST(load_layers),
 		FILE_TEST(load_later_file_overrides_policy),
 		FILE_TEST(load_owner_file_optional),
