@@ -170,8 +170,8 @@ int secrets_unseal(const unsigned char pk[crypto_box_PUBLICKEYBYTES],
 	if (!c)
 		return seterr(err, errlen, "out of memory");
 	if (!b64_alphabet(b64, b64len) ||
-		sodium_base642bin(
-		    c, cap, b64, b64len, NULL, &clen, NULL, sodium_base64_VARIANT_ORIGINAL) < 0) {
+		sodium_base642bin(c, cap, b64, b64len, NULL, &clen, NULL,
+			sodium_base64_VARIANT_ORIGINAL) < 0) {
 		seterr(err, errlen, "sealed secrets: invalid base64");
 		goto out;
 	}

@@ -146,10 +146,11 @@ static void check_values(const struct egress *e)
 		const struct egress_rule *r = &e->rules[i];
 
 		CHECK(r->value && r->value[0] && r->file == e->files.v[0] && r->line > 0);
-		CHECK(r->has_re == (r->kind == EGRESS_ALLOW_REGEX || r->kind == EGRESS_BLOCK_REGEX));
+		CHECK(r->has_re ==
+			(r->kind == EGRESS_ALLOW_REGEX || r->kind == EGRESS_BLOCK_REGEX));
 		CHECK((r->kind == EGRESS_CONNECT) == (r->port != 0) && r->port <= 65535);
-		CHECK(r->curl_args.n == 0 ||
-			r->kind == EGRESS_EXPECT_PASS || r->kind == EGRESS_EXPECT_BLOCK);
+		CHECK(r->curl_args.n == 0 || r->kind == EGRESS_EXPECT_PASS ||
+			r->kind == EGRESS_EXPECT_BLOCK);
 		if (r->kind == EGRESS_EXPECT_PASS || r->kind == EGRESS_EXPECT_BLOCK)
 			continue;
 		/* Goes into squid.conf as a bare word. */
@@ -216,7 +217,8 @@ static void check_decide(const struct egress *e)
 			CHECK(v.allow || never(v.why));
 			break;
 		case EGRESS_BLOCK:
-			CHECK(!v.allow || !strcmp(v.why, "allow") || !strcmp(v.why, "connect rule"));
+			CHECK(!v.allow || !strcmp(v.why, "allow") ||
+				!strcmp(v.why, "connect rule"));
 			break;
 		}
 	}

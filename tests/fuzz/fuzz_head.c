@@ -324,8 +324,7 @@ static void check_answer(const char *head, size_t n, const char *method, int clo
 	} else {
 		CHECK(out2.len == out.len && !memcmp(out2.data, out.data, out.len));
 		CHECK(resp2.status == resp.status && resp2.clen == resp.clen);
-		CHECK(resp2.body ==
-			(resp.body == INJ_BODY_CLOSE ? INJ_BODY_CHUNKED : resp.body));
+		CHECK(resp2.body == (resp.body == INJ_BODY_CLOSE ? INJ_BODY_CHUNKED : resp.body));
 	}
 	buf_free(&out);
 	buf_free(&out2);

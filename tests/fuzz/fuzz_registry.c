@@ -89,8 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(ne.uid == (uid_t)-1 || ne.uid < (uid_t)-1);
 
 	/* What account.c's state_text writes of these values reads back the same. */
-	CHECK(buf_puts(&w, "# written by ocsb-provision; do not edit\nagent ai-dev\n"
-			   "origin created\n") == 0);
+	CHECK(buf_puts(&w,
+		      "# written by ocsb-provision; do not edit\nagent ai-dev\n"
+		      "origin created\n") == 0);
 	if (ne.uid != (uid_t)-1)
 		CHECK(buf_printf(&w, "uid %u\n", (unsigned)ne.uid) == 0);
 	if (pe.lo)
@@ -110,9 +111,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conflict = ports_conflict(&c, "/etc/ocsb/ocsb.conf", "other", "/var/lib/ocsb/agents/other",
 		&pe, err, sizeof(err));
 	config_opencode_ports(&c, &lo, &hi);
-	CHECK(conflict == (overlap(8000, 8099, pe.lo, pe.hi) || overlap(8000, 8099, pe.oc_lo,
-								       pe.oc_hi) ||
-				  overlap(lo, hi, pe.lo, pe.hi)));
+	CHECK(conflict ==
+		(overlap(8000, 8099, pe.lo, pe.hi) || overlap(8000, 8099, pe.oc_lo, pe.oc_hi) ||
+			overlap(lo, hi, pe.lo, pe.hi)));
 	if (conflict)
 		CHECK(!strncmp(err, "/etc/ocsb/ocsb.conf:", 20));
 

@@ -44,6 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static unsigned char pk[crypto_box_PUBLICKEYBYTES], sk[crypto_box_SECRETKEYBYTES];
 static unsigned char reckey[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
 
+#define B64 "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="
+
 /* The cheapest derivation the box takes: a box here costs a millisecond, not seconds. */
 #define BOX_OPS 1
 #define BOX_MEM 8192
@@ -199,8 +201,8 @@ static void check_sealed(const struct secret_set *s, const uint8_t *data, size_t
 	at = (size * 7919) % rec.len;
 	rec.data[at] ^= 0x01;
 	err[0] = '\0';
-	check_message(secrets_rec_open(reckey, (const unsigned char *)rec.data, rec.len, &back,
-			      err, sizeof(err)),
+	check_message(secrets_rec_open(reckey, (const unsigned char *)rec.data, rec.len, &back, err,
+			      sizeof(err)),
 		err);
 
 	CHECK(secrets_box_seal(pass, plen, s, BOX_OPS, BOX_MEM, &box) == 0);
@@ -236,9 +238,7 @@ static void check_foreign(const uint8_t *data, size_t size)
 	if (r == 0) {
 		/* Only base64 text opens (one text per push). */
 		for (size_t i = 0; i < size; i++)
-			CHECK(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=",
-				      data[i]) &&
-				data[i]);
+			CHECK(data[i] && strchr(B64, data[i]));
 		check_set(s);
 		secrets_set_free(s);
 	} else {
@@ -258,7 +258,7 @@ static void check_foreign(const uint8_t *data, size_t size)
 		uint64_t ops = be64(data + 12), mem = be64(data + 20);
 		int cheap = ops <= 3 && mem <= 65536;
 		int refused = ops < crypto_pwhash_OPSLIMIT_MIN || ops > SECRETS_BOX_MAX_OPS ||
-			      mem < crypto_pwhash_MEMLIMIT_MIN || mem > SECRETS_BOX_MAX_MEM;
+			mem < crypto_pwhash_MEMLIMIT_MIN || mem > SECRETS_BOX_MAX_MEM;
 
 		if (cheap || refused || memcmp(data, SECRETS_BOX_MAGIC, 8)) {
 			err[0] = '\0';

@@ -92,9 +92,11 @@ static void feed(struct inj_usage *u, const char *head, size_t nh, const char *b
 		inj_usage_feed(u, head, nh);
 	while (off < nb) {
 		uint32_t v = rnd(&seed);
-		size_t k = whole ? nb : v % 4 == 0 ? 1 : v % 4 == 1 ? 1 + (v >> 4) % 80
-						: v % 4 == 2 ? 1 + (v >> 4) % 5000
-							     : 16384;
+		size_t k = whole     ? nb
+			: v % 4 == 0 ? 1
+			: v % 4 == 1 ? 1 + (v >> 4) % 80
+			: v % 4 == 2 ? 1 + (v >> 4) % 5000
+				     : 16384;
 		if (k > nb - off)
 			k = nb - off;
 		inj_usage_feed(u, body + off, k);

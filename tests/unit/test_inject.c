@@ -530,8 +530,9 @@ static void usage_counted_across_reads(void **state)
  */
 static void usage_last_field_wins(void **state)
 {
-	static const char resp[] = "HTTP/1.1 200 OK\r\n\r\n{\"usage\":{\"prompt_tokens\":5,"
-				   "\"input_tokens\":7,\"completion_tokens\":1,\"output_tokens\":2}}\n";
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\n\r\n{\"usage\":{\"prompt_tokens\":5,"
+		"\"input_tokens\":7,\"completion_tokens\":1,\"output_tokens\":2}}\n";
 	static const char rev[] = "HTTP/1.1 200 OK\r\n\r\n{\"output_tokens\":2,\"input_tokens\":7,"
 				  "\"completion_tokens\":1,\"prompt_tokens\":5}\n";
 	size_t n = sizeof(resp) - 1;
