@@ -12,8 +12,9 @@
  *     end before the answer does; unless a field and its number take more than the 64
  *     bytes the scan keeps between reads (long runs of blanks or leading zeros: a known
  *     limit, they may be missed);
- *   - the status differs from the one inj_resp_head reads from the same head;
- *   - the usage line of the answer is not summed by inj_usage_add into the row it says;
+ *   - for a head inj_resp_head takes (the only kind the worker feeds), the status differs
+ *     from the one it reads, or the answer's usage line is not summed by inj_usage_add into
+ *     the row it says;
  *   - the input taken as a usage file parses, but its rows rendered do not parse back to the
  *     same rows, rendered the same.
  * Build and run: `make fuzz FUZZ_ONLY=usage` (tests/fuzz/README.md).
