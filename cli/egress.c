@@ -163,7 +163,8 @@ int egress_log_line(const struct egress *e, const char *line, char *out, size_t 
 	 */
 	f = sscanf(line, "%lf %ld %63s %63s %ld %31s %2047s %63s %299s %127s %63s %1099s", &ts,
 		&elapsed, client, action, &bytes, method, url, user, hier, type, step, rule);
-	if (f < 7)
+	/* A time squid could write (NaN, or far out of time_t's range, is no log line). */
+	if (f < 7 || !(ts >= 0 && ts < 1e15))
 		return -1;
 	if (!strcmp(method, "CONNECT")) {
 		h = url;
