@@ -162,6 +162,24 @@ struct sync_push_cmd {
 	char why[256]; /* refusal, escaped */
 };
 #define SYNC_PUSH_NONFF (-2)
+/* What receive-pack's advertisement says (pkt.c): the agent's capabilities and ref tips. */
+#define SYNC_PUSH_MAX_ADVERTISED 10000
+struct sync_adv {
+	char caps[4096]; /* the first line's capabilities (cut to fit) */
+	size_t capslen;
+	git_oid *haves; /* owned: advertised ids, what the agent has (the pack may leave out) */
+	size_t nhaves, cap;
+	size_t count; /* lines fed */
+};
+/*
+ * One data packet of the advertisement: a ref named like a command's dst sets its old_id,
+ * every id but the zero one goes to the haves (a name too long to hold is no ref we push
+ * to: only its id counts). 0, -EPROTO when malformed, -E2BIG past SYNC_PUSH_MAX_ADVERTISED
+ * lines, -ENOMEM.
+ */
+int sync_adv_feed(struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds,
+	size_t n);
+void sync_adv_free(struct sync_adv *adv);
 struct sync_push_opts {
 	const char *gitdir; /* borrowed: git_repository_path() */
 	const char *home; /* borrowed: HOME for git (the owner's) */
