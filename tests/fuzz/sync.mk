@@ -1,0 +1,14 @@
+# ocsb sync (sync/): what the agent's side sends or wrote, read by the owner's `ocsb sync`.
+FUZZ_SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libgit2 2>/dev/null)
+
+# pkt-lines, the receive-pack advertisement and report-status, ref names, escaping.
+FUZZ_TARGETS += sync_pkt
+FUZZ_SRC_sync_pkt := sync/pkt.c sync/check.c common/log.c common/util.c
+FUZZ_LIBS_sync_pkt = $(FUZZ_SYNC_LIBS)
+$(BUILDDIR)/fuzz/fuzz_sync_pkt: tests/fuzz/fuzz_util.h
+
+# The review gate's classifier: paths, modes, .gitattributes lines, link targets.
+FUZZ_TARGETS += sync_gate
+FUZZ_SRC_sync_gate := sync/check.c common/log.c
+FUZZ_LIBS_sync_gate = $(FUZZ_SYNC_LIBS)
+$(BUILDDIR)/fuzz/fuzz_sync_gate: tests/fuzz/fuzz_util.h
