@@ -320,6 +320,10 @@ struct sync_memos {
  * fewer entries, never an error. 0 or -ENOMEM.
  */
 int sync_memo_load(const char *gitdir, struct sync_memos *ms);
+/* The same from the file's text (NUL-terminated, cut in place). 0 or -ENOMEM. */
+int sync_memo_parse(char *buf, struct sync_memos *ms);
+/* The file's text for ms (sync_memo_save writes it whole). */
+void sync_memo_write(FILE *f, const struct sync_memos *ms);
 const struct sync_memo *sync_memo_find(const struct sync_memos *ms, const char *ref);
 int sync_memo_add(
 	struct sync_memos *ms, const char *ref, const git_oid *tip, const git_oid *against);
@@ -411,6 +415,13 @@ struct sync_rmemos {
 };
 /* Missing, a link, too big or damaged: fewer entries, never an error. 0 or -ENOMEM. */
 int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms);
+/*
+ * The same from the file's len bytes in buf (buf[len] == '\0'; lines are cut in place):
+ * a damaged block ends it, what came before counts. 0, or -ENOMEM with ms empty.
+ */
+int sync_rmemo_parse(char *buf, size_t len, struct sync_rmemos *ms);
+/* The file's text for ms (sync_rmemo_save writes it whole). */
+void sync_rmemo_write(FILE *f, const struct sync_rmemos *ms);
 const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref);
 /* By ref, for sync_rmemo_bsearch (500 branches: 125,000 strcmp of a linear find saved). */
 void sync_rmemos_sort(struct sync_rmemos *ms);
