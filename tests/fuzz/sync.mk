@@ -12,3 +12,10 @@ FUZZ_TARGETS += sync_gate
 FUZZ_SRC_sync_gate := sync/check.c common/log.c
 FUZZ_LIBS_sync_gate = $(FUZZ_SYNC_LIBS)
 $(BUILDDIR)/fuzz/fuzz_sync_gate: tests/fuzz/fuzz_util.h
+
+# The memo files a pull reads back: ocsb-sync.review and ocsb-sync.unrelated.
+FUZZ_TARGETS += sync_memo
+FUZZ_SRC_sync_memo := sync/rmemo.c sync/related.c sync/review.c sync/diff.c sync/check.c \
+	common/log.c common/util.c
+FUZZ_LIBS_sync_memo = $(FUZZ_SYNC_LIBS)
+$(BUILDDIR)/fuzz/fuzz_sync_memo: tests/fuzz/fuzz_util.h
