@@ -267,7 +267,9 @@ unsigned sync_review_classify(const struct sync_entry *e)
 	/* A deletion adds nothing that runs; the flags are about what arrives. */
 	if (!e->new_mode)
 		return 0;
-	if (sync_is_attributes(p) && sync_attr_new_driver(e))
+	/* What was not read cannot be vouched for: a cut .gitattributes or target is flagged. */
+	if (sync_is_attributes(p) && (sync_attr_new_driver(e) ||
+					     (e->new_cut && (e->new_mode & 0170000) == 0100000)))
 		f |= SYNC_FLAG_ATTR_DRIVER;
 	if (!strcasecmp(b, ".gitmodules") || (e->new_mode == 0160000 && e->old_mode != 0160000))
 		f |= SYNC_FLAG_GITMODULES;
@@ -298,7 +300,7 @@ unsigned sync_review_classify(const struct sync_entry *e)
 		!strcmp(b, ".dir-locals.el"))
 		f |= SYNC_FLAG_EDITOR;
 	if (e->new_mode == 0120000 &&
-		sync_link_leaves(p, e->new_data, e->new_data ? e->new_len : 0))
+		(e->new_cut || sync_link_leaves(p, e->new_data, e->new_data ? e->new_len : 0)))
 		f |= SYNC_FLAG_SYMLINK_OUT;
 	if (e->new_mode == 0100755 && e->old_mode != 0100755)
 		f |= SYNC_FLAG_NEW_EXEC;

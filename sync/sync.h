@@ -273,6 +273,7 @@ struct sync_entry {
 	size_t old_len;
 	const char *new_data; /* borrowed */
 	size_t new_len;
+	int new_cut; /* new_data is only the blob's first new_len bytes: the rest may say anything */
 };
 
 /*
@@ -354,6 +355,7 @@ struct sync_delta {
 struct sync_deltas {
 	struct sync_delta *v;
 	size_t n, cap;
+	int odd; /* a tree it opened holds a name twice or out of git's order (git fsck's error) */
 };
 /*
  * The changes from a to b (either may be NULL: empty), as git_diff_tree_to_tree with

@@ -170,6 +170,30 @@ static void gate_attributes_git_syntax(void **state)
 	assert_int_equal(classify(".gitattributes", F, F, "* filter=lfs", "* filter=lfs\n"), 0);
 }
 
+/* Contents read in part (review.c reads the first MiB): the rest is not vouched for. */
+static void gate_cut(void **state)
+{
+	struct sync_entry e = {.path = ".gitattributes",
+		.old_mode = F,
+		.new_mode = F,
+		.old_data = "# x\n",
+		.old_len = 4,
+		.new_data = "# x\n",
+		.new_len = 4};
+
+	assert_int_equal(sync_review_classify(&e), 0);
+	e.new_cut = 1;
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_ATTR_DRIVER);
+	e.path = "link";
+	e.old_mode = 0;
+	e.new_mode = L;
+	e.new_data = "inside";
+	e.new_len = 6;
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_SYMLINK_OUT);
+	e.new_cut = 0;
+	assert_int_equal(sync_review_classify(&e), 0);
+}
+
 static void gate_paths(void **state)
 {
 	assert_int_equal(classify(".gitmodules", 0, F, NULL, NULL), SYNC_FLAG_GITMODULES);
@@ -486,6 +510,7 @@ int main(void)
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(gate_attributes),
 		cmocka_unit_test(gate_attributes_git_syntax),
+		cmocka_unit_test(gate_cut),
 		cmocka_unit_test(gate_paths),
 		cmocka_unit_test(gate_symlinks),
 		cmocka_unit_test(gate_exec),
