@@ -5,7 +5,8 @@
  * (a .gitattributes file, a link's target). The input is:
  *   [modes] old mode in the low 4 bits, new in the high 4 (a mode from a table, or with
  *           8-15 the next two bytes, any 16-bit mode, as a damaged memo could hold one)
- *   [n] then n bytes of path (up to a NUL)
+ *   [n] then n & 127 bytes of path (up to a NUL); n & 128: the new content is cut (only
+ *       the first part of the blob, as review.c reads at most 1 MiB)
  *   [hi][lo] then that many bytes of old content, the rest is the new content.
  * Contents are handed over only where sync_review_wants_data says, as review.c does.
  * Properties, abort() when broken:
@@ -14,6 +15,7 @@
  *     filter=, diff= or merge= to a driver (the oracle below follows git's attr.c:
  *     blanks are space, tab and CR, a quoted pattern may end right before an attribute,
  *     a NUL ends what git reads) raises it unless the old file had that very line;
+ *   - content cut short raises attr-driver (a .gitattributes) or symlink-out (a link);
  *   - symlink-out is raised exactly when the link can resolve outside the tree: absolute,
  *     empty or NUL in the target, more ".." than directories above the link, or a ".."
  *     after a name (that name may itself be a link: "d" -> "." makes "d/../.." leave);
@@ -228,7 +230,7 @@ static int has_component_ci(const char *path, const char *comp)
 }
 
 static unsigned classify(const char *path, unsigned om, unsigned nm, const char *od, size_t ol,
-	const char *nd, size_t nl)
+	const char *nd, size_t nl, int cut)
 {
 	struct sync_entry e = {.path = path, .old_mode = om, .new_mode = nm};
 
@@ -239,6 +241,7 @@ static unsigned classify(const char *path, unsigned om, unsigned nm, const char 
 	if (nm && sync_review_wants_data(path, nm)) {
 		e.new_data = nd;
 		e.new_len = nl;
+		e.new_cut = cut;
 	}
 	return sync_review_classify(&e);
 }
@@ -246,20 +249,22 @@ static unsigned classify(const char *path, unsigned om, unsigned nm, const char 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = {data, size};
-	unsigned sel = fuzz_byte(&in), om, nm, f, g;
+	unsigned sel = fuzz_byte(&in), om, nm, f, g, pb;
 	size_t plen, olen, nlen;
 	const char *p, *od, *nd;
 	char *path, *swapped;
-	int attrs, link_data;
+	int attrs, link_data, cut;
 
 	om = take_mode(&in, sel & 15);
 	nm = take_mode(&in, sel >> 4);
-	p = fuzz_take(&in, fuzz_byte(&in), &plen);
+	pb = fuzz_byte(&in);
+	cut = pb >> 7; /* the new content is only the first part of the blob */
+	p = fuzz_take(&in, pb & 127, &plen);
 	path = fuzz_strndup(p, plen);
 	od = fuzz_take(&in, fuzz_u16(&in), &olen);
 	nd = fuzz_take(&in, in.n, &nlen);
 
-	f = classify(path, om, nm, od, olen, nd, nlen);
+	f = classify(path, om, nm, od, olen, nd, nlen, cut);
 	CHECK((f & ~((1u << SYNC_FLAG_COUNT) - 1)) == 0);
 	for (unsigned b = 1; b < (1u << SYNC_FLAG_COUNT); b <<= 1)
 		if (f & b)
@@ -272,10 +277,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	attrs = !strcasecmp(base_of(path), ".gitattributes") && (nm & 0170000) == 0100000;
 	link_data = nm == 0120000;
 	CHECK(sync_review_wants_data(path, nm) == (attrs || link_data));
-	if (attrs && oracle_new_driver((om & 0170000) == 0100000 ? od : NULL, olen, nd, nlen))
+	if (attrs &&
+		(cut || oracle_new_driver((om & 0170000) == 0100000 ? od : NULL, olen, nd, nlen)))
 		CHECK(f & SYNC_FLAG_ATTR_DRIVER);
 	if (link_data)
-		CHECK(!!(f & SYNC_FLAG_SYMLINK_OUT) == oracle_leaves(path, nd, nlen));
+		CHECK(!!(f & SYNC_FLAG_SYMLINK_OUT) == (cut || oracle_leaves(path, nd, nlen)));
 	else
 		CHECK(!(f & SYNC_FLAG_SYMLINK_OUT));
 	CHECK(!!(f & SYNC_FLAG_GITMODULES) ==
@@ -289,7 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (char *c = swapped; *c; c++)
 		*c = (char)(islower((unsigned char)*c) ? toupper((unsigned char)*c)
 						       : tolower((unsigned char)*c));
-	g = classify(swapped, om, nm, od, olen, nd, nlen);
+	g = classify(swapped, om, nm, od, olen, nd, nlen, cut);
 	{
 		unsigned m = SYNC_FLAG_HOOK | SYNC_FLAG_DOTGIT | SYNC_FLAG_GITMODULES;
 
