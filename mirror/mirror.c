@@ -381,17 +381,12 @@ static int parse_entry(struct mirror *m, char *line)
 	return 0;
 }
 
-/* Read a status file; fills the manifest when `m`, else just validates. */
-static int load_status(
-	struct mirror *m, const char *path, char **ret_fp, char **ret_boot, int *ret_complete)
+int mirror_status_parse(
+	struct mirror *m, char *data, size_t len, char **ret_fp, char **ret_boot, int *ret_complete)
 {
-	char *data = NULL, *line, *save = NULL;
-	size_t len;
-	int r, first = 1;
+	char *line, *save = NULL;
+	int r = 0, first = 1;
 
-	r = fo_read(path, 256u * 1024 * 1024, &data, &len);
-	if (r < 0)
-		return r;
 	if (ret_complete)
 		*ret_complete = len >= sizeof(STATUS_TAIL) - 1 &&
 				!memcmp(data + len - (sizeof(STATUS_TAIL) - 1), STATUS_TAIL,
@@ -418,6 +413,21 @@ static int load_status(
 			break;
 		}
 	}
+	return r;
+}
+
+/* Read a status file; fills the manifest when `m`, else just validates. */
+static int load_status(
+	struct mirror *m, const char *path, char **ret_fp, char **ret_boot, int *ret_complete)
+{
+	char *data = NULL;
+	size_t len;
+	int r;
+
+	r = fo_read(path, 256u * 1024 * 1024, &data, &len);
+	if (r < 0)
+		return r;
+	r = mirror_status_parse(m, data, len, ret_fp, ret_boot, ret_complete);
 	free(data);
 	return r;
 }
@@ -524,17 +534,23 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 {
 	struct mirror m;
 	char *fp = NULL;
-	unsigned cnt[4] = {0};
 	int r;
 
 	memset(&m, 0, sizeof(m));
 	r = load_status(&m, status_path, &fp, NULL, NULL);
-	if (r < 0) {
-		mirror_free(&m);
-		return r;
-	}
-	for (size_t i = 0; i < m.n; i++) {
-		const char *w = state_word(&m.e[i]);
+	if (r == 0)
+		mirror_status_report(&m, json, f);
+	free(fp);
+	mirror_free(&m);
+	return r;
+}
+
+void mirror_status_report(const struct mirror *m, int json, FILE *f)
+{
+	unsigned cnt[4] = {0};
+
+	for (size_t i = 0; i < m->n; i++) {
+		const char *w = state_word(&m->e[i]);
 		cnt[!strcmp(w, "mirrored")		 ? 0
 				: !strcmp(w, "redacted") ? 1
 				: !strcmp(w, "withheld") ? 2
@@ -542,13 +558,13 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 	}
 	if (json) {
 		fprintf(f, "{\"built\":");
-		json_str(f, m.last_built);
+		json_str(f, m->last_built);
 		fprintf(f,
 			",\"mirrored\":%u,\"redacted\":%u,\"withheld\":%u,\"skipped\":%u,"
 			"\"entries\":[",
 			cnt[0], cnt[1], cnt[2], cnt[3]);
-		for (size_t i = 0; i < m.n; i++) {
-			const struct mirror_entry *e = &m.e[i];
+		for (size_t i = 0; i < m->n; i++) {
+			const struct mirror_entry *e = &m->e[i];
 			char k[2] = {e->kind, 0};
 
 			fprintf(f, "%s{\"path\":", i ? "," : "");
@@ -563,10 +579,10 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 		fprintf(f, "]}\n");
 	} else {
 		fprintf(f, "built %s: %u mirrored, %u redacted, %u withheld, %u skipped\n",
-			m.last_built[0] ? m.last_built : "?", cnt[0], cnt[1], cnt[2], cnt[3]);
+			m->last_built[0] ? m->last_built : "?", cnt[0], cnt[1], cnt[2], cnt[3]);
 		for (int pass = 0; pass < 2; pass++)
-			for (size_t i = 0; i < m.n; i++) {
-				const struct mirror_entry *e = &m.e[i];
+			for (size_t i = 0; i < m->n; i++) {
+				const struct mirror_entry *e = &m->e[i];
 				const char *w = state_word(e);
 				int plain = !strcmp(w, "mirrored") && !e->detail;
 				struct buf b = {0};
@@ -597,7 +613,4 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 				}
 			}
 	}
-	free(fp);
-	mirror_free(&m);
-	return 0;
 }
