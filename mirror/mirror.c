@@ -267,7 +267,8 @@ int mirror_render_status(struct mirror *m, const char *by, struct buf *b)
 
 	gmtime_r(&now, &tm);
 	strftime(m->last_built, sizeof(m->last_built), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
+	if (m->n) /* m->e is NULL before the first entry: no qsort(NULL, ...) */
+		qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
 	mirror_rehash(m, m->nslot ? m->nslot : 512);
 	boot_id(boot, sizeof(boot));
 	r |= buf_printf(b,
@@ -400,13 +401,16 @@ int mirror_status_parse(
 			}
 			continue;
 		}
-		if (!strncmp(line, "fingerprint ", 12) && ret_fp)
+		/* A line given twice: the last one counts (and the first is not leaked). */
+		if (!strncmp(line, "fingerprint ", 12) && ret_fp) {
+			free(*ret_fp);
 			*ret_fp = strdup(line + 12);
-		else if (!strncmp(line, "boot ", 5) && ret_boot)
+		} else if (!strncmp(line, "boot ", 5) && ret_boot) {
+			free(*ret_boot);
 			*ret_boot = strdup(line + 5);
-		else if (!strncmp(line, "built ", 6) && m)
+		} else if (!strncmp(line, "built ", 6) && m) {
 			snprintf(m->last_built, sizeof(m->last_built), "%s", line + 6);
-		else if (!strncmp(line, "scanned ", 8) && m) {
+		} else if (!strncmp(line, "scanned ", 8) && m) {
 			m->scan_ns = strtoll(line + 8, NULL, 10);
 			m->scan_saved = 1;
 		} else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0) {
@@ -578,8 +582,13 @@ void mirror_status_report(const struct mirror *m, int json, FILE *f)
 		}
 		fprintf(f, "]}\n");
 	} else {
+		struct buf built = {0};
+
+		/* The file is the account's: its date is text like the rest, escaped. */
+		mirror_escape(m->last_built[0] ? m->last_built : "?", &built);
 		fprintf(f, "built %s: %u mirrored, %u redacted, %u withheld, %u skipped\n",
-			m->last_built[0] ? m->last_built : "?", cnt[0], cnt[1], cnt[2], cnt[3]);
+			built.data ? built.data : "", cnt[0], cnt[1], cnt[2], cnt[3]);
+		buf_free(&built);
 		for (int pass = 0; pass < 2; pass++)
 			for (size_t i = 0; i < m->n; i++) {
 				const struct mirror_entry *e = &m->e[i];

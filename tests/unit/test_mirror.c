@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fileops.h"
 #include "mirror.h"
+#include "mirror_int.h"
 
 #define ANT "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
@@ -812,6 +813,41 @@ static void engine_change_detection(void **state)
 	fixture_free(&f);
 }
 
+/*
+ * The status file is the account's (ocsb-agentd's), read by the owner: found by
+ * tests/fuzz/fuzz_mirror_status.c (corpus regress-*). A line given twice is not leaked
+ * (under SANITIZE=1), its date reaches the owner's terminal escaped, and an empty
+ * manifest renders (no qsort of NULL, under SANITIZE=1).
+ */
+static void status_file_hostile(void **state)
+{
+	static const char text[] = "ocsb-mirror 1\nfingerprint a\nfingerprint b\nboot x\nboot y\n"
+				   "built \033]0;owned\007\033[2J\nend\n";
+	struct mirror m;
+	struct buf b = {0};
+	char *report = NULL;
+	size_t rlen = 0;
+	FILE *out;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.status, sizeof(m.status), "%s", unit_path("x.status"));
+	unit_write(m.status, text, strlen(text), 0644);
+	assert_int_equal(mirror_load(&m), 0);
+	assert_int_equal(m.n, 0);
+	out = open_memstream(&report, &rlen);
+	assert_int_equal(mirror_status_print(m.status, 0, out), 0);
+	fclose(out);
+	assert_null(strchr(report, '\033'));
+	assert_null(strchr(report, '\007'));
+	assert_non_null(strstr(report, "built \\x1b]0;owned\\x07\\x1b[2J: 0 mirrored"));
+	free(report);
+	assert_int_equal(mirror_render_status(&m, "test", &b), 0);
+	assert_non_null(strstr(b.data, "\nend\n"));
+	buf_free(&b);
+	mirror_free(&m);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -837,6 +873,7 @@ int main(void)
 		T(engine_links),
 		T(engine_link_from_a_lying_reader),
 		T(engine_writable_copy),
+		T(status_file_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
