@@ -684,6 +684,92 @@ static void engine_link_from_a_lying_reader(void **state)
 	fixture_free(&f);
 }
 
+/* A reader that names a directory's content but not the directory (below its root). */
+static int orphan_reader(void *m, int outfd)
+{
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode/agent", NULL);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+/*
+ * Found by tests/fuzz/fuzz_mirror_stream.c (corpus regress-orphan-entry): the unnamed
+ * directory went as gone from the source, with the one just named in it, while the
+ * manifest kept that one as present. Such a stream is refused, nothing removed.
+ */
+static void engine_orphan_from_a_lying_reader(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	f.m.reader = orphan_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), -1);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	assert_int_equal(lmode(tree(&f, ".config/opencode")), S_IFDIR | f.m.dmode);
+	fixture_free(&f);
+}
+
+/* A reader whose report on a skipped file starts with a NUL: no report. */
+static int nul_detail_reader(void *m, int outfd)
+{
+	static const char detail[] = "\0hidden";
+	char kind = '-';
+	unsigned char state = MS_SKIPPED;
+	uint32_t mode = S_IFREG | 0644, pl = 21, dl = sizeof(detail) - 1, zero4 = 0;
+	uint64_t zero8 = 0;
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode", NULL);
+	buf_append(&b, &kind, 1);
+	buf_append(&b, &state, 1);
+	buf_append(&b, &mode, 4);
+	for (int i = 0; i < 4; i++)
+		buf_append(&b, &zero8, 8);
+	buf_append(&b, &pl, 4);
+	buf_append(&b, ".config/opencode/fifo", pl);
+	buf_append(&b, &dl, 4);
+	buf_append(&b, detail, dl);
+	buf_append(&b, &zero4, 4);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+/*
+ * Found by tests/fuzz/fuzz_mirror_stream.c (corpus regress-nul-detail): the manifest kept
+ * "" where the status file keeps nothing, so every later process saw a new report (a
+ * notice, the status file rewritten) on every refresh.
+ */
+static void engine_nul_detail(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+
+	fixture_init(&f);
+	f.m.reader = nul_detail_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_null(mirror_entry_find(&f.m, ".config/opencode/fifo")->detail);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	f.m.reader = nul_detail_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(f.m.notices.n, 0);
+	fixture_free(&f);
+}
+
 static void engine_writable_copy(void **state)
 {
 	struct fixture f;
@@ -872,6 +958,8 @@ int main(void)
 		T(engine_change_detection),
 		T(engine_links),
 		T(engine_link_from_a_lying_reader),
+		T(engine_orphan_from_a_lying_reader),
+		T(engine_nul_detail),
 		T(engine_writable_copy),
 		T(status_file_hostile),
 	};
