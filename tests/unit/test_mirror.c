@@ -934,6 +934,46 @@ static void status_file_hostile(void **state)
 	mirror_free(&m);
 }
 
+struct link_lines {
+	char text[4][64];
+	int problem[4];
+	int n;
+};
+
+static void link_line_seen(void *arg, const char *text, int problem)
+{
+	struct link_lines *ll = arg;
+
+	assert_true(ll->n < 4);
+	snprintf(ll->text[ll->n], sizeof(ll->text[0]), "%s", text);
+	ll->problem[ll->n++] = problem;
+}
+
+/*
+ * The link maker's output is the agent's. ocsb-provision took the text of a problem line
+ * at l + 2: past the end of a bare "!" (found by tests/fuzz/fuzz_agentd_output.c, corpus
+ * regress-bare-bang; under SANITIZE=1 the old reading fails here on the exact-size copy).
+ */
+static void link_output_lines(void **state)
+{
+	static const char text[] = "link ~/.agents\n\n! ~/.x: not replaced\n!";
+	char *out = malloc(sizeof(text));
+	struct link_lines ll = {0};
+
+	(void)state;
+	assert_non_null(out);
+	memcpy(out, text, sizeof(text));
+	mirror_link_output(out, link_line_seen, &ll);
+	assert_int_equal(ll.n, 3);
+	assert_string_equal(ll.text[0], "link ~/.agents");
+	assert_int_equal(ll.problem[0], 0);
+	assert_string_equal(ll.text[1], "~/.x: not replaced");
+	assert_int_equal(ll.problem[1], 1);
+	assert_string_equal(ll.text[2], "");
+	assert_int_equal(ll.problem[2], 1);
+	free(out);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -953,6 +993,7 @@ int main(void)
 		cmocka_unit_test(path_rules),
 		cmocka_unit_test(escape_names),
 		cmocka_unit_test(config_keywords),
+		cmocka_unit_test(link_output_lines),
 		T(engine_build),
 		T(engine_refresh_incremental),
 		T(engine_change_detection),
