@@ -22,7 +22,8 @@
  *     skipped entry is absent; the status file reads back to the same manifest.
  * When run as root, the writer runs with the euid of nobody (it refuses root, as the
  * programs do); the temporary tree is under $TMPDIR. fsync is a no-op here: durability is
- * not what is tested, and a disk flush per input would be most of the time spent.
+ * not what is tested, and a disk flush per input would be most of the time spent. The
+ * programs' ways of running the reader and the writer (spawn) are stubs (stub_spawn.c).
  * Build and run: `make fuzz FUZZ_ONLY=mirror_stream` (tests/fuzz/README.md).
  */
 #define _GNU_SOURCE
@@ -38,43 +39,10 @@
 
 #include "config.h"
 #include "fileops.h"
-#include "spawn.h"
 #include "mirror_int.h"
 #include "fuzz_util.h"
 
 #define NOBODY 65534
-
-/*
- * mirror_priv.c also holds the programs' way of running the writer as the account, and
- * the reader as the owner (spawn.c, mirror_owner.c): never called here, and spawn.c wants
- * the install directories of a Makefile build. Stubs.
- */
-int spawn_fn(int (*fn)(void *arg, int outfd), void *arg, const struct spawn_opts *o,
-	struct spawn_result *ret)
-{
-	(void)fn, (void)arg, (void)o, (void)ret;
-	CHECK(!"spawn_fn is not for the fuzz target");
-	return -ENOSYS;
-}
-
-void spawn_result_free(struct spawn_result *r)
-{
-	(void)r;
-}
-
-const char *spawn_describe(const struct spawn_result *r, char *buf, size_t n)
-{
-	(void)r;
-	snprintf(buf, n, "stub");
-	return buf;
-}
-
-int owner_scan_child(void *arg, int outfd)
-{
-	(void)arg, (void)outfd;
-	CHECK(!"owner_scan_child is not for the fuzz target");
-	return 1;
-}
 
 int fsync(int fd);
 int fsync(int fd)
