@@ -242,7 +242,7 @@ int opencode_probe_answer(const char *buf, size_t len, size_t cap)
 	/* The status line, or a full buffer: the answer is judged on it. */
 	if (!strchr(buf, '\n') && len < cap - 1)
 		return 0;
-	return strncmp(buf, "HTTP/1.1 200", 12) == 0 || strncmp(buf, "HTTP/1.0 200", 12) == 0
-		? 1
-		: -1;
+	if (!strncmp(buf, "HTTP/1.1 200", 12) || !strncmp(buf, "HTTP/1.0 200", 12))
+		return 1;
+	return -1;
 }

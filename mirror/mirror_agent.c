@@ -304,6 +304,7 @@ static int agent_link_child(void *arg, int out)
 	}
 	return 0;
 }
+
 struct link_out {
 	struct strv *changes; /* borrowed */
 	int dry;

@@ -202,8 +202,9 @@ out:
 }
 
 /*
- * A name twice, or entries out of order: git never writes such a tree, and the walk
- * pairs its entries by position, so a diff of it depends on the other side's order.
+ * A name twice (of one kind: a file and a tree of one name sort apart), or entries out of
+ * order: git never writes such a tree (git fsck refuses it), and the walk pairs its
+ * entries by position, so a diff of it depends on the other side's order.
  */
 static int strict_order(const git_tree *t, size_t n)
 {
@@ -221,7 +222,6 @@ static int walk(struct diff_walk *w, const git_tree *a, const git_tree *b, unsig
 
 	if (!strict_order(a, na) || !strict_order(b, nb))
 		w->odd = 1;
-
 	while (r == 0 && (i < na || j < nb)) {
 		const git_tree_entry *x = i < na ? git_tree_entry_byindex(a, i) : NULL;
 		const git_tree_entry *y = j < nb ? git_tree_entry_byindex(b, j) : NULL;

@@ -120,8 +120,8 @@ static int sync_haves_add(struct sync_adv *adv, const git_oid *id)
 	return 0;
 }
 
-int sync_adv_feed(struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds,
-	size_t n)
+int sync_adv_feed(
+	struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds, size_t n)
 {
 	const char *caps;
 	size_t capslen;

@@ -177,8 +177,8 @@ struct sync_adv {
  * to: only its id counts). 0, -EPROTO when malformed, -E2BIG past SYNC_PUSH_MAX_ADVERTISED
  * lines, -ENOMEM.
  */
-int sync_adv_feed(struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds,
-	size_t n);
+int sync_adv_feed(
+	struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds, size_t n);
 void sync_adv_free(struct sync_adv *adv);
 struct sync_push_opts {
 	const char *gitdir; /* borrowed: git_repository_path() */
@@ -355,7 +355,7 @@ struct sync_delta {
 struct sync_deltas {
 	struct sync_delta *v;
 	size_t n, cap;
-	int odd; /* a tree it opened holds a name twice or out of git's order (git fsck's error) */
+	int odd; /* a tree it opened is not in git's strict order: a name twice, or unsorted */
 };
 /*
  * The changes from a to b (either may be NULL: empty), as git_diff_tree_to_tree with

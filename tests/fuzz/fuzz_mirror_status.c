@@ -176,9 +176,9 @@ static int same_entry(const struct mirror_entry *a, const struct mirror_entry *b
 	const char *db = b->detail && b->detail[0] ? b->detail : NULL;
 
 	return !strcmp(a->path, b->path) && a->kind == b->kind && a->state == b->state &&
-	       a->mode == b->mode && a->size == b->size && a->ino == b->ino &&
-	       a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && !da == !db &&
-	       (!da || !strcmp(da, db));
+		a->mode == b->mode && a->size == b->size && a->ino == b->ino &&
+		a->mtime_ns == b->mtime_ns && a->ctime_ns == b->ctime_ns && !da == !db &&
+		(!da || !strcmp(da, db));
 }
 
 static char *render(struct mirror *m, size_t *ret_len)

@@ -73,8 +73,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	fuzz_quiet(argc, argv);
 	run_as_root = geteuid() == 0;
-	snprintf(tmpbase, sizeof(tmpbase), "%s/ocsb-fuzz-mirror.XXXXXX",
-		tmp && *tmp ? tmp : "/tmp");
+	snprintf(
+		tmpbase, sizeof(tmpbase), "%s/ocsb-fuzz-mirror.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	CHECK(mkdtemp(tmpbase) != NULL);
 	CHECK(chmod(tmpbase, 0755) == 0);
 	if (run_as_root)

@@ -41,8 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-static const unsigned modes[8] = {
-	0, 0100644, 0100755, 0120000, 0160000, 0040000, 0100664, 0100600};
+static const unsigned modes[8] = {0, 0100644, 0100755, 0120000, 0160000, 0040000, 0100664, 0100600};
 
 static unsigned take_mode(struct fuzz_in *in, unsigned sel)
 {

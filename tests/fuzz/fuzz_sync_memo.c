@@ -68,8 +68,9 @@ static int rmemo_equal(const struct sync_rmemo *a, const struct sync_rmemo *b)
 		!a->bloom != !b->bloom)
 		return 0;
 	/* Without a filter its count means nothing, and is written as 0. */
-	if (a->bloom && (a->bloom_bytes != b->bloom_bytes || a->bloom_n != b->bloom_n ||
-				memcmp(a->bloom, b->bloom, a->bloom_bytes)))
+	if (a->bloom &&
+		(a->bloom_bytes != b->bloom_bytes || a->bloom_n != b->bloom_n ||
+			memcmp(a->bloom, b->bloom, a->bloom_bytes)))
 		return 0;
 	for (size_t k = 0; k < a->nstats; k++) {
 		const struct sync_linestat *x = &a->stats[k], *y = &b->stats[k];
@@ -77,7 +78,8 @@ static int rmemo_equal(const struct sync_rmemo *a, const struct sync_rmemo *b)
 		if (strcmp(x->path, y->path) || x->old_mode != y->old_mode ||
 			x->new_mode != y->new_mode || !git_oid_equal(&x->old_id, &y->old_id) ||
 			!git_oid_equal(&x->new_id, &y->new_id) || x->add != y->add ||
-			x->del != y->del || x->binary != y->binary || x->unreadable != y->unreadable)
+			x->del != y->del || x->binary != y->binary ||
+			x->unreadable != y->unreadable)
 			return 0;
 	}
 	return 1;
@@ -115,8 +117,10 @@ static void check_lookup(struct sync_rmemos *ms)
 		CHECK(sync_rmemos_has(ms, ord, ms->n, ms->v[i].ref));
 		/* A ref one byte longer is there only when find says so. */
 		snprintf(other, sizeof(other), "%s~", ms->v[i].ref);
-		CHECK(sync_rmemos_has(ms, ord, ms->n, other) == (sync_rmemo_find(ms, other) != NULL));
-		CHECK((sync_rmemo_bsearch(ms, other) != NULL) == (sync_rmemo_find(ms, other) != NULL));
+		CHECK(sync_rmemos_has(ms, ord, ms->n, other) ==
+			(sync_rmemo_find(ms, other) != NULL));
+		CHECK((sync_rmemo_bsearch(ms, other) != NULL) ==
+			(sync_rmemo_find(ms, other) != NULL));
 	}
 	free(ord);
 }

@@ -58,8 +58,8 @@ static long hex4(const char *p)
 	return v;
 }
 
-static long check_one_pkt(const char *p, size_t avail, enum sync_pkt_type *type, const char **d,
-	size_t *len)
+static long check_one_pkt(
+	const char *p, size_t avail, enum sync_pkt_type *type, const char **d, size_t *len)
 {
 	long r = sync_pkt_parse(p, avail, type, d, len);
 
@@ -173,7 +173,8 @@ static int caps_oracle(const char *caps, size_t len, const char *name)
 
 		while (j < len && caps[j] != ' ')
 			j++;
-		if (j - i >= nl && !memcmp(caps + i, name, nl) && (j - i == nl || caps[i + nl] == '='))
+		if (j - i >= nl && !memcmp(caps + i, name, nl) &&
+			(j - i == nl || caps[i + nl] == '='))
 			return 1;
 		i = j + 1;
 	}
@@ -448,9 +449,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const char *nl = memchr(s, '\n', size);
 
 		if (nl)
-			check_ref_name(nl + 1, (size_t)(s + size - nl - 1) < 400
-					? (size_t)(s + size - nl - 1)
-					: 400);
+			check_ref_name(nl + 1,
+				(size_t)(s + size - nl - 1) < 400 ? (size_t)(s + size - nl - 1)
+								  : 400);
 	}
 	return 0;
 }

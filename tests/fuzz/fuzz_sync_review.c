@@ -134,7 +134,8 @@ blob:
 				c = '\0';
 			else if (c == '*' && o) {
 				rep = 0;
-				while (i + 1 < len && p[i + 1] >= '0' && p[i + 1] <= '9' && rep < 10000000)
+				while (i + 1 < len && p[i + 1] >= '0' && p[i + 1] <= '9' &&
+					rep < 10000000)
 					rep = rep * 10 + (size_t)(p[++i] - '0');
 				c = n->data[o - 1];
 			}
@@ -384,8 +385,8 @@ static unsigned gate(git_repository *repo, const char *path, unsigned om, const 
 }
 
 /* p lists the changes from to to (and so does learnt, if given); 1 if odd trees were met. */
-static int check_part_is_diff(git_repository *repo, const struct sync_rpart *p,
-	const git_oid *from, const git_oid *to, const struct sync_linestat *learnt, size_t nlearnt)
+static int check_part_is_diff(git_repository *repo, const struct sync_rpart *p, const git_oid *from,
+	const git_oid *to, const struct sync_linestat *learnt, size_t nlearnt)
 {
 	int odd;
 
@@ -445,9 +446,10 @@ static void same_part(const struct sync_rpart *a, const struct sync_rpart *b)
 
 	for (size_t i = 0; same && i < a->n; i++)
 		same = !strcmp(a->v[i].path, b->v[i].path) && a->v[i].flags == b->v[i].flags &&
-			a->v[i].old_mode == b->v[i].old_mode && a->v[i].new_mode == b->v[i].new_mode &&
-			a->v[i].add == b->v[i].add && a->v[i].del == b->v[i].del &&
-			a->v[i].binary == b->v[i].binary && a->v[i].unreadable == b->v[i].unreadable;
+			a->v[i].old_mode == b->v[i].old_mode &&
+			a->v[i].new_mode == b->v[i].new_mode && a->v[i].add == b->v[i].add &&
+			a->v[i].del == b->v[i].del && a->v[i].binary == b->v[i].binary &&
+			a->v[i].unreadable == b->v[i].unreadable;
 	if (!same) {
 		dump_part("from scratch", a);
 		dump_part("from the memo", b);
@@ -479,8 +481,8 @@ static void memo_through_file(const struct sync_rmemo *m, struct sync_rmemos *ou
 	free(text);
 }
 
-static int review(git_repository *repo, const git_oid *tip, const git_oid *base,
-	const git_oid *old, const struct sync_rmemo *memo, struct sync_review *rv)
+static int review(git_repository *repo, const git_oid *tip, const git_oid *base, const git_oid *old,
+	const struct sync_rmemo *memo, struct sync_review *rv)
 {
 	struct sync_review_in in = {.tip = tip,
 		.against = base,
@@ -494,8 +496,8 @@ static int review(git_repository *repo, const git_oid *tip, const git_oid *base,
 	return r;
 }
 
-static void check_review(git_repository *repo, const git_oid *base, const git_oid *old,
-	const git_oid *tip)
+static void check_review(
+	git_repository *repo, const git_oid *base, const git_oid *old, const git_oid *tip)
 {
 	struct sync_review full, again, first, composed;
 	struct sync_rmemos m1 = {0}, m2 = {0};
@@ -550,9 +552,11 @@ static void commit_of(git_odb *odb, const git_oid *tree, const git_oid *parent, 
 	git_oid_tostr(hex, sizeof(hex), tree);
 	CHECK(buf_printf(&b, "tree %s\n", hex) == 0);
 	if (parent)
-		CHECK(buf_printf(&b, "parent %s\n", git_oid_tostr(phex, sizeof(phex), parent)) == 0);
-	CHECK(buf_printf(&b, "author A <a@x> 1700000000 +0000\ncommitter A <a@x> 1700000000 "
-			     "+0000\n\nwork\n") == 0);
+		CHECK(buf_printf(&b, "parent %s\n", git_oid_tostr(phex, sizeof(phex), parent)) ==
+			0);
+	CHECK(buf_printf(&b,
+		      "author A <a@x> 1700000000 +0000\ncommitter A <a@x> 1700000000 "
+		      "+0000\n\nwork\n") == 0);
 	CHECK(git_odb_write(out, odb, b.data, b.len, GIT_OBJECT_COMMIT) == 0);
 	buf_free(&b);
 }

@@ -19,13 +19,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 /* Where CHECK writes: the real stderr, also once libFuzzer has closed fd 2. */
 static FILE *fuzz_err;
 
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(fuzz_err ? fuzz_err : stderr,                               \
-				"%s:%d: property broken: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                            \
-		}                                                                           \
+#define CHECK(cond)                                                                           \
+	do {                                                                                  \
+		if (!(cond)) {                                                                \
+			fprintf(fuzz_err ? fuzz_err : stderr, "%s:%d: property broken: %s\n", \
+				__FILE__, __LINE__, #cond);                                   \
+			abort();                                                              \
+		}                                                                             \
 	} while (0)
 
 /*

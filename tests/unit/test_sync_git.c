@@ -1111,7 +1111,8 @@ int main(void)
 			fast_connectivity_long_walk, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(rmemo_lookup),
-		cmocka_unit_test_setup_teardown(review_big_blobs, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			review_big_blobs, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			review_duplicate_names, unit_setup_dir, unit_teardown_dir),
 	};
