@@ -304,6 +304,30 @@ static int priv_path_valid(const struct mirror *m, const char *path, size_t len)
 	return under;
 }
 
+/*
+ * The reader names each directory (d, or U when unchanged) before what it holds. A record
+ * whose directory below a root went unnamed would outlive it: the directory is removed as
+ * gone from the source, with what was just written in it, and the manifest would still
+ * say the tree holds that. The roots' own parents are the writer's, never named.
+ */
+static int priv_parent_seen(const struct mirror *m, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const struct mirror_entry *e;
+	char dir[8193];
+	int under = 0;
+
+	if (!slash)
+		return 1;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	for (size_t i = 0; i < m->spec->paths.n; i++)
+		under |= mirror_path_under(dir, m->spec->paths.v[i]);
+	if (!under)
+		return 1;
+	e = mirror_entry_find(m, dir);
+	return e && e->seen && e->kind == 'd';
+}
+
 static int get(const char **p, const char *end, void *dst, size_t n)
 {
 	if ((size_t)(end - *p) < n)
@@ -348,7 +372,7 @@ static int priv_apply_rec(struct apply *a, const struct rec *r)
 	path[r->pathlen] = '\0';
 	if (!priv_path_valid(m, path, r->pathlen) || !strchr("dflg-uU", r->kind) ||
 		r->kind == '\0' || r->state > MS_SKIPPED ||
-		(r->kind == 'l' && memchr(r->data, '\0', r->datalen)))
+		(r->kind == 'l' && memchr(r->data, '\0', r->datalen)) || !priv_parent_seen(m, path))
 		return -EPROTO;
 	e = mirror_entry_find(m, path);
 	if (r->kind == 'u' || r->kind == 'U') {
@@ -409,7 +433,8 @@ static int priv_apply_rec(struct apply *a, const struct rec *r)
 	} else if (r->state == MS_REDACTED) {
 		a->st->redacted++;
 	}
-	if (r->detaillen) {
+	/* Text up to a NUL: one that starts with it is none, as the status file keeps it. */
+	if (r->detaillen && r->detail[0]) {
 		detail = strndup(r->detail, r->detaillen);
 		if (!detail)
 			return -ENOMEM;
