@@ -111,8 +111,8 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
-.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps tcb \
-	format format-check bench deb deb-install FORCE
+.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps test-deps tcb \
+	format format-check bench deb deb-install need-cmocka need-fuzz-cc FORCE
 all: $(PROGRAMS) $(UNIT_FILE)
 
 # The test targets build a test build (their prerequisites inherit the value). One make
@@ -222,6 +222,16 @@ $(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBWARDEN) $(LIBC
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
+# cmocka and clang serve only the tests (make test-deps): where one is missing, say so before
+# the compiler fails on a missing header or command.
+$(UNIT_SRC:%.c=$(BUILDDIR)/%.o): | need-cmocka
+need-cmocka:
+	@$(PKG_CONFIG) --exists cmocka 2>/dev/null || \
+		{ echo "make: cmocka missing (libcmocka-dev), which the unit tests need: sudo make test-deps" >&2; exit 1; }
+need-fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null || \
+		{ echo "make: $(FUZZ_CC) missing, which builds the fuzz targets: sudo make test-deps" >&2; exit 1; }
+
 # Unit tests run unprivileged: the runner drops to `nobody` when started as root.
 test-unit: $(UNIT_BIN)
 	@tests/run-unit.sh $(UNIT_BIN)
@@ -245,8 +255,8 @@ VM_RELEASES ?=
 test-vm:
 	@tests/vm/run.sh $(VM_RELEASES)
 
-# What a fresh machine and CI run: install what the build and tests need, then everything.
-test-all: deps
+# What a fresh machine and CI run: install what the build and the tests need, then everything.
+test-all: test-deps
 	@$(MAKE) --no-print-directory WERROR=1 test
 
 $(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
@@ -265,8 +275,12 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refr
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/mirror
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/inject
 
+# What building and running ocsb needs (and the pinned OpenCode); test-deps adds what the
+# test tiers use (tools/install-deps.sh says which package serves what).
 deps:
 	@tools/install-deps.sh
+test-deps:
+	@tools/install-deps.sh --test
 
 # The Debian package for the release this runs on: ocsb_<version>_<arch>.deb in the tree's
 # root (apt install ./ocsb_*.deb). dpkg-buildpackage writes beside the source directory,
@@ -353,7 +367,7 @@ FUZZ_BIN      := $(FUZZ_ONLY:%=$(BUILDDIR)/fuzz/fuzz_%)
 FUZZ_HDRS     := $(wildcard */*.h)
 
 .SECONDEXPANSION:
-$(BUILDDIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS) $(BUILDDIR)/gen/buildflags.h
+$(BUILDDIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS) $(BUILDDIR)/gen/buildflags.h | need-fuzz-cc
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 
