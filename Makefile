@@ -1,6 +1,28 @@
 # SPDX-License-Identifier: MIT
 # ocsb build. GNU make + pkg-config; out-of-tree objects in $(BUILDDIR).
 
+# Root in a tree a user owns (sudo make deb-install, sudo make install, sudo make test-all):
+# the goals run in one sub-make, and then whatever in the tree is not the tree owner's
+# (build/, the .deb, test output) is handed back to them, failed or not, so that their own
+# make can rebuild and clean it. Root runs this user's Makefile anyway: chowning in their
+# tree gives them nothing they did not have; tools/handback.sh follows no link.
+ifeq ($(MAKELEVEL),0)
+ifeq ($(shell id -u),0)
+TREE_OWNER := $(shell stat -c %u:%g $(CURDIR))
+endif
+endif
+ifneq ($(filter-out 0:%,$(TREE_OWNER)),)
+.DEFAULT_GOAL := handback
+.PHONY: handback $(MAKECMDGOALS)
+handback:
+	@rc=0; $(MAKE) --no-print-directory $(MAKECMDGOALS) || rc=$$?; \
+	tools/handback.sh $(TREE_OWNER); exit $$rc
+ifneq ($(MAKECMDGOALS),)
+$(MAKECMDGOALS): handback
+	@:
+endif
+else
+
 PREFIX    ?= /usr/local
 SBINDIR   ?= $(PREFIX)/sbin
 BINDIR    ?= $(PREFIX)/bin
@@ -376,3 +398,5 @@ fuzz-build: $(FUZZ_BIN)
 fuzz: $(FUZZ_BIN)
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_MAXLEN=$(FUZZ_MAXLEN) \
 		tests/fuzz/run.sh $(abspath $(BUILDDIR)) $(FUZZ_ONLY)
+
+endif # the tree owner's make (above: root's, handed back)
