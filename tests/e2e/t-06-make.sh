@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# t-06-make-root.sh: make run as root (sudo make deb-install, sudo make install, sudo make
-# test-all) in a clone the owner owns leaves nothing there that is not the owner's: what
-# root's make wrote is handed back (the Makefile's first lines, tools/handback.sh), when a
-# goal fails too (issue 28). Cheap goals only: build/gen/buildflags.h is a file make
-# writes without compiling anything; the real targets were run by hand (docs/install.md).
+# t-06-make.sh: the Makefile as a newcomer meets it (issue 28). make run as root (sudo make
+# deb-install, sudo make install, sudo make test-all) in a clone the owner owns leaves
+# nothing there that is not the owner's: what root's make wrote is handed back (the
+# Makefile's first lines, tools/handback.sh), when a goal fails too. Cheap goals only:
+# build/gen/buildflags.h is a file make writes without compiling anything; the real
+# targets were run by hand (docs/install.md). `make help` lists every target one types.
 # shellcheck disable=SC2016 # the bash -c snippets expand their variables themselves
 
 # shellcheck source=lib.sh
@@ -41,3 +42,12 @@ check_fails_output "a goal that fails still fails (make's exit status kept)" 'no
 check_output "what the failed run wrote is handed back too" '^0$' bash -c "$not_owners | wc -l"
 check "the owner can remove what root's make wrote (make clean)" as_owner make -s -C "$TREE" clean
 check_fails "build/ is gone" test -e "$TREE/build"
+
+# --- make help: one line for each target a person types
+phony=$(as_owner make -s -C "$TREE" -pRrq : 2>/dev/null | sed -n 's/^\.PHONY: //p' | tr ' ' '\n' |
+	grep -vxE 'FORCE|need-.*|fuzz-build|handback' | sort)
+help=$(as_owner make -s -C "$TREE" help 2>&1)
+missing=$(for t in $phony; do grep -qE "^  $t +[^ ]" <<<"$help" || echo "$t"; done)
+check_output "the Makefile declares its targets (control)" '^test-all$' echo "$phony"
+check_output "make help lists every one of them, each with its line" '^none$' \
+	echo "${missing:-none}"
