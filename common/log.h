@@ -30,6 +30,16 @@ void log_setlevel(int verbosity);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
+/*
+ * A message about a command, with what the command printed (out, may be NULL): one line
+ * "MESSAGE: OUTPUT" when the output is one line, else "MESSAGE:" followed by the output's
+ * lines (the last LOG_OUTPUT_LINES), each indented and escaped on its own, instead of one
+ * line full of \n.
+ */
+#define LOG_OUTPUT_LINES 40
+void log_output(int level, const char *out, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #define log_err(...) log_msg(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_LVL_NOTICE, __VA_ARGS__)

@@ -20,6 +20,7 @@
 #include <libmnl/libmnl.h>
 
 #include "fileops.h"
+#include "args.h"
 #include "log.h"
 #include "procs.h"
 #include "sdnotify.h"
@@ -478,7 +479,9 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	log_init("ocsb-warden", LOG_TARGET_STDERR, 0);
+	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			break;
@@ -498,13 +501,12 @@ int main(int argc, char **argv)
 			printf("ocsb-warden %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return args_getopt_error(c, argv, longopts, "ocsb-warden --help");
 		}
 	}
 	log_init("ocsb-warden", w.use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, w.verbose);
 	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
+		log_err("unexpected argument '%s'; see ocsb-warden --help", argv[optind]);
 		return 2;
 	}
 	if (geteuid() != 0) {
