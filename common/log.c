@@ -126,7 +126,7 @@ size_t log_vis(const char *str, size_t len, char *out, size_t n)
  * One escaped line out. A continuation line (the lines of a command's output under our
  * message, log_output) is indented: it cannot pass for a message of ours.
  */
-static void log_line(int level, int cont, const char *line)
+void log_line(int level, int cont, const char *line)
 {
 	const char *ind = cont ? "  " : "";
 
@@ -156,6 +156,11 @@ static void log_line(int level, int cont, const char *line)
 	}
 }
 
+int log_enabled(int level)
+{
+	return level <= log_max;
+}
+
 void log_vmsg(int level, const char *fmt, va_list ap)
 {
 	char raw[2048], line[4 * sizeof(raw)];
@@ -178,57 +183,6 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	 */
 	log_vis(raw, (size_t)w, line, sizeof(line));
 	log_line(level, 0, line);
-	errno = saved;
-}
-
-void log_output(int level, const char *out, const char *fmt, ...)
-{
-	char head[2048], vis[4 * 1024];
-	size_t len = out ? strlen(out) : 0, lines, skip, i = 0;
-	const char *p, *end;
-	int saved = errno;
-	va_list ap;
-
-	if (level > log_max)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(head, sizeof(head), fmt, ap);
-	va_end(ap);
-	/* Blank lines around the output say nothing. */
-	while (len && strchr("\r\n \t", out[len - 1]))
-		len--;
-	while (len && (out[0] == '\n' || out[0] == '\r'))
-		out++, len--;
-	if (!len || !memchr(out, '\n', len)) {
-		if (len)
-			log_msg(level, "%s: %.*s", head, (int)len, out);
-		else
-			log_msg(level, "%s", head);
-		errno = saved;
-		return;
-	}
-	end = out + len;
-	/* The last line has no newline (trimmed above): one line more than newlines. */
-	for (p = out, lines = 1; p < end; p++)
-		lines += *p == '\n';
-	/* A tool's conclusion comes last (npm's, git's): the last lines are kept. */
-	skip = lines > LOG_OUTPUT_LINES ? lines - LOG_OUTPUT_LINES : 0;
-	log_msg(level, "%s:", head);
-	if (skip) {
-		snprintf(vis, sizeof(vis), "(%zu lines before these not shown)", skip);
-		log_line(level, 1, vis);
-	}
-	for (p = out; p < end; i++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
-
-		if (i >= skip) {
-			/* Each line escaped on its own: a \r or an escape sequence stays visible. */
-			log_vis(p, n && p[n - 1] == '\r' ? n - 1 : n, vis, sizeof(vis));
-			log_line(level, 1, vis);
-		}
-		p += n + 1;
-	}
 	errno = saved;
 }
 

@@ -37,6 +37,7 @@ void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(prin
  * line full of \n.
  */
 #define LOG_OUTPUT_LINES 40
+/* common/log_output.c */
 void log_output(int level, const char *out, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -66,5 +67,10 @@ int log_cp_unsafe(unsigned cp);
 
 /* Only during start-up and privilege setup. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* For log_output.c: 1 when a message of level is logged; one escaped line out (cont: a
+ * continuation line under a message, indented). */
+int log_enabled(int level);
+void log_line(int level, int cont, const char *line);
 
 #endif

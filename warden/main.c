@@ -20,7 +20,6 @@
 #include <libmnl/libmnl.h>
 
 #include "fileops.h"
-#include "args.h"
 #include "log.h"
 #include "procs.h"
 #include "sdnotify.h"
@@ -479,9 +478,7 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	int c, r;
 
-	log_init("ocsb-warden", LOG_TARGET_STDERR, 0);
-	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
-	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			break;
@@ -501,7 +498,9 @@ int main(int argc, char **argv)
 			printf("ocsb-warden %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			return args_getopt_error(c, argv, longopts, "ocsb-warden --help");
+			/* getopt said what is wrong; the root program links no speller (args.h). */
+			fputs("ocsb-warden: see ocsb-warden --help\n", stderr);
+			return 2;
 		}
 	}
 	log_init("ocsb-warden", w.use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, w.verbose);

@@ -48,8 +48,6 @@ covered() {
 }
 missing=
 while IFS= read -r cmd; do
-	# The walk-through's clone is made from HEAD by run.sh, not fetched from a URL.
-	case $cmd in 'git clone URL-OF-THIS-REPOSITORY '*) cmd=${cmd#*&& } ;; esac
 	while IFS= read -r part; do
 		part=$(sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' <<<"$part")
 		[ -n "$part" ] && ! covered "$part" && missing+="$part; "

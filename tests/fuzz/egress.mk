@@ -3,4 +3,4 @@
 FUZZ_TARGETS += egress
 FUZZ_SRC_egress := egress/egress.c egress/egress_load.c egress/egress_decide.c \
 	egress/egress_squid.c cli/egress.c common/conf.c common/fileops.c common/util.c \
-	common/log.c common/paths.c
+	common/log.c common/paths.c common/args.c
