@@ -13,6 +13,9 @@
 . "$E2E_LIB"
 
 REPO=$(cd "$(dirname "$E2E_LIB")/../.." && pwd)
+# The suite itself may run under make (make test-all exports MAKELEVEL and MAKEFLAGS to
+# everything below it): the make a person types at a prompt has neither.
+unset MAKELEVEL MAKEFLAGS MFLAGS
 export TREE=$OWNER_HOME/ocsb
 mkdir "$TREE"
 tar -C "$REPO" --exclude=./.git --exclude='./build*' --exclude='./ocsb_*.deb' -cf - . |
