@@ -19,17 +19,7 @@
 #include <string.h>
 
 #include "config.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+#include "fuzz_util.h"
 
 static int strv_equal(const struct strv *a, const struct strv *b)
 {

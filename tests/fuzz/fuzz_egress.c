@@ -30,8 +30,7 @@
 #include "conf.h"
 #include "egress.h"
 #include "spawn.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_util.h"
 
 /*
  * cli/egress.c also runs curl for `ocsb egress verify` (spawn.c, built only by the Makefile
@@ -59,15 +58,6 @@ void spawn_result_free(struct spawn_result *r)
 	(void)r;
 	abort();
 }
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
 
 #define FILE_NAME "egress.conf"
 

@@ -24,17 +24,7 @@
 #include "config.h"
 #include "netlock_int.h"
 #include "../../provision/provision.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+#include "fuzz_util.h"
 
 /* Both readers take a file of at most 4096 bytes (fo_read) as a C string. */
 #define ENTRY_MAX 4096

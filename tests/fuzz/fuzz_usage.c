@@ -26,17 +26,7 @@
 #include <string.h>
 
 #include "inject.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+#include "fuzz_util.h"
 
 /* What the scan keeps of the previous read (inj_usage.tail). */
 #define TAIL 64

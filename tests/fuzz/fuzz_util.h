@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the fuzz targets of sync/, mirror/ and agentd/ share: the CHECK macro (a broken
- * property aborts with its line), quiet logs, and a reader of the input in pieces.
+ * What the fuzz targets share: the CHECK macro (a broken property aborts with its line),
+ * quiet logs, and a reader of the input in pieces.
  */
 #ifndef OCSB_FUZZ_UTIL_H
 #define OCSB_FUZZ_UTIL_H
