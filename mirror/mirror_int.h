@@ -86,5 +86,11 @@ int owner_scan_child(void *arg, int outfd);
 
 /* Remove pfd/name and what is below it by descriptor, never following a link (mirror_priv.c). */
 int mirror_rm_at(int pfd, const char *name, int own, int depth);
+/*
+ * The places to reserve for the agent's links in this process (and, unless dry, make them:
+ * as the tree's owner); mirror_reserve runs it here or in a child as the account
+ * (mirror_priv.c).
+ */
+int mirror_reserve_here(struct mirror *m, int dry, struct strv *changes);
 
 #endif
