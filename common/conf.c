@@ -274,17 +274,3 @@ int conf_uint(const char *s, unsigned long min, unsigned long max, unsigned long
 	*ret = v;
 	return 0;
 }
-
-int conf_bool(const char *s, int *ret, char *err, size_t errlen)
-{
-	if (!strcmp(s, "yes") || !strcmp(s, "true") || !strcmp(s, "on")) {
-		*ret = 1;
-		return 0;
-	}
-	if (!strcmp(s, "no") || !strcmp(s, "false") || !strcmp(s, "off")) {
-		*ret = 0;
-		return 0;
-	}
-	snprintf(err, errlen, "'%.64s' is not yes or no", s);
-	return -1;
-}

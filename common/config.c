@@ -1,4 +1,11 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * ocsb.conf: the defaults, the keywords the warden reads (the accounts, the ports the
+ * netlock opens or guards, OpenCode's binary and ports, the projects, the limits) and the
+ * checks on them, and the warden's reader (config_load_warden). The other keywords and
+ * their checks are config_full.c's, which every other program reads the file with
+ * (config_int.h): the warden, root for its whole life, compiles in only its part (issue 26).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +16,27 @@
 #include "opencode.h"
 #include "paths.h"
 #include "config.h"
+#include "config_int.h"
 #include "log.h"
+
+void mirror_spec_defaults(struct mirror_spec *s)
+{
+	strv_free(&s->paths);
+	strv_free(&s->writable);
+	strv_free(&s->noscan);
+	s->set = 0;
+	/* OpenCode's agents, commands, skills and plugin config; shared skills; git identity. */
+	strv_push(&s->paths, ".config/opencode");
+	strv_push(&s->paths, ".agents");
+	strv_push(&s->paths, MIRROR_GITCONFIG);
+}
+
+void mirror_spec_free(struct mirror_spec *s)
+{
+	strv_free(&s->paths);
+	strv_free(&s->writable);
+	strv_free(&s->noscan);
+}
 
 void config_defaults(struct ocsb_config *c)
 {
@@ -47,21 +74,21 @@ static int set_name(char *dst, size_t n, const char *v, const char *what, char *
 	return 0;
 }
 
-static int kw_agent(
+int config_kw_agent(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return set_name(c->agent, sizeof(c->agent), argv[0], "user", err, errlen);
 }
 
-static int kw_owner(
+int config_kw_owner(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 	return set_name(c->owner, sizeof(c->owner), argv[0], "user", err, errlen);
 }
 
-static int abs_path(const char *v, char *err, size_t errlen)
+int config_abs_path(const char *v, char *err, size_t errlen)
 {
 	if (v[0] != '/') {
 		snprintf(err, errlen, "'%.200s' is not an absolute path", v);
@@ -74,11 +101,11 @@ static int abs_path(const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int check_path(const char *v, const char *what, char *err, size_t errlen)
+int config_check_path(const char *v, const char *what, char *err, size_t errlen)
 {
 	size_t n = strlen(v);
 
-	if (abs_path(v, err, errlen) < 0)
+	if (config_abs_path(v, err, errlen) < 0)
 		return -1;
 	/* The file is rewritten with these values in double quotes: keep that lossless. */
 	if (strpbrk(v, "\"\\")) {
@@ -93,9 +120,9 @@ static int check_path(const char *v, const char *what, char *err, size_t errlen)
 	return 0;
 }
 
-static int push_path(struct strv *s, const char *v, const char *what, char *err, size_t errlen)
+int config_push_path(struct strv *s, const char *v, const char *what, char *err, size_t errlen)
 {
-	if (check_path(v, what, err, errlen) < 0)
+	if (config_check_path(v, what, err, errlen) < 0)
 		return -1;
 	if (strv_contains(s, v)) {
 		snprintf(err, errlen, "%s '%.200s' listed twice", what, v);
@@ -108,41 +135,11 @@ static int push_path(struct strv *s, const char *v, const char *what, char *err,
 	return 0;
 }
 
-static int kw_project(
+int config_kw_project(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
-	return push_path(&c->projects, argv[0], "project", err, errlen);
-}
-
-static int kw_key(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-	return push_path(&c->keys, argv[0], "key", err, errlen);
-}
-
-static int kw_sync_key(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-	return push_path(&c->sync_keys, argv[0], "sync-key", err, errlen);
-}
-
-static int kw_shell(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-
-	if (abs_path(argv[0], err, errlen) < 0)
-		return -1;
-	if (!safe_token(argv[0])) {
-		snprintf(err, errlen, "shell '%.200s': spaces, quotes and '$' are not supported",
-			argv[0]);
-		return -1;
-	}
-	snprintf(c->shell, sizeof(c->shell), "%s", argv[0]);
-	return 0;
+	return config_push_path(&c->projects, argv[0], "project", err, errlen);
 }
 
 static int kw_port(unsigned *dst, const char *v, char *err, size_t errlen)
@@ -155,13 +152,13 @@ static int kw_port(unsigned *dst, const char *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int kw_ssh_port(
+int config_kw_ssh_port(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_port(&((struct ocsb_config *)ctx)->ssh_port, argv[0], err, errlen);
 }
 
-static int kw_proxy_port(
+int config_kw_proxy_port(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
@@ -203,7 +200,7 @@ int config_agent_ports(const char *v, unsigned *ret_lo, unsigned *ret_hi, char *
 	return 0;
 }
 
-static int kw_agent_ports(
+int config_kw_agent_ports(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
@@ -212,20 +209,20 @@ static int kw_agent_ports(
 	return config_agent_ports(argv[0], &c->ports_lo, &c->ports_hi, err, errlen);
 }
 
-static int kw_opencode_bin(
+int config_kw_opencode_bin(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
 
 	/* Only the form here; whether the file is safe to run is checked when it is used. */
-	if (check_path(argv[0], "opencode-bin", err, errlen) < 0)
+	if (config_check_path(argv[0], "opencode-bin", err, errlen) < 0)
 		return -1;
 	snprintf(c->opencode_bin, sizeof(c->opencode_bin), "%s", argv[0]);
 	c->opencode_bin_set = 1;
 	return 0;
 }
 
-static int kw_opencode_port(
+int config_kw_opencode_port(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
@@ -285,7 +282,7 @@ int config_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int kw_limit_memory(
+int config_kw_limit_memory(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct ocsb_config *c = ctx;
@@ -326,7 +323,7 @@ static int kw_limit_num(const char *kw, unsigned long *dst, const char *v, unsig
 	return 0;
 }
 
-static int kw_limit_tasks(
+int config_kw_limit_tasks(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	/* OpenCode alone runs a few dozen threads, and each counts as a task. */
@@ -334,7 +331,7 @@ static int kw_limit_tasks(
 		4194304, err, errlen);
 }
 
-static int kw_limit_cpu(
+int config_kw_limit_cpu(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_limit_num("limit-cpu", &((struct ocsb_config *)ctx)->limit_cpu, argv[0], 10,
@@ -356,87 +353,6 @@ void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *task
 		*cpu = ncpu > 1 ? (unsigned)ncpu * 50 : 100;
 	else
 		*cpu = (unsigned)c->limit_cpu;
-}
-
-/* mirror / mirror-writable / mirror-noscan PATH...: relative to the owner's home. */
-static int mirror_paths(
-	struct strv *s, int argc, char **argv, const char *kw, char *err, size_t errlen)
-{
-	for (int i = 0; i < argc; i++) {
-		if (mirror_path_ok(argv[i], err, errlen) < 0)
-			return -1;
-		if (strv_contains(s, argv[i])) {
-			snprintf(err, errlen, "%s '%.200s' listed twice", kw, argv[i]);
-			return -1;
-		}
-		if (strv_push(s, argv[i]) < 0) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int kw_mirror(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-
-	/* The first `mirror` line replaces the defaults; `mirror none` mirrors nothing. */
-	if (!c->mirror.set) {
-		strv_free(&c->mirror.paths);
-		c->mirror.set = 1;
-	}
-	if (argc == 1 && !strcmp(argv[0], "none"))
-		return 0;
-	return mirror_paths(&c->mirror.paths, argc, argv, "mirror", err, errlen);
-}
-
-static int kw_mirror_writable(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-	return mirror_paths(&c->mirror.writable, argc, argv, "mirror-writable", err, errlen);
-}
-
-static int kw_mirror_noscan(
-	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
-{
-	struct ocsb_config *c = ctx;
-	return mirror_paths(&c->mirror.noscan, argc, argv, "mirror-noscan", err, errlen);
-}
-
-static const struct conf_kw config_keywords[] = {
-	{"agent", 1, 1, kw_agent, CONF_ONCE},
-	{"owner", 1, 1, kw_owner, CONF_ONCE},
-	{"project", 1, 1, kw_project, 0},
-	{"key", 1, 1, kw_key, 0},
-	{"sync-key", 1, 1, kw_sync_key, 0},
-	{"shell", 1, 1, kw_shell, CONF_ONCE},
-	{"ssh-port", 1, 1, kw_ssh_port, CONF_ONCE},
-	{"proxy-port", 1, 1, kw_proxy_port, CONF_ONCE},
-	{"agent-ports", 1, 1, kw_agent_ports, CONF_ONCE},
-	{"opencode-bin", 1, 1, kw_opencode_bin, CONF_ONCE},
-	{"opencode-port", 1, 1, kw_opencode_port, CONF_ONCE},
-	{"limit-memory", 1, 1, kw_limit_memory, CONF_ONCE},
-	{"limit-tasks", 1, 1, kw_limit_tasks, CONF_ONCE},
-	{"limit-cpu", 1, 1, kw_limit_cpu, CONF_ONCE},
-	{"mirror", 1, CONF_MAX_ARGS, kw_mirror, 0},
-	{"mirror-writable", 1, CONF_MAX_ARGS, kw_mirror_writable, 0},
-	{"mirror-noscan", 1, CONF_MAX_ARGS, kw_mirror_noscan, 0},
-	{NULL, 0, 0, NULL, 0},
-};
-
-int config_parse_buf(struct ocsb_config *c, const char *buf, size_t len, const char *file,
-	char *err, size_t errlen)
-{
-	return conf_parse_buf(buf, len, file, config_keywords, c, err, errlen);
-}
-
-int config_load(struct ocsb_config *c, const char *path, char *err, size_t errlen)
-{
-	/* Root program: only root may have written its configuration. */
-	return conf_parse_file(path, 0, config_keywords, c, err, errlen);
 }
 
 /*
@@ -482,7 +398,51 @@ static int opencode_ports_validate(const struct ocsb_config *c, char *err, size_
 	return 0;
 }
 
-int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
+int config_push_words(struct strv *s, int argc, char **argv, char *err, size_t errlen)
+{
+	for (int i = 0; i < argc; i++)
+		if (strv_push(s, argv[i]) < 0) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	return 0;
+}
+
+int config_kw_mirror(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	/* The first `mirror` line replaces the defaults; `mirror none` mirrors nothing. */
+	if (!c->mirror.set) {
+		strv_free(&c->mirror.paths);
+		c->mirror.set = 1;
+	}
+	if (argc == 1 && !strcmp(argv[0], "none"))
+		return 0;
+	return config_push_words(&c->mirror.paths, argc, argv, err, errlen);
+}
+
+/*
+ * The warden's keywords are checked as config_full.c checks them; the others are known and
+ * skipped, so that the warden compiles in neither their handlers nor their rules. A
+ * mistake in one of those (or a bad `mirror` path: the warden only asks whether any is
+ * mirrored) is refused by ocsb-provision and the supervisor, which read the whole file
+ * (the warden then runs no supervisor). A keyword unknown here is refused, as there: the
+ * unit test test_config_warden holds the two tables to the same names.
+ */
+const struct conf_kw config_warden_keywords[] = {
+	CONFIG_KW_SHARED,
+	{"mirror", 1, CONF_MAX_ARGS, config_kw_mirror, 0},
+	{"key", 0, CONF_MAX_ARGS, NULL, 0},
+	{"sync-key", 0, CONF_MAX_ARGS, NULL, 0},
+	{"shell", 0, CONF_MAX_ARGS, NULL, 0},
+	{"mirror-writable", 0, CONF_MAX_ARGS, NULL, 0},
+	{"mirror-noscan", 0, CONF_MAX_ARGS, NULL, 0},
+	{NULL, 0, 0, NULL, 0},
+};
+
+int config_validate_shared(const struct ocsb_config *c, char *err, size_t errlen)
 {
 	if (c->owner[0] && strcmp(c->owner, c->agent) == 0) {
 		snprintf(err, errlen, "the agent and the owner are the same user '%s'", c->agent);
@@ -506,30 +466,13 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	}
 	if (opencode_ports_validate(c, err, errlen) < 0)
 		return -1;
-	/* A writable copy of something not mirrored would be a copy of nothing. */
-	for (size_t i = 0; i < c->mirror.writable.n; i++)
-		if (!strv_contains(&c->mirror.paths, c->mirror.writable.v[i])) {
-			snprintf(err, errlen,
-				"mirror-writable '%.200s' is not one of the mirrored paths (add it "
-				"to "
-				"a 'mirror' line)",
-				c->mirror.writable.v[i]);
-			return -1;
-		}
-	if (check_path(c->opencode_bin, "opencode-bin", err, errlen) < 0)
+	if (config_check_path(c->opencode_bin, "opencode-bin", err, errlen) < 0)
 		return -1;
-	/* Paths may come from the command line too: the same rules as in the file. */
-	for (size_t i = 0; i < c->keys.n; i++)
-		if (check_path(c->keys.v[i], "key", err, errlen) < 0)
-			return -1;
-	for (size_t i = 0; i < c->sync_keys.n; i++)
-		if (check_path(c->sync_keys.v[i], "sync-key", err, errlen) < 0)
-			return -1;
 	/* Each project becomes ~agent/<basename>: two with one name would share a clone. */
 	for (size_t i = 0; i < c->projects.n; i++) {
 		const char *bi = path_base(c->projects.v[i]);
 
-		if (check_path(c->projects.v[i], "project", err, errlen) < 0)
+		if (config_check_path(c->projects.v[i], "project", err, errlen) < 0)
 			return -1;
 		if (!safe_token(bi) || bi[0] == '.') {
 			snprintf(err, errlen,
@@ -549,20 +492,27 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-int config_load_logged(struct ocsb_config *c, const char *path)
+int config_load_with(struct ocsb_config *c, const char *path, const struct conf_kw *kws,
+	int (*validate)(const struct ocsb_config *c, char *err, size_t errlen))
 {
 	char err[1024];
 	int r;
 
 	config_defaults(c);
-	r = config_load(c, path, err, sizeof(err));
+	/* Root program: only root may have written its configuration. */
+	r = conf_parse_file(path, 0, kws, c, err, sizeof(err));
 	if (r < 0) {
 		log_err("%s%s", err, r == -ENOENT ? " (run ocsb-provision first)" : "");
 		return -1;
 	}
-	if (config_validate(c, err, sizeof(err)) < 0) {
+	if (validate(c, err, sizeof(err)) < 0) {
 		log_err("%s: %s", path, err);
 		return -1;
 	}
 	return 0;
+}
+
+int config_load_warden(struct ocsb_config *c, const char *path)
+{
+	return config_load_with(c, path, config_warden_keywords, config_validate_shared);
 }

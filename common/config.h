@@ -8,7 +8,8 @@
 
 /*
  * What `mirror`, `mirror-writable` and `mirror-noscan` say; the mirror (mirror.h) works from
- * it. The functions are the mirror's rules for these keywords (common/config_mirror.c).
+ * it. The functions are the mirror's rules for these keywords (the defaults in
+ * common/config.c, what a path may be in common/config_mirror.c).
  */
 struct mirror_spec {
 	struct strv paths; /* relative to the owner's home */
@@ -25,7 +26,10 @@ int mirror_path_ok(const char *rel, char *err, size_t errlen);
 int mirror_path_under(const char *path, const char *prefix);
 #define MIRROR_GITCONFIG ".gitconfig"
 
-/* /etc/ocsb/ocsb.conf: read by ocsb-provision (and later ocsb-agentd). */
+/*
+ * /etc/ocsb/ocsb.conf: read whole by ocsb-provision, ocsb-agentd, ocsb and ocsb-shell
+ * (config_full.c); the warden reads its part (config_load_warden).
+ */
 struct ocsb_config {
 	char agent[64];
 	char owner[64]; /* empty: the user who ran sudo */
@@ -86,6 +90,14 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
  * logged (file:line, and the way out when the file is missing). 0, or -1.
  */
 int config_load_logged(struct ocsb_config *c, const char *path);
+/*
+ * The warden's start and reload, the same with its keywords only: agent, owner, project,
+ * the ports, opencode-bin, opencode-port, the limits (checked, as config_validate checks
+ * them) and whether `mirror` lists a path. The other keywords are skipped unchecked
+ * (ocsb-provision and the supervisor refuse a mistake in them); an unknown one is refused.
+ * The values read equal config_load_logged's on a file it accepts (test_config_warden).
+ */
+int config_load_warden(struct ocsb_config *c, const char *path);
 /* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */
 void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu);
 /* The file written on first run: every keyword documented, the values in force set. */

@@ -1,32 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The rules of the `mirror`, `mirror-writable` and `mirror-noscan` keywords (config.h): the
- * default paths and what a path may be. Part of the configuration, so every program that
- * reads ocsb.conf has them without the mirror engine (mirror/).
+ * The rules of the `mirror`, `mirror-writable` and `mirror-noscan` keywords (config.h): what
+ * a path may be (the default paths are config.c's). Part of the configuration, so every
+ * program that reads the whole of ocsb.conf has them without the mirror engine (mirror/).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "config.h"
-
-void mirror_spec_defaults(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-	s->set = 0;
-	/* OpenCode's agents, commands, skills and plugin config; shared skills; git identity. */
-	strv_push(&s->paths, ".config/opencode");
-	strv_push(&s->paths, ".agents");
-	strv_push(&s->paths, MIRROR_GITCONFIG);
-}
-
-void mirror_spec_free(struct mirror_spec *s)
-{
-	strv_free(&s->paths);
-	strv_free(&s->writable);
-	strv_free(&s->noscan);
-}
 
 int mirror_path_under(const char *path, const char *prefix)
 {

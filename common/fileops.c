@@ -227,19 +227,6 @@ int fo_write_at_nosync(int dirfd, const char *name, const void *data, size_t len
 	return write_at(dirfd, name, data, len, mode, uid, gid, 0);
 }
 
-int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid)
-{
-	char name[256];
-	int dfd, r;
-
-	dfd = fo_open_parent(AT_FDCWD, path, 0, 0, name, sizeof(name));
-	if (dfd < 0)
-		return dfd;
-	r = fo_write_at(dfd, name, data, len, mode, uid, gid);
-	close(dfd);
-	return r;
-}
-
 int fo_read_fd(int fd, size_t max, char **ret_data, size_t *ret_len)
 {
 	struct stat st;

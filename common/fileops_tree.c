@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * File operations inside a tree (fileops.h) that only the programs which replace or remove
- * files use: an open beneath a directory, the comparison before a rewrite, removal. The
- * walk, the writes and the reads are in fileops.c.
+ * files use: an open beneath a directory, a write by path, the comparison before a
+ * rewrite, removal. The walk, the writes at a directory and the reads are in fileops.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -61,6 +61,19 @@ int fo_fchmod_path(int fd, mode_t mode)
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	return chmod(proc, mode) < 0 ? -errno : 0;
+}
+
+int fo_write(const char *path, const void *data, size_t len, mode_t mode, uid_t uid, gid_t gid)
+{
+	char name[256];
+	int dfd, r;
+
+	dfd = fo_open_parent(AT_FDCWD, path, 0, 0, name, sizeof(name));
+	if (dfd < 0)
+		return dfd;
+	r = fo_write_at(dfd, name, data, len, mode, uid, gid);
+	close(dfd);
+	return r;
 }
 
 int fo_same_at(int dirfd, const char *name, const void *data, size_t len, mode_t mode, uid_t uid,

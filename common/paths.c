@@ -16,19 +16,6 @@ void paths_default(struct paths *p)
 	strcpy(p->ctl_sock, PATHS_CTL_SOCK);
 }
 
-int paths_under(struct paths *p, const char *root)
-{
-	paths_default(p);
-	if (path_join(p->etc, sizeof(p->etc), root, "etc") < 0 ||
-		path_join(p->run, sizeof(p->run), root, "run") < 0 ||
-		path_join(p->varlib, sizeof(p->varlib), root, "var/lib") < 0 ||
-		path_join(p->home, sizeof(p->home), root, "home") < 0 ||
-		path_join(p->ctl_sock, sizeof(p->ctl_sock), p->run, PATHS_CTL_SOCK_REL) < 0 ||
-		snprintf(p->pkgroot, sizeof(p->pkgroot), "%s", root) >= (int)sizeof(p->pkgroot))
-		return -1;
-	return 0;
-}
-
 int path_join(char *out, size_t n, const char *base, const char *rel)
 {
 	size_t bl = strlen(base);

@@ -403,17 +403,3 @@ int procs_port_open(unsigned port)
 	close(fd);
 	return ok;
 }
-
-int procs_port_holder(unsigned port, pid_t pid)
-{
-	int own;
-
-	if (!procs_port_open(port))
-		return 0;
-	if (pid <= 0)
-		return -EADDRINUSE;
-	own = procs_port_owner_is(pid, port);
-	if (own < 0)
-		return own;
-	return own ? 1 : -EADDRINUSE;
-}

@@ -25,11 +25,6 @@ int proxy_init(struct proxy *px, const struct paths *p, unsigned port)
 	return 0;
 }
 
-int proxy_pid(const struct proxy *px)
-{
-	return procs_pidfile(px->pidfile, px->squid);
-}
-
 /*
  * Gone, or a zombie its new parent has not reaped yet. Asked of the pidfd first: while
  * it answers, pid is still that process's, and /proc/pid is about it.

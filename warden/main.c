@@ -98,7 +98,7 @@ int warden_load(struct warden *w)
 	struct user_info pu;
 	int r;
 
-	if (config_load_logged(&w->cfg, w->config_path) < 0)
+	if (config_load_warden(&w->cfg, w->config_path) < 0)
 		return -1;
 	if (lookup(w->cfg.agent, &w->agent, "agent") < 0 ||
 		lookup(SUPERVISOR_USER, &w->sup, "the supervisor's") < 0)
@@ -171,7 +171,10 @@ static int sup_dirs_check(struct warden *w)
 			r = -1;
 	if (sup_owns(w, WARDEN_LOG_DIR, 1) < 0)
 		r = -1;
-	/* The mirror's directory and status file, made by provisioning with a mirror only. */
+	/*
+	 * The mirror's directory and status file, made by provisioning with a mirror only
+	 * (the warden reads the `mirror` paths unchecked: it only counts them).
+	 */
 	for (int f = 0; f < 2 && w->cfg.mirror.paths.n; f++) {
 		snprintf(name, sizeof(name), "ocsb/mirror/%s%s", w->agent.name, f ? ".status" : "");
 		if (path_join(path, sizeof(path), w->paths.varlib, name) < 0 ||

@@ -25,7 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "testhook.h"
 #include "warden.h"
 #include "fileops.h"
 #include "identity.h"
@@ -54,30 +53,6 @@ int priv_sandbox_prepare(struct warden *w)
 	sb->ready = 1;
 	return 0;
 }
-
-#ifdef OCSB_TEST_BUILD
-/*
- * Test hook (test builds, and OCSB_TEST_HOOKS=1): a root-owned, not group/world-writable executable at
- * <run>/ocsb/test-wrap-opencode is exec'd in OpenCode's place with OpenCode's argv after
- * it, in exactly OpenCode's conditions. The escape battery runs there, then execs OpenCode.
- */
-void priv_sandbox_test_wrap(struct warden *w)
-{
-	char path[4096];
-	struct stat st;
-
-	w->sb.test_wrap[0] = '\0';
-	if (!w->test_hooks ||
-		path_join(path, sizeof(path), w->paths.run, "ocsb/test-wrap-opencode") < 0 ||
-		lstat(path, &st) < 0)
-		return;
-	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & 022)) {
-		log_warn("%s: ignored (not a root-owned, unshared regular file)", path);
-		return;
-	}
-	snprintf(w->sb.test_wrap, sizeof(w->sb.test_wrap), "%s", path);
-}
-#endif
 
 /* ---- between fork and exec: system calls only ---- */
 

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for ocsb.conf (common/config.c on the keyword-file parser of
- * common/conf.c, the mirror keywords of common/config_mirror.c) and the file ocsb-provision
- * writes from it (common/config_render.c). The input is the file. Besides the sanitizers'
- * findings, abort() when:
+ * libFuzzer target for ocsb.conf (common/config.c and common/config_full.c on the
+ * keyword-file parser of common/conf.c, the mirror keywords of common/config_mirror.c), the
+ * warden's reading of it (config_warden_keywords, config_validate_shared) and the file
+ * ocsb-provision writes from it (common/config_render.c). The input is the file. Besides
+ * the sanitizers' findings, abort() when:
  *   - a refusal's message does not start with "ocsb.conf:LINE: ";
+ *   - the warden's reader refuses a file the whole reader accepts (and validates), or
+ *     reads other values from it than the whole reader for the warden's keywords;
  *   - a file that parses, rendered by config_render, does not parse again (with the same
  *     config_validate verdict) to the very same values, or renders differently the second
  *     time (what provisioning writes is what it read);
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_int.h"
 #include "fuzz_util.h"
 
 static int strv_equal(const struct strv *a, const struct strv *b)
@@ -76,6 +80,35 @@ static void check_valid(const struct ocsb_config *c)
 		CHECK(strv_contains(&c->mirror.paths, c->mirror.writable.v[i]));
 }
 
+/* The warden's reader on the same input: no refusal the whole reader would not make. */
+static void check_warden(const uint8_t *data, size_t size, const struct ocsb_config *full, int ok)
+{
+	struct ocsb_config w;
+	char err[1024];
+	int wok;
+
+	config_defaults(&w);
+	wok = conf_parse_buf((const char *)data, size, "ocsb.conf", config_warden_keywords, &w, err,
+		      sizeof(err)) == 0 &&
+		config_validate_shared(&w, err, sizeof(err)) == 0;
+	if (!wok)
+		CHECK(!ok);
+	if (ok) {
+		CHECK(!strcmp(w.agent, full->agent) && !strcmp(w.owner, full->owner));
+		CHECK(strv_equal(&w.projects, &full->projects));
+		CHECK(w.ssh_port == full->ssh_port && w.proxy_port == full->proxy_port);
+		CHECK(w.ports_lo == full->ports_lo && w.ports_hi == full->ports_hi &&
+			w.ports_line == full->ports_line);
+		CHECK(!strcmp(w.opencode_bin, full->opencode_bin));
+		CHECK(w.opencode_port == full->opencode_port);
+		CHECK(w.limit_memory == full->limit_memory && w.limit_tasks == full->limit_tasks &&
+			w.limit_cpu == full->limit_cpu);
+		CHECK(w.mirror.set == full->mirror.set);
+		CHECK(strv_equal(&w.mirror.paths, &full->mirror.paths));
+	}
+	config_free(&w);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ocsb_config c, back;
@@ -90,12 +123,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int off = 0;
 
 		CHECK(sscanf(err, "ocsb.conf:%u: %n", &line, &off) == 1 && off > 0 && line > 0);
+		check_warden(data, size, &c, 0);
 		config_free(&c);
 		return 0;
 	}
 	valid = config_validate(&c, err, sizeof(err)) == 0;
 	if (valid)
 		check_valid(&c);
+	check_warden(data, size, &c, valid);
 
 	CHECK(config_render(&c, &text) == 0);
 	config_defaults(&back);

@@ -9,5 +9,5 @@ FUZZ_TARGETS += chunked
 FUZZ_SRC_chunked := inject/head.c common/util.c
 # ocsb-inject: usage read from the upstream's answers, and the usage file (inject/conf.c).
 FUZZ_TARGETS += usage
-FUZZ_SRC_usage := inject/conf.c inject/head.c common/util.c
+FUZZ_SRC_usage := inject/conf.c inject/head.c common/util.c common/seterr.c
 FUZZ_LIBS_usage := -lsodium
