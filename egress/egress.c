@@ -203,34 +203,60 @@ static unsigned long weight_mul(unsigned long x, unsigned long f)
  * escape, a bracket expression) counts 1, a group what it holds, and a repeat multiplies
  * its operand by the copies regcomp makes of it: '+' 2, {m}, {m,} m + 1, {m,n} n ('*' and
  * '?' none). Only an upper bound for what regcomp accepts; what it refuses it refuses.
+ *
+ * *ret_empty_repeat is set when a repeat's operand can match the empty string ("z??",
+ * "(a*)+", "(x|)*", "(^)+"): glibc's regcomp spends time growing much faster than the
+ * size on the empty paths of such a loop ("z" with 100 '?' then "+++" takes minutes).
+ * Such a repeat adds nothing a host name could need ("(a?)+" is "a*").
  */
-static unsigned long regex_weight(const char *v)
+static unsigned long regex_weight(const char *v, int *ret_empty_repeat)
 {
 	enum { DEPTH = 64 };
 	unsigned long sum[DEPTH], last[DEPTH];
+	/*
+	 * Per group: the alternatives before this one had an empty match (grp), the elements
+	 * of this one before the last all do (prev), the last does (lnull), there is one (have).
+	 */
+	unsigned char grp[DEPTH], prev[DEPTH], lnull[DEPTH], have[DEPTH];
 	int d = 0;
 
+	*ret_empty_repeat = 0;
 	sum[0] = last[0] = 0;
+	grp[0] = have[0] = 0;
+	prev[0] = lnull[0] = 1;
 	for (const char *p = v; *p; p++) {
 		unsigned long w = 1, f = 0;
+		int empty = 0, opt = 0; /* the atom matches the empty string; the repeat may skip */
 
 		switch (*p) {
 		case '(':
 			if (++d == DEPTH)
 				return EGRESS_REGEX_MAX_WEIGHT + 1;
 			sum[d] = last[d] = 0;
+			grp[d] = have[d] = 0;
+			prev[d] = lnull[d] = 1;
 			continue;
 		case ')':
 			if (d == 0)
 				break;
+			empty = grp[d] || (prev[d] && lnull[d]);
 			w = sum[d--];
 			break;
 		case '|':
 			last[d] = 0;
+			grp[d] |= prev[d] && lnull[d];
+			prev[d] = lnull[d] = 1;
+			have[d] = 0;
 			continue;
+		case '^':
+		case '$':
+			empty = 1; /* anchors match no character */
+			break;
 		case '\\':
 			if (p[1])
 				p++;
+			/* GNU's word and buffer anchors match no character either. */
+			empty = *p && strchr("bB<>`'", *p) != NULL;
 			break;
 		case '[':
 			/* To the closing ']': one first (or after '^') is literal; [:x:] inside. */
@@ -255,6 +281,7 @@ static unsigned long regex_weight(const char *v)
 		case '*':
 		case '?':
 			f = 1;
+			opt = 1;
 			break;
 		case '{': {
 			char *e;
@@ -272,6 +299,7 @@ static unsigned long regex_weight(const char *v)
 			}
 			if (*e != '}')
 				break;
+			opt = m == 0;
 			f = m > n ? m : n;
 			f = f ? f : 1;
 			p = e;
@@ -283,9 +311,16 @@ static unsigned long regex_weight(const char *v)
 			unsigned long grown = weight_mul(last[d], f);
 			sum[d] = sum[d] - last[d] + grown;
 			last[d] = grown;
+			/* Without an operand regcomp refuses it ("Invalid preceding ..."). */
+			if (have[d] && lnull[d])
+				*ret_empty_repeat = 1;
+			lnull[d] |= opt;
 		} else {
 			sum[d] += w;
 			last[d] = w;
+			prev[d] = prev[d] && lnull[d];
+			lnull[d] = (unsigned char)empty;
+			have[d] = 1;
 		}
 		if (sum[d] > EGRESS_REGEX_MAX_WEIGHT)
 			return EGRESS_REGEX_MAX_WEIGHT + 1;
@@ -302,7 +337,7 @@ static unsigned long regex_weight(const char *v)
 static int regex_value(const char *v, regex_t *re, char *err, size_t errlen)
 {
 	char msg[256];
-	int rc;
+	int rc, empty_repeat;
 
 	if (!*v) {
 		snprintf(err, errlen, "empty regex");
@@ -323,11 +358,19 @@ static int regex_value(const char *v, regex_t *re, char *err, size_t errlen)
 		snprintf(err, errlen, "regex '%.200s': '${' is not supported", v);
 		return -1;
 	}
-	if (regex_weight(v) > EGRESS_REGEX_MAX_WEIGHT) {
+	if (regex_weight(v, &empty_repeat) > EGRESS_REGEX_MAX_WEIGHT) {
 		snprintf(err, errlen,
 			"regex '%.200s' is too complex: its repeats ({m,n}, '+') would copy it "
 			"more than %d times over",
 			v, EGRESS_REGEX_MAX_WEIGHT);
+		return -1;
+	}
+	if (empty_repeat) {
+		snprintf(err, errlen,
+			"regex '%.200s' repeats something that can match nothing (as in "
+			"\"a?+\", \"(a*)*\", \"(a|)+\"), which glibc's regex compiler may take "
+			"minutes over: write the repeat once (\"a*\", \"(a|b)*\")",
+			v);
 		return -1;
 	}
 	rc = regcomp(re, v, REG_EXTENDED | REG_ICASE | REG_NOSUB);
@@ -493,11 +536,12 @@ static int add_regexes(void *ctx, const struct conf_loc *loc, int argc, char **a
 	for (int i = 0; i < argc; i++) {
 		struct egress_rule *r;
 		regex_t re;
+		int empty_repeat;
 
 		if (regex_value(argv[i], &re, err, errlen) < 0)
 			return -1;
 		/* One file's regexes together: many small ones cost what one large one does. */
-		c->re_weight += regex_weight(argv[i]);
+		c->re_weight += regex_weight(argv[i], &empty_repeat);
 		if (c->re_weight > EGRESS_REGEX_FILE_WEIGHT) {
 			regfree(&re);
 			snprintf(err, errlen,

@@ -28,6 +28,8 @@
 #define MIRROR_MAX_DEPTH 32
 /* Marker file in a writable copy (mirror-writable). */
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
+/* The writer's temporary files in the tree; no entry of the tree is named so. */
+#define MIRROR_TMP_PREFIX ".ocsb-tmp."
 
 /*
  * What the configuration asks for: struct mirror_spec, config.h, with MIRROR_GITCONFIG and
@@ -226,6 +228,11 @@ int mirror_link_inside(
  * inside that root, normal form). 0 otherwise: root creates nothing.
  */
 int mirror_link_ok(const struct strv *roots, const char *path, const char *target);
+/*
+ * 1 when the last component of `path` starts with MIRROR_TMP_PREFIX: a name the writer
+ * keeps for its temporary files, neither read nor written as an entry.
+ */
+int mirror_name_reserved(const char *path);
 /* Printable form of a name: control characters and '\\' escaped (\n, \t, \xNN). */
 void mirror_escape(const char *s, struct buf *out);
 

@@ -281,6 +281,13 @@ static void owner_scan_entry(struct scan *s, int dfd, const char *name, const ch
 			strerror(errno));
 		return;
 	}
+	/* The writer refuses the name of its temporaries: skipped, the rest is mirrored. */
+	if (mirror_name_reserved(name)) {
+		emit_skip(s, path, &st, MS_SKIPPED,
+			"the name (" MIRROR_TMP_PREFIX "*) is kept for the mirror's temporary "
+			"files: not mirrored");
+		return;
+	}
 	if (S_ISDIR(st.st_mode)) {
 		int sub;
 
@@ -454,6 +461,12 @@ int owner_scan_child(void *arg, int outfd)
 
 		if (!strcmp(root, MIRROR_GITCONFIG)) {
 			owner_scan_gitconfig(&s);
+			continue;
+		}
+		if (mirror_name_reserved(root)) {
+			emit_skip(&s, root, NULL, MS_SKIPPED,
+				"the name (" MIRROR_TMP_PREFIX "*) is kept for the mirror's "
+				"temporary files: not mirrored");
 			continue;
 		}
 		/*

@@ -187,7 +187,7 @@ static int priv_write_file(struct apply *a, const char *path, const char *data, 
 		return 0;
 	if ((r = wr_dir(a, pfd, a->ppath)) < 0)
 		return r;
-	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
+	snprintf(tmp, sizeof(tmp), MIRROR_TMP_PREFIX "%ld.%u", a->pid, a->tmpseq++);
 	/* Created 0444 (the umask is 0 while applying): the fd still writes. */
 	fd = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0444);
 	if (fd < 0)
@@ -236,7 +236,7 @@ static int priv_write_link(struct apply *a, const char *path, const char *target
 	n = wr_dir(a, pfd, a->ppath);
 	if (n < 0)
 		return (int)n;
-	snprintf(tmp, sizeof(tmp), ".ocsb-tmp.%ld.%u", a->pid, a->tmpseq++);
+	snprintf(tmp, sizeof(tmp), MIRROR_TMP_PREFIX "%ld.%u", a->pid, a->tmpseq++);
 	if (symlinkat(target, pfd, tmp) < 0)
 		return -errno;
 	if (renameat(pfd, tmp, pfd, name) < 0) {
@@ -386,6 +386,20 @@ static int priv_apply_rec(struct apply *a, const struct rec *r)
 	}
 	if (e && e->seen)
 		return -EPROTO; /* the same path twice */
+	/*
+	 * A temporary's name is the writer's: an entry so named would be taken for one left
+	 * behind, or collide with the next (the reader sends it as skipped, '-').
+	 */
+	if (r->kind != '-' && mirror_name_reserved(path)) {
+		struct buf esc = {0};
+
+		mirror_escape(path, &esc);
+		log_err("mirror: the reader sent %s/%s, a name kept for the writer's temporary "
+			"files (" MIRROR_TMP_PREFIX "*): nothing created",
+			m->tree, esc.data ? esc.data : "");
+		buf_free(&esc);
+		return -EPROTO;
+	}
 	/* Something else is there now (file -> dir, mirrored -> withheld): it goes first. */
 	if (e && mirror_entry_on_disk(e) && (e->kind != r->kind || r->kind == '-')) {
 		rc = priv_remove_path(a, path);

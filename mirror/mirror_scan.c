@@ -693,6 +693,15 @@ int mirror_gitconfig(const char *data, size_t len, struct buf *out, struct strv 
 	return kept;
 }
 
+/* ---- names ---- */
+
+int mirror_name_reserved(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return !strncmp(slash ? slash + 1 : path, MIRROR_TMP_PREFIX, strlen(MIRROR_TMP_PREFIX));
+}
+
 /* ---- links ---- */
 
 int mirror_link_ok(const struct strv *roots, const char *path, const char *target)

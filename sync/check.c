@@ -207,12 +207,17 @@ static int sync_data_has_line(const char *data, size_t len, const char *line, si
 /*
  * A driver line in the new .gitattributes that the old one did not have verbatim. Only an
  * old regular file counts: git does not read a .gitattributes that is a link, and the
- * text of its target said nothing.
+ * text of its target said nothing. Only the old file's text before its first NUL counts
+ * too: git reads a .gitattributes from the index or a tree (as on checkout) up to its
+ * first NUL, so a line after it set nothing, however often the owner's file holds it.
+ * The new file is read whole: from the work tree git reads on past a NUL.
  */
 static int sync_attr_new_driver(const struct sync_entry *e)
 {
 	const char *d = e->new_data;
 	const char *old = (e->old_mode & 0170000) == 0100000 ? e->old_data : NULL;
+	const char *old_nul = old ? memchr(old, '\0', e->old_len) : NULL;
+	size_t old_len = old_nul ? (size_t)(old_nul - old) : old ? e->old_len : 0;
 
 	for (size_t i = 0; d && i < e->new_len;) {
 		const char *nl = memchr(d + i, '\n', e->new_len - i);
@@ -220,7 +225,7 @@ static int sync_attr_new_driver(const struct sync_entry *e)
 		size_t ll = l && d[i + l - 1] == '\r' ? l - 1 : l;
 
 		if (sync_attr_line_has_driver(d + i, ll) &&
-			!sync_data_has_line(old, old ? e->old_len : 0, d + i, ll))
+			!sync_data_has_line(old, old_len, d + i, ll))
 			return 1;
 		i += l + 1;
 	}

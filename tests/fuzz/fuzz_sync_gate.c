@@ -14,7 +14,8 @@
  *   - attr-driver: every line of the new .gitattributes that git itself reads as setting
  *     filter=, diff= or merge= to a driver (the oracle below follows git's attr.c:
  *     blanks are space, tab and CR, a quoted pattern may end right before an attribute,
- *     a NUL ends what git reads) raises it unless the old file had that very line;
+ *     a NUL ends what git reads) raises it unless the old file had that very line before
+ *     its own first NUL;
  *   - content cut short raises attr-driver (a .gitattributes) or symlink-out (a link);
  *   - symlink-out is raised exactly when the link can resolve outside the tree: absolute,
  *     empty or NUL in the target, more ".." than directories above the link, or a ".."
@@ -135,9 +136,17 @@ static int git_line_sets_driver(const char *line)
 	return driver;
 }
 
-/* The old file has this line (both without one trailing CR), as the gate compares them. */
+/*
+ * The old file has this line (both without one trailing CR), as the gate compares them,
+ * before its first NUL: git reads the index's file no further, so a line after it set
+ * nothing (git check-attr --cached).
+ */
 static int old_has_line(const char *old, size_t olen, const char *line, size_t ll)
 {
+	const char *nul = old ? memchr(old, '\0', olen) : NULL;
+
+	if (nul)
+		olen = (size_t)(nul - old);
 	if (ll && line[ll - 1] == '\r')
 		ll--;
 	for (size_t i = 0; old && i <= olen;) {

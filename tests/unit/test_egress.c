@@ -233,6 +233,44 @@ static void parse_regex_too_complex(void **state)
 	buf_free(&text);
 }
 
+/*
+ * glibc's regcomp takes time growing much faster than the regex on a repeat of something
+ * that can match the empty string: "z" with 36 '?' then "+++" took seconds, with 100
+ * minutes, though small enough for the cap above (found by tests/fuzz/fuzz_egress.c:
+ * regress-regex-empty-repeat). Refused with the line and what to write instead.
+ */
+static void parse_regex_empty_repeat(void **state)
+{
+	static const char *const bad[] = {/* the finding's regex, whole */
+		"bz+++++????????????????????????????????????+++)+)+)+)+)+67kkkkkkkkkkkk"
+		"kkkkkkkkkkkkkkk*******************************************************"
+		"**************************************,**kkTCP_DENIEk",
+		"z??", "a*+", "(a*)+", "(a|)*", "(|a)+", "(b?c?)+", "(^)+", "(\\b)*", "x{0,2}*",
+		"x{,2}+", "((z?)?)+", "(a|(b?))*", "()*"};
+	static const char *const good[] = {"(a?b)+", "^(www\\.)?example\\.com$", "a+?", "(a|b)*",
+		"^(.*\\.)?ex\\.com$", "x{0,2}y+", "(a|b?c)+", "(a*b)*", "(x{1,3})+", "a\\?+",
+		"[?]+", "(\\w)+"};
+	struct egress e = {0};
+	char line[320], err[512];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		snprintf(line, sizeof(line), "# rules\nallow-regex %s\n", bad[i]);
+		if (parse(&e, line, err, sizeof(err)) != -1)
+			fail_msg("accepted: %s", bad[i]);
+		assert_err_prefix(err, "t.conf:2: regex '");
+		if (!strstr(err, "repeats something that can match nothing"))
+			fail_msg("refused %s for another reason: %s", bad[i], err);
+		assert_int_equal(e.n, 0);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		snprintf(line, sizeof(line), "allow-regex %s\n", good[i]);
+		if (parse(&e, line, err, sizeof(err)) != 0)
+			fail_msg("refused %s: %s", good[i], err);
+	}
+	egress_free(&e);
+}
+
 /* A failed buffer leaves what was there before untouched. */
 static void parse_is_atomic(void **state)
 {
@@ -710,6 +748,7 @@ int main(void)
 		cmocka_unit_test(parse_errors),
 		cmocka_unit_test(parse_bad_regex),
 		cmocka_unit_test(parse_regex_too_complex),
+		cmocka_unit_test(parse_regex_empty_repeat),
 		cmocka_unit_test(parse_is_atomic),
 		cmocka_unit_test(decide_seed_example),
 		cmocka_unit_test(decide_never_even_if_allowed),

@@ -770,6 +770,49 @@ static void engine_nul_detail(void **state)
 	fixture_free(&f);
 }
 
+/* A reader that names an entry as the writer names its temporary files. */
+static int tmp_name_reader(void *m, int outfd)
+{
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode", NULL);
+	forge(&b, 'd', ".config/opencode/.ocsb-tmp.agent", NULL);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+/*
+ * Found by tests/fuzz/fuzz_mirror_stream.c (corpus regress-tmp-name): the writer made an
+ * entry named as its temporary files are (".ocsb-tmp.*"), then the stream failed; what was
+ * left could not be told from a temporary file left behind, and such a name can collide
+ * with the next one. The writer refuses the name; the honest reader skips it.
+ */
+static void engine_tmp_name(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+	const struct mirror_entry *e;
+
+	fixture_init(&f);
+	put("owner/.config/opencode/.ocsb-tmp.1.0", "the owner's file\n");
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/.ocsb-tmp.1.0")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	e = mirror_entry_find(&f.m, ".config/opencode/.ocsb-tmp.1.0");
+	assert_non_null(e);
+	assert_int_equal(e->kind, '-');
+	assert_int_equal(e->state, MS_SKIPPED);
+	f.m.reader = tmp_name_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), -1);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/.ocsb-tmp.agent")), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	fixture_free(&f);
+}
+
 static void engine_writable_copy(void **state)
 {
 	struct fixture f;
@@ -1001,6 +1044,7 @@ int main(void)
 		T(engine_link_from_a_lying_reader),
 		T(engine_orphan_from_a_lying_reader),
 		T(engine_nul_detail),
+		T(engine_tmp_name),
 		T(engine_writable_copy),
 		T(status_file_hostile),
 	};

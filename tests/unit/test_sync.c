@@ -170,6 +170,36 @@ static void gate_attributes_git_syntax(void **state)
 	assert_int_equal(classify(".gitattributes", F, F, "* filter=lfs", "* filter=lfs\n"), 0);
 }
 
+/*
+ * Found by tests/fuzz/fuzz_sync_gate.c (corpus regress-attr-old-after-nul): git reads a
+ * .gitattributes from the index up to its first NUL (git check-attr --cached), so an old
+ * line after a NUL set nothing and does not make the same line in the new file old.
+ */
+static void gate_attributes_old_nul(void **state)
+{
+	static const char old[] = "junk\0\n* diff=evil\n", nw[] = "* diff=evil\n";
+	struct sync_entry e = {.path = ".gitattributes",
+		.old_mode = F,
+		.new_mode = F,
+		.old_data = old,
+		.old_len = sizeof(old) - 1,
+		.new_data = nw,
+		.new_len = sizeof(nw) - 1};
+
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_ATTR_DRIVER);
+	/* The line the NUL cuts is read up to it; nothing after it is. */
+	e.old_data = "* diff=evil\0x\n* diff=evil\n";
+	e.old_len = 26;
+	assert_int_equal(sync_review_classify(&e), 0);
+	e.old_data = "* x\0\n* diff=evil\n";
+	e.old_len = 17;
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_ATTR_DRIVER);
+	/* Before the NUL, the line is still the owner's. */
+	e.old_data = "* diff=evil\n\0";
+	e.old_len = 13;
+	assert_int_equal(sync_review_classify(&e), 0);
+}
+
 /* Contents read in part (review.c reads the first MiB): the rest is not vouched for. */
 static void gate_cut(void **state)
 {
@@ -510,6 +540,7 @@ int main(void)
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(gate_attributes),
 		cmocka_unit_test(gate_attributes_git_syntax),
+		cmocka_unit_test(gate_attributes_old_nul),
 		cmocka_unit_test(gate_cut),
 		cmocka_unit_test(gate_paths),
 		cmocka_unit_test(gate_symlinks),
