@@ -166,23 +166,91 @@ int sync_review_wants_data(const char *path, unsigned mode)
 	return mode == 0120000 || (sync_is_attributes(path) && (mode & 0170000) == 0100000);
 }
 
-/*
- * Attribute lines that name a driver (filter=x, diff=x, merge=x), one per match. An
- * attribute starts after a blank, and git's blanks are space, tab and CR ("*.c\rfilter=x"
- * sets it), or right after a quoted pattern ("\"*.c\"filter=x" sets it too).
- */
-static int sync_attr_line_has_driver(const char *l, size_t len)
+static int sync_attr_blank(char c)
 {
-	static const char *const keys[] = {"filter=", "diff=", "merge="};
+	return c == ' ' || c == '\t' || c == '\r';
+}
 
-	for (size_t i = 0; i < len; i++) {
-		if (i && l[i - 1] != ' ' && l[i - 1] != '\t' && l[i - 1] != '\r' && l[i - 1] != '"')
-			continue;
-		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-			size_t kl = strlen(keys[k]);
-			if (len - i > kl && !memcmp(l + i, keys[k], kl))
-				return 1;
+/* Names git defines itself that run nothing (binary: -diff -merge -text). */
+static int sync_attr_name_inert(const char *n, size_t l)
+{
+	static const char *const inert[] = {"text", "eol", "crlf", "binary", "ident", "whitespace",
+		"export-ignore", "export-subst", "delta", "encoding", "working-tree-encoding",
+		"conflict-marker-size", "lockable"};
+
+	if (l > 9 && !memcmp(n, "linguist-", 9))
+		return 1;
+	for (size_t k = 0; k < sizeof(inert) / sizeof(inert[0]); k++)
+		if (strlen(inert[k]) == l && !memcmp(n, inert[k], l))
+			return 1;
+	return 0;
+}
+
+/*
+ * What one line of .gitattributes may do to the drivers git runs (filter=x, diff=x,
+ * merge=x). The first field is the pattern (quoted or not); every field after it is an
+ * attribute, and git's blanks are space, tab and CR ("*.c\rfilter=x" sets it; so does
+ * "\"*.c\"filter=x", right after the quote). A line that arrives is risky when it sets a
+ * driver, or sets a name git does not define itself: a macro, defined in this file or
+ * another one, may set a driver ("[attr]m filter=x", then "*.c m"). A line that goes is
+ * risky when it unset or reset a driver or such a name: without it, a driver another line
+ * sets is on again.
+ */
+static int sync_attr_line_risky(const char *l, size_t len, int going)
+{
+	size_t i = 0;
+	int quoted = 0;
+
+	while (i < len && sync_attr_blank(l[i]))
+		i++;
+	if (i == len || l[i] == '#')
+		return 0;
+	/* A quoted pattern as git's unquote_c_style reads it; a bad one is a plain field. */
+	if (l[i] == '"') {
+		size_t q = i + 1;
+
+		while (q < len && l[q] != '"') {
+			if (l[q] != '\\') {
+				q++;
+			} else if (q + 1 < len && l[q + 1] && strchr("abfnrtv\\\"", l[q + 1])) {
+				q += 2;
+			} else if (q + 3 < len && l[q + 1] >= '0' && l[q + 1] <= '3' &&
+				l[q + 2] >= '0' && l[q + 2] <= '7' && l[q + 3] >= '0' &&
+				l[q + 3] <= '7') {
+				q += 4;
+			} else {
+				break;
+			}
 		}
+		if (q < len && l[q] == '"') {
+			i = q + 1;
+			quoted = 1;
+		}
+	}
+	while (!quoted && i < len && !sync_attr_blank(l[i]))
+		i++;
+	while (i < len) {
+		size_t s, nl, name;
+		const char *t, *eq;
+		int neg, driver;
+
+		while (i < len && sync_attr_blank(l[i]))
+			i++;
+		for (s = i; i < len && !sync_attr_blank(l[i]); i++)
+			;
+		if (i == s)
+			break;
+		t = l + s;
+		neg = t[0] == '-' || t[0] == '!';
+		nl = i - s - (size_t)neg;
+		t += neg;
+		eq = memchr(t, '=', nl);
+		name = eq ? (size_t)(eq - t) : nl;
+		driver = (name == 6 && !memcmp(t, "filter", 6)) || (name == 4 && !memcmp(t, "diff", 4)) ||
+			(name == 5 && !memcmp(t, "merge", 5));
+		if (going ? neg && (driver || !sync_attr_name_inert(t, name))
+			  : !neg && (driver ? eq != NULL : !sync_attr_name_inert(t, name)))
+			return 1;
 	}
 	return 0;
 }
@@ -204,8 +272,25 @@ static int sync_data_has_line(const char *data, size_t len, const char *line, si
 	return 0;
 }
 
+/* A risky line (sync_attr_line_risky) of `data` that `other` does not hold verbatim. */
+static int sync_attr_risky_change(
+	const char *data, size_t len, const char *other, size_t olen, int going)
+{
+	for (size_t i = 0; data && i < len;) {
+		const char *nl = memchr(data + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (data + i)) : len - i;
+		size_t ll = l && data[i + l - 1] == '\r' ? l - 1 : l;
+
+		if (sync_attr_line_risky(data + i, ll, going) &&
+			!sync_data_has_line(other, olen, data + i, ll))
+			return 1;
+		i += l + 1;
+	}
+	return 0;
+}
+
 /*
- * A driver line in the new .gitattributes that the old one did not have verbatim. Only an
+ * The new .gitattributes against the old one: a risky line that arrives or goes. Only an
  * old regular file counts: git does not read a .gitattributes that is a link, and the
  * text of its target said nothing. Only the old file's text before its first NUL counts
  * too: git reads a .gitattributes from the index or a tree (as on checkout) up to its
@@ -214,22 +299,16 @@ static int sync_data_has_line(const char *data, size_t len, const char *line, si
  */
 static int sync_attr_new_driver(const struct sync_entry *e)
 {
-	const char *d = e->new_data;
 	const char *old = (e->old_mode & 0170000) == 0100000 ? e->old_data : NULL;
 	const char *old_nul = old ? memchr(old, '\0', e->old_len) : NULL;
 	size_t old_len = old_nul ? (size_t)(old_nul - old) : old ? e->old_len : 0;
 
-	for (size_t i = 0; d && i < e->new_len;) {
-		const char *nl = memchr(d + i, '\n', e->new_len - i);
-		size_t l = nl ? (size_t)(nl - (d + i)) : e->new_len - i;
-		size_t ll = l && d[i + l - 1] == '\r' ? l - 1 : l;
+	const char *new_nul = e->new_data ? memchr(e->new_data, '\0', e->new_len) : NULL;
+	size_t new_len = new_nul ? (size_t)(new_nul - e->new_data) : e->new_len;
 
-		if (sync_attr_line_has_driver(d + i, ll) &&
-			!sync_data_has_line(old, old_len, d + i, ll))
-			return 1;
-		i += l + 1;
-	}
-	return 0;
+	/* A line that goes is gone unless git reads it in the new file from the index too. */
+	return sync_attr_risky_change(e->new_data, e->new_len, old, old_len, 0) ||
+		sync_attr_risky_change(old, old_len, e->new_data, new_len, 1);
 }
 
 /*
@@ -318,8 +397,8 @@ static const struct {
 	const char *text;
 } sync_flags[] = {
 	{SYNC_FLAG_ATTR_DRIVER, "attr-driver",
-		".gitattributes names a filter/diff/merge driver (runs a program on checkout, diff "
-		"or merge if configured)"},
+		".gitattributes names a filter/diff/merge driver, sets a macro that may, or drops a "
+		"line that unset one (runs a program on checkout, diff or merge if configured)"},
 	{SYNC_FLAG_GITMODULES, "submodule", "submodule definition (fetches other code)"},
 	{SYNC_FLAG_HOOK, "hook", "git hook manager path (runs on commit/push once installed)"},
 	{SYNC_FLAG_DOTGIT, "dotgit", "path component named .git"},

@@ -154,6 +154,43 @@ static void gate_attributes(void **state)
 	assert_int_equal(classify(".gitattributes", F, 0, "*.c filter=evil\n", NULL), 0);
 }
 
+/*
+ * Found with fuzz_sync_gate (helper's note, checked with git check-attr): a macro turns a
+ * driver on from a line that names none, and a dropped unset line turns one on again.
+ */
+static void gate_attributes_macros_and_unsets(void **state)
+{
+	/* A macro the old file defines, used by a new line. */
+	assert_int_equal(classify(".gitattributes", F, F, "[attr]m filter=x\n",
+				 "[attr]m filter=x\n*.c m\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* A name git does not define, in a file that cannot see the definition. */
+	assert_int_equal(classify("sub/.gitattributes", 0, F, NULL, "*.c m\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* An unset driver line dropped: the driver of another line is on again. */
+	assert_int_equal(classify(".gitattributes", F, F, "*.c filter=x\n*.c -filter\n",
+				 "*.c filter=x\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	assert_int_equal(classify("sub/.gitattributes", F, F, "*.c !m\n", ""),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* A quoted pattern git cannot unquote ("\e") is a plain field: attributes follow it. */
+	assert_int_equal(classify(".gitattributes", 0, F, NULL, "\"\\e*.c filter=x\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	assert_int_equal(classify(".gitattributes", 0, F, NULL, "\"a b\"filter=x\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* Positive controls: what git defines itself and runs nothing is not flagged. */
+	assert_int_equal(classify(".gitattributes", 0, F, NULL,
+				 "* text=auto eol=lf\n*.png binary\n*.md linguist-documentation\n"
+				 "*.c -diff\n*.sh whitespace=trailing-space\n# m filter=x\n"),
+		0);
+	assert_int_equal(classify(".gitattributes", F, F, "*.c text\n*.png -text\n", "*.c text\n"),
+		0);
+	/* Unchanged risky lines are the owner's: not flagged. */
+	assert_int_equal(classify(".gitattributes", F, F, "*.c m\n*.c -filter\n",
+				 "*.c m\n*.c -filter\n*.h text\n"),
+		0);
+}
+
 /* Found by tests/fuzz/fuzz_sync_gate.c (corpus regress-attr-*): lines git reads as drivers. */
 static void gate_attributes_git_syntax(void **state)
 {
@@ -541,6 +578,7 @@ int main(void)
 		cmocka_unit_test(gate_attributes),
 		cmocka_unit_test(gate_attributes_git_syntax),
 		cmocka_unit_test(gate_attributes_old_nul),
+		cmocka_unit_test(gate_attributes_macros_and_unsets),
 		cmocka_unit_test(gate_cut),
 		cmocka_unit_test(gate_paths),
 		cmocka_unit_test(gate_symlinks),
