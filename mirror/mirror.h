@@ -28,6 +28,8 @@
 #define MIRROR_MAX_DEPTH 32
 /* Marker file in a writable copy (mirror-writable). */
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
+/* Names tried for what the agent made in a mirrored place: <name>.ocsb-aside, .2 ... */
+#define MIRROR_ASIDE_MAX 9
 
 /*
  * What the configuration asks for: struct mirror_spec, config.h, with MIRROR_GITCONFIG and
@@ -226,6 +228,11 @@ int mirror_link_inside(
  * inside that root, normal form). 0 otherwise: root creates nothing.
  */
 int mirror_link_ok(const struct strv *roots, const char *path, const char *target);
+/*
+ * The i-th name (1 .. MIRROR_ASIDE_MAX) for what the agent made at `name` in a mirrored
+ * place: "<name>.ocsb-aside", then "<name>.ocsb-aside.<i>". Cut to fit n.
+ */
+void mirror_aside_name(const char *name, int i, char *ret, size_t n);
 /* Printable form of a name: control characters and '\\' escaped (\n, \t, \xNN). */
 void mirror_escape(const char *s, struct buf *out);
 
