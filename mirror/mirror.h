@@ -66,6 +66,7 @@ struct mirror {
 	char dir[PATH_MAX]; /* base/<agent>: root, 0750 root:<agent group> */
 	char tree[PATH_MAX]; /* dir/tree */
 	char status[PATH_MAX]; /* base/<agent>.status: 0640 root:<owner group> */
+	char links[PATH_MAX]; /* base/<agent>.links: the link maker's problems, same owners */
 	char home[PATH_MAX]; /* the owner's home (source) */
 	char agent_home[PATH_MAX];
 	char owner[64], agent[64];
@@ -190,6 +191,13 @@ int mirror_reserve(struct mirror *m, int dry, struct strv *changes);
  * change of this string means the agent's links need the link maker. NUL-terminated.
  */
 void mirror_linked(const struct mirror *m, char *out, size_t n);
+/*
+ * Record the last link maker's problems (its "! " lines, text after "! ") in the links
+ * file, for the owner's `ocsb doctor`, which cannot look into the agent's home: one
+ * escaped line each (at most MIRROR_LINKS_MAX), empty when none. 0 or -errno.
+ */
+#define MIRROR_LINKS_MAX 20
+int mirror_links_record(struct mirror *m, const struct strv *problems);
 /* Remove links (only those pointing into our tree) as the agent. */
 int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
 /* Remove the tree and the status file. */

@@ -355,6 +355,7 @@ static int agent_link_child(void *arg, int out)
 
 struct link_out {
 	struct strv *changes; /* borrowed */
+	struct strv problems; /* owned */
 	int dry;
 };
 
@@ -364,6 +365,7 @@ static void link_line(void *arg, const char *text, int problem)
 
 	if (problem) {
 		log_warn("mirror: %s", text);
+		strv_push(&lo->problems, text);
 		/* --check and --dry-run count a place that is not linked as a difference. */
 		if (lo->dry)
 			strv_push(lo->changes, text);
@@ -372,9 +374,21 @@ static void link_line(void *arg, const char *text, int problem)
 	strv_push(lo->changes, text);
 }
 
+static void record_failure(struct mirror *m, const char *how)
+{
+	struct strv p = {0};
+	char line[200];
+
+	snprintf(line, sizeof(line), "the link maker failed (%s): the places may be unlinked",
+		how);
+	strv_push(&p, line);
+	mirror_links_record(m, &p);
+	strv_free(&p);
+}
+
 static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *changes)
 {
-	struct link_out lo;
+	struct link_out lo = {0};
 	struct spawn_opts o = {.drop = m->drop,
 		.uid = m->agent_uid,
 		.gid = m->agent_gid,
@@ -396,6 +410,8 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 		log_err("mirror: linking as %s failed (%s)", m->agent,
 			spawn_describe(&res, how, sizeof(how)));
 		spawn_result_free(&res);
+		if (!dry && !remove)
+			record_failure(m, how);
 		return -1;
 	}
 	lo.changes = changes;
@@ -403,6 +419,10 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 	if (res.output)
 		mirror_link_output(res.output, link_line, &lo);
 	spawn_result_free(&res);
+	/* What the owner's doctor reads (the owner cannot look into the agent's home). */
+	if (!dry && !remove && (r = mirror_links_record(m, &lo.problems)) < 0)
+		log_warn("mirror: %s: %s", m->links, strerror(-r));
+	strv_free(&lo.problems);
 	return 0;
 }
 

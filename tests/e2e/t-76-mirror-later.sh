@@ -67,6 +67,25 @@ check_output "the second aside holds the second content" '^AGENT-AGAIN$' \
 	agent cat "$AHOME/.config/opencode.ocsb-aside.2/opencode.json"
 check_output "the first aside is untouched" '^AGENT-OWN$' \
 	agent cat "$AHOME/.config/opencode.ocsb-aside/opencode.json"
+
+# Every aside name taken: the place is left, and the owner, who cannot look into the
+# agent's home, hears of it from `ocsb doctor` (the links file, issue 28).
+odoc() { as_owner "$OCSB_BUILD/ocsb" doctor 2>&1; true; }
+odoc_quiet() { ! odoc | grep -q 'link maker'; }
+check "control: the owner's doctor has no link maker's problem while all is linked" odoc_quiet
+for i in 3 4 5 6 7 8 9; do agent mkdir "$AHOME/.config/opencode.ocsb-aside.$i"; done
+agent rm "$AHOME/.config/opencode"
+agent mkdir "$AHOME/.config/opencode"
+check_output "a run with every aside name taken leaves the place, and says so" \
+	"~/.config/opencode is not ocsb's link and ~/.config/opencode.ocsb-aside to .9 are all taken: not linked" \
+	provision
+check "the place is still the agent's directory" test -d "$AHOME/.config/opencode" -a ! -L "$AHOME/.config/opencode"
+check_output "the owner's doctor WARNs the unlinked place" \
+	"^WARN mirror +link maker in ~$AGENT: ~/.config/opencode is not ocsb's link and .* not linked" odoc
+agent rmdir "$AHOME/.config/opencode.ocsb-aside.9"
+check_output "control: a name free again, the next run takes the place" \
+	"moved to ~/.config/opencode.ocsb-aside.9, linked to the mirror" provision
+check "control: the owner's doctor has no link maker's problem again" odoc_quiet
 check_output "control: converges: 0 changes" '^ocsb-provision: 0 changes$' provision
 check_output "control: doctor (root): the mirror's places link to the tree" "^OK +mirror-link " \
 	bash -c "'$OCSB_BUILD/ocsb' doctor; true"

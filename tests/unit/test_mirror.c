@@ -664,10 +664,18 @@ static void engine_links(void **state)
 	assert_int_equal(ch.n, 1); /* --check counts it */
 	assert_non_null(strstr(ch.v[0], "are all taken: not linked"));
 	strv_free(&ch);
+	/* the owner's doctor reads it from the links file (the last real run's problems) */
+	s = slurp(f.m.links);
+	assert_non_null(strstr(s, "~/.config/opencode is not ocsb's link and "));
+	assert_non_null(strstr(s, "are all taken: not linked"));
+	free(s);
 	assert_int_equal(unlink(unit_path("agent/.config/opencode")), 0);
 	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
 	assert_int_equal(ch.n, 1); /* control: free again, linked */
 	strv_free(&ch);
+	s = slurp(f.m.links);
+	assert_string_equal(s, "");
+	free(s);
 	assert_int_equal(lmode(unit_path("agent/.config/opencode")), S_IFLNK | 0777);
 	/* ~/.gitconfig is the agent's own file, including the mirrored subset */
 	s = slurp(unit_path("agent/.gitconfig"));
