@@ -592,8 +592,8 @@ static void doctor_mirror_links(struct doctor *dr, const char *base)
 				break;
 			}
 		if (*l)
-			doctor_add(dr, DR_WARN, "mirror", fix, "link maker in ~%s: %s", dr->c->cfg.agent,
-				l);
+			doctor_add(dr, DR_WARN, "mirror", fix, "link maker in ~%s: %s",
+				dr->c->cfg.agent, l);
 	}
 	free(data);
 }

@@ -186,7 +186,8 @@ static int agent_take_place(
 		}
 		if (renameat2(pfd, name, pfd, aside, RENAME_NOREPLACE) == 0) {
 			say(out,
-				"~/%s was not ocsb's link: moved to ~/%s, linked to the mirror (%s)",
+				"~/%s was not ocsb's link: moved to ~/%s, linked to the mirror "
+				"(%s)",
 				rel, aside_rel, target);
 			return 0;
 		}
@@ -379,8 +380,7 @@ static void record_failure(struct mirror *m, const char *how)
 	struct strv p = {0};
 	char line[200];
 
-	snprintf(line, sizeof(line), "the link maker failed (%s): the places may be unlinked",
-		how);
+	snprintf(line, sizeof(line), "the link maker failed (%s): the places may be unlinked", how);
 	strv_push(&p, line);
 	mirror_links_record(m, &p);
 	strv_free(&p);

@@ -176,8 +176,8 @@ int mirror_prepare(struct mirror *m, int dry, struct strv *changes)
 		const char *path = k ? m->links : m->status;
 
 		snprintf(name, sizeof(name), "%s.%s", m->agent, k ? "links" : "status");
-		fd = openat(bfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-			0640);
+		fd = openat(
+			bfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
 		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 			log_err("mirror: %s: %s", path, fd < 0 ? strerror(errno) : "not a file");
 			if (fd >= 0)
