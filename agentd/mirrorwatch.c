@@ -362,23 +362,37 @@ static int job_run_sync(struct agentd *d, struct mirrorwatch *mw)
 
 static void log_link_line(void *arg, const char *text, int problem)
 {
+	struct strv *problems = arg;
 	char vis[2048];
 
-	(void)arg;
 	/* The agent's words: escaped before the log. */
 	log_vis(text, strlen(text), vis, sizeof(vis));
-	if (problem)
+	if (problem) {
 		log_warn("mirror: %s", vis);
-	else
+		strv_push(problems, text);
+	} else {
 		log_notice("mirror: %s", vis);
+	}
 }
 
-/* The link maker's lines: what it changed in the agent's home ("! ..." a problem). */
-static void log_links(struct mw_job *j)
+/*
+ * The link maker's lines: what it changed in the agent's home ("! ..." a problem). The
+ * problems go to the links file too, for the owner's `ocsb doctor` (issue 28).
+ */
+static void log_links(struct mirrorwatch *mw)
 {
-	if (!j->out.len || buf_append(&j->out, "", 1) < 0)
-		return;
-	mirror_link_output(j->out.data, log_link_line, NULL);
+	struct mw_job *j = &mw->job;
+	struct strv problems = {0};
+	int r;
+
+	if (!j->ok)
+		strv_push(&problems, "the link maker failed: the places may be unlinked");
+	else if (j->out.len && buf_append(&j->out, "", 1) == 0)
+		mirror_link_output(j->out.data, log_link_line, &problems);
+	/* -EACCES: no links file yet (root makes it, the next ocsb-provision). */
+	if ((r = mirror_links_record(&mw->m, &problems)) < 0 && r != -EACCES)
+		log_warn("mirror: %s: %s", mw->m.links, strerror(-r));
+	strv_free(&problems);
 }
 
 static void refresh_done(struct agentd *d, struct mirrorwatch *mw);
@@ -406,7 +420,7 @@ static void job_maybe_done(struct agentd *d, struct mirrorwatch *mw)
 		job_close(d, j);
 		return;
 	}
-	log_links(j);
+	log_links(mw);
 	if (!j->ok)
 		log_err("mirror: the link maker failed: the agent's places may be unlinked");
 	job_close(d, j);
@@ -664,7 +678,7 @@ static void refresh_sync(struct agentd *d, struct mirrorwatch *mw)
 	/* The agent's places (ocsb-provision made them; a new configured path since). */
 	if (job_start(d, mw, WP_KIND_MIRROR_LINK, 0) == 0) {
 		job_run_sync(d, mw);
-		log_links(&mw->job);
+		log_links(mw);
 		job_close(d, &mw->job);
 	}
 out:

@@ -571,6 +571,33 @@ void doctor_check_proxy(struct doctor *dr)
 			"nothing listens on 127.0.0.1:%u", dr->c->cfg.proxy_port);
 }
 
+/*
+ * The link maker's problems of its last run (issue 28): the owner cannot look into the
+ * agent's home, so ocsb-provision and ocsb-agentd record them in <base>/<agent>.links
+ * (escaped there; a byte that is not printable here ends the line anyway).
+ */
+static void doctor_mirror_links(struct doctor *dr, const char *base)
+{
+	char path[4300], fix[300], *data = NULL, *save = NULL;
+
+	if (snprintf(path, sizeof(path), "%s/%s.links", base, dr->c->cfg.agent) >=
+			(int)sizeof(path) ||
+		fo_read(path, 64 * 1024, &data, NULL) < 0)
+		return;
+	snprintf(fix, sizeof(fix), "sudo ocsb mirror status; sudo ocsb-provision");
+	for (char *l = strtok_r(data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		for (char *c = l; *c; c++)
+			if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f) {
+				*c = '\0';
+				break;
+			}
+		if (*l)
+			doctor_add(dr, DR_WARN, "mirror", fix, "link maker in ~%s: %s",
+				dr->c->cfg.agent, l);
+	}
+	free(data);
+}
+
 void doctor_check_features(struct doctor *dr)
 {
 	char path[4200];
@@ -592,6 +619,7 @@ void doctor_check_features(struct doctor *dr)
 	else
 		doctor_add(dr, DR_WARN, "mirror", "restart ocsb-agentd", "%s %s", path,
 			stat(path, &st) == 0 ? "older than a day" : "absent");
+	doctor_mirror_links(dr, path);
 }
 
 void doctor_check_sysctls(struct doctor *dr)

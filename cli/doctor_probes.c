@@ -179,8 +179,9 @@ static void place_doctor(void *arg, const char *rel, const char *why)
 
 	if (!why)
 		return;
-	snprintf(fix, sizeof(fix), "sudo -u %s rm -rf ~%s/%s && sudo ocsb-provision", pd->agent,
-		pd->agent, rel);
+	/* The run takes the place and keeps what it held aside: nothing of the agent's lost. */
+	snprintf(fix, sizeof(fix), "sudo ocsb-provision (moves it to ~%s/%s.ocsb-aside)", pd->agent,
+		rel);
 	doctor_add(pd->dr, DR_WARN, "mirror-link", fix, "~%s/%s %s: the agent does not see your %s",
 		pd->agent, rel, why, rel);
 	pd->bad++;

@@ -88,8 +88,7 @@ static int report_places(const struct ocsb_config *cfg, const struct paths *p, i
 	if (seen < 0)
 		return -1;
 	if (pr.bad)
-		printf("fix: sudo -u %s rm -rf ~%s/PLACE && sudo ocsb-provision\n", a.name,
-			a.name);
+		printf("fix: sudo ocsb-provision (moves each to ~%s/PLACE.ocsb-aside)\n", a.name);
 	else if (seen)
 		printf("\nplaces in ~%s: the %d place%s link%s to the mirror\n", a.name, seen,
 			seen == 1 ? "" : "s", seen == 1 ? "s" : "");

@@ -155,6 +155,8 @@ int mirror_init(struct mirror *m, const struct paths *p, const struct user_info 
 		path_join(m->dir, sizeof(m->dir), m->base, agent->name) < 0 ||
 		path_join(m->tree, sizeof(m->tree), m->dir, "tree") < 0 ||
 		path_join(m->status, sizeof(m->status), m->base, name) < 0 ||
+		snprintf(name, sizeof(name), "%s.links", agent->name) >= (int)sizeof(name) ||
+		path_join(m->links, sizeof(m->links), m->base, name) < 0 ||
 		snprintf(m->home, sizeof(m->home), "%s", owner->home) >= (int)sizeof(m->home) ||
 		snprintf(m->agent_home, sizeof(m->agent_home), "%s", agent->home) >=
 			(int)sizeof(m->agent_home))
@@ -303,16 +305,17 @@ int mirror_render_status(struct mirror *m, const char *by, struct buf *b)
  * line (STATUS_END) it is not trusted (mirror_load rebuilds, as after a crash).
  * Root, and a unit test that can create it, replace it whole.
  */
-int mirror_status_write(struct mirror *m, const char *data, size_t len)
+/* The status or the links file, rewritten in place by the account, replaced by root. */
+static int write_shared(struct mirror *m, const char *path, const char *data, size_t len)
 {
 	struct stat st;
 	int fd, r = 0;
 
 	if (geteuid() == 0)
-		return fo_write(m->status, data, len, 0640, m->tree_uid, m->owner_gid);
-	fd = open(m->status, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		return fo_write(path, data, len, 0640, m->tree_uid, m->owner_gid);
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT)
-		return fo_write(m->status, data, len, 0640, (uid_t)-1, (gid_t)-1);
+		return fo_write(path, data, len, 0640, (uid_t)-1, (gid_t)-1);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
@@ -334,6 +337,36 @@ int mirror_status_write(struct mirror *m, const char *data, size_t len)
 	if (r == 0 && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
+	return r;
+}
+
+int mirror_status_write(struct mirror *m, const char *data, size_t len)
+{
+	return write_shared(m, m->status, data, len);
+}
+
+int mirror_links_record(struct mirror *m, const struct strv *problems)
+{
+	struct buf b = {0};
+	int r;
+
+	/*
+	 * The lines are the agent's (its link maker runs with its rights and could say
+	 * anything): escaped, counted and cut here, so the owner's terminal only ever gets
+	 * printable text, and at worst a WARN the agent made up.
+	 */
+	for (size_t i = 0; i < problems->n && i < MIRROR_LINKS_MAX; i++) {
+		size_t start = b.len;
+
+		mirror_escape(problems->v[i], &b);
+		if (b.len - start > 512)
+			b.len = start + 512;
+		buf_append(&b, "\n", 1);
+	}
+	if (problems->n > MIRROR_LINKS_MAX)
+		buf_printf(&b, "... %zu more\n", problems->n - MIRROR_LINKS_MAX);
+	r = write_shared(m, m->links, b.len ? b.data : "", b.len);
+	buf_free(&b);
 	return r;
 }
 
@@ -470,6 +503,8 @@ int mirror_load(struct mirror *m)
 int mirror_remove(struct mirror *m)
 {
 	int r = fo_rmtree(m->dir), r2 = fo_unlink(m->status);
+
+	fo_unlink(m->links);
 
 	if (r < 0)
 		log_err("mirror: remove %s: %s", m->dir, strerror(-r));

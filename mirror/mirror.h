@@ -30,6 +30,8 @@
 #define MIRROR_WRITABLE_MARK ".ocsb-writable-copy"
 /* The writer's temporary files in the tree; no entry of the tree is named so. */
 #define MIRROR_TMP_PREFIX ".ocsb-tmp."
+/* Names tried for what the agent made in a mirrored place: <name>.ocsb-aside, .2 ... */
+#define MIRROR_ASIDE_MAX 9
 
 /*
  * What the configuration asks for: struct mirror_spec, config.h, with MIRROR_GITCONFIG and
@@ -66,6 +68,7 @@ struct mirror {
 	char dir[PATH_MAX]; /* base/<agent>: root, 0750 root:<agent group> */
 	char tree[PATH_MAX]; /* dir/tree */
 	char status[PATH_MAX]; /* base/<agent>.status: 0640 root:<owner group> */
+	char links[PATH_MAX]; /* base/<agent>.links: the link maker's problems, same owners */
 	char home[PATH_MAX]; /* the owner's home (source) */
 	char agent_home[PATH_MAX];
 	char owner[64], agent[64];
@@ -190,6 +193,13 @@ int mirror_reserve(struct mirror *m, int dry, struct strv *changes);
  * change of this string means the agent's links need the link maker. NUL-terminated.
  */
 void mirror_linked(const struct mirror *m, char *out, size_t n);
+/*
+ * Record the last link maker's problems (its "! " lines, text after "! ") in the links
+ * file, for the owner's `ocsb doctor`, which cannot look into the agent's home: one
+ * escaped line each (at most MIRROR_LINKS_MAX), empty when none. 0 or -errno.
+ */
+#define MIRROR_LINKS_MAX 20
+int mirror_links_record(struct mirror *m, const struct strv *problems);
 /* Remove links (only those pointing into our tree) as the agent. */
 int mirror_unlink(struct mirror *m, int dry, struct strv *changes);
 /* Remove the tree and the status file. */
@@ -233,6 +243,11 @@ int mirror_link_ok(const struct strv *roots, const char *path, const char *targe
  * keeps for its temporary files, neither read nor written as an entry.
  */
 int mirror_name_reserved(const char *path);
+/*
+ * The i-th name (1 .. MIRROR_ASIDE_MAX) for what the agent made at `name` in a mirrored
+ * place: "<name>.ocsb-aside", then "<name>.ocsb-aside.<i>". Cut to fit n.
+ */
+void mirror_aside_name(const char *name, int i, char *ret, size_t n);
 /* Printable form of a name: control characters and '\\' escaped (\n, \t, \xNN). */
 void mirror_escape(const char *s, struct buf *out);
 

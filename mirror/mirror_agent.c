@@ -157,6 +157,55 @@ static int agent_link_gitconfig(struct linkjob *j, int out, int pfd, int have,
 	return 0;
 }
 
+/*
+ * A mirrored place that holds the agent's own directory or file instead of ocsb's link
+ * (OpenCode, started before the first link, made ~/.config/opencode): the place is ocsb's
+ * to take. What it holds is renamed aside in the same directory (by pfd, never through a
+ * link: rename moves the entry itself, whatever it is), under the first free name of
+ * <name>.ocsb-aside, <name>.ocsb-aside.2 ... (RENAME_NOREPLACE: an aside of an earlier run,
+ * or anything the agent put there meanwhile, is never replaced), and said. 0 when the place
+ * is free for the link (dry: would be), -1 when it is left (said, with why).
+ */
+static int agent_take_place(
+	struct linkjob *j, int out, int pfd, const char *name, const char *rel, const char *target)
+{
+	char aside[300], aside_rel[PATH_MAX + 300];
+	const char *slash = strrchr(rel, '/');
+	struct stat st;
+
+	for (int i = 1; i <= MIRROR_ASIDE_MAX; i++) {
+		mirror_aside_name(name, i, aside, sizeof(aside));
+		snprintf(aside_rel, sizeof(aside_rel), "%.*s%s", slash ? (int)(slash - rel + 1) : 0,
+			rel, aside);
+		if (j->dry) {
+			if (fstatat(pfd, aside, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				continue;
+			say(out, "~/%s is not ocsb's link: move it to ~/%s, link it to the mirror",
+				rel, aside_rel);
+			return 0;
+		}
+		if (renameat2(pfd, name, pfd, aside, RENAME_NOREPLACE) == 0) {
+			say(out,
+				"~/%s was not ocsb's link: moved to ~/%s, linked to the mirror "
+				"(%s)",
+				rel, aside_rel, target);
+			return 0;
+		}
+		if (errno != EEXIST) {
+			say(out,
+				"! ~/%s is not ocsb's link and cannot be moved to ~/%s: %s: not "
+				"linked",
+				rel, aside_rel, strerror(errno));
+			return -1;
+		}
+	}
+	say(out,
+		"! ~/%s is not ocsb's link and ~/%s.ocsb-aside to .%d are all taken: not linked "
+		"(clear them to get the mirror)",
+		rel, rel, MIRROR_ASIDE_MAX);
+	return -1;
+}
+
 static int agent_link_one(struct linkjob *j, int out, const char *rel)
 {
 	struct mirror *m = j->m;
@@ -239,14 +288,14 @@ static int agent_link_one(struct linkjob *j, int out, const char *rel)
 		return 0;
 	}
 	if (have && n < 0) {
-		say(out,
-			"! ~/%s exists and is not ocsb's link: left alone (remove it to get the "
-			"mirror)",
-			rel);
-		close(pfd);
-		return 0;
+		/* The agent's (OpenCode's) own directory or file, made before the first link. */
+		if (agent_take_place(j, out, pfd, name, rel, target) < 0) {
+			close(pfd);
+			return 0;
+		}
+	} else {
+		say(out, "link ~/%s -> %s", rel, target);
 	}
-	say(out, "link ~/%s -> %s", rel, target);
 	if (!j->dry) {
 		/* A link of the agent's (to /etc, anywhere) is replaced, never followed. */
 		snprintf(tmp, sizeof(tmp), ".ocsb-link.%ld", (long)getpid());
@@ -307,6 +356,7 @@ static int agent_link_child(void *arg, int out)
 
 struct link_out {
 	struct strv *changes; /* borrowed */
+	struct strv problems; /* owned */
 	int dry;
 };
 
@@ -316,6 +366,7 @@ static void link_line(void *arg, const char *text, int problem)
 
 	if (problem) {
 		log_warn("mirror: %s", text);
+		strv_push(&lo->problems, text);
 		/* --check and --dry-run count a place that is not linked as a difference. */
 		if (lo->dry)
 			strv_push(lo->changes, text);
@@ -324,9 +375,20 @@ static void link_line(void *arg, const char *text, int problem)
 	strv_push(lo->changes, text);
 }
 
+static void record_failure(struct mirror *m, const char *how)
+{
+	struct strv p = {0};
+	char line[200];
+
+	snprintf(line, sizeof(line), "the link maker failed (%s): the places may be unlinked", how);
+	strv_push(&p, line);
+	mirror_links_record(m, &p);
+	strv_free(&p);
+}
+
 static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *changes)
 {
-	struct link_out lo;
+	struct link_out lo = {0};
 	struct spawn_opts o = {.drop = m->drop,
 		.uid = m->agent_uid,
 		.gid = m->agent_gid,
@@ -348,6 +410,8 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 		log_err("mirror: linking as %s failed (%s)", m->agent,
 			spawn_describe(&res, how, sizeof(how)));
 		spawn_result_free(&res);
+		if (!dry && !remove)
+			record_failure(m, how);
 		return -1;
 	}
 	lo.changes = changes;
@@ -355,6 +419,10 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 	if (res.output)
 		mirror_link_output(res.output, link_line, &lo);
 	spawn_result_free(&res);
+	/* What the owner's doctor reads (the owner cannot look into the agent's home). */
+	if (!dry && !remove && (r = mirror_links_record(m, &lo.problems)) < 0)
+		log_warn("mirror: %s: %s", m->links, strerror(-r));
+	strv_free(&lo.problems);
 	return 0;
 }
 

@@ -168,23 +168,31 @@ int mirror_prepare(struct mirror *m, int dry, struct strv *changes)
 		if (mirror_rm_at(dfd, name, 0, 0) < 0)
 			log_warn("mirror: %s/%s: cannot remove it", m->dir, name);
 	}
-	/* The status file: the account rewrites it in place, the owner's group reads it. */
-	snprintf(name, sizeof(name), "%s.status", m->agent);
-	fd = openat(bfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		log_err("mirror: %s: %s", m->status, fd < 0 ? strerror(errno) : "not a file");
-		if (fd >= 0)
+	/*
+	 * The status and the links files: the account rewrites them in place, the owner's
+	 * group reads them.
+	 */
+	for (int k = 0; k < 2; k++) {
+		const char *path = k ? m->links : m->status;
+
+		snprintf(name, sizeof(name), "%s.%s", m->agent, k ? "links" : "status");
+		fd = openat(
+			bfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			log_err("mirror: %s: %s", path, fd < 0 ? strerror(errno) : "not a file");
+			if (fd >= 0)
+				close(fd);
+			goto out;
+		}
+		if ((st.st_uid != m->tree_uid || st.st_gid != m->owner_gid ||
+			    (st.st_mode & 07777) != 0640) &&
+			(fchown(fd, m->tree_uid, m->owner_gid) < 0 || fchmod(fd, 0640) < 0)) {
+			log_err("mirror: %s: owner and mode: %s", path, strerror(errno));
 			close(fd);
-		goto out;
-	}
-	if ((st.st_uid != m->tree_uid || st.st_gid != m->owner_gid ||
-		    (st.st_mode & 07777) != 0640) &&
-		(fchown(fd, m->tree_uid, m->owner_gid) < 0 || fchmod(fd, 0640) < 0)) {
-		log_err("mirror: %s: owner and mode: %s", m->status, strerror(errno));
+			goto out;
+		}
 		close(fd);
-		goto out;
 	}
-	close(fd);
 	r = 0;
 out:
 	if (tfd >= 0)

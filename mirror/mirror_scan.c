@@ -12,6 +12,14 @@
 
 #include "mirror.h"
 
+void mirror_aside_name(const char *name, int i, char *ret, size_t n)
+{
+	if (i <= 1)
+		snprintf(ret, n, "%s.ocsb-aside", name);
+	else
+		snprintf(ret, n, "%s.ocsb-aside.%d", name, i);
+}
+
 void mirror_escape(const char *s, struct buf *out)
 {
 	for (; *s; s++) {

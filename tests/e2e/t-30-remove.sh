@@ -107,9 +107,12 @@ check_output "--remove --purge of $TWO while $AGENT remains keeps the machine's 
 check_fails "$TWO's account is gone" getent passwd "$TWO"
 check_fails "$TWO's identity is gone" test -e "/var/lib/ocsb/identity/$TWO"
 check_fails "$TWO's mirror is gone" test -e "/var/lib/ocsb/mirror/$TWO"
+check_fails "$TWO's mirror status and links files are gone" \
+	test -e "/var/lib/ocsb/mirror/$TWO.status" -o -e "/var/lib/ocsb/mirror/$TWO.links"
 check_fails "$TWO's state file is gone" test -e "/var/lib/ocsb/agents/$TWO"
 check "control: $AGENT's identity stays" test -d "/var/lib/ocsb/identity/$AGENT"
 check "control: $AGENT's mirror stays" test -d "/var/lib/ocsb/mirror/$AGENT"
+check "control: $AGENT's mirror links file stays" test -f "/var/lib/ocsb/mirror/$AGENT.links"
 check "control: $AGENT's state file stays" test -f "/var/lib/ocsb/agents/$AGENT"
 check "control: agentd's OpenCode password stays ($AGENT's: agentd serves it)" test -f "$PW"
 check "control: agentd's stored secrets stay ($AGENT's)" test -f "$REC"

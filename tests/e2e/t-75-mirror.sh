@@ -87,6 +87,8 @@ check_output "no file or directory of the tree has another mode or owner (none i
 	sh -c "find '$TREE' \( -type f ! -perm 444 \) -o \( -type d ! -perm 555 \) -o ! -user ocsb-agentd | wc -l"
 check_output "the status file is ocsb-agentd's, readable by the owner's group" "^640 ocsb-agentd $(id -gn "$OWNER")\$" \
 	stat -c '%a %U %G' "/var/lib/ocsb/mirror/$AGENT.status"
+check_output "the links file (the link maker's problems, for the owner's doctor) likewise, and empty" \
+	"^640 ocsb-agentd $(id -gn "$OWNER") 0\$" stat -c '%a %U %G %s' "/var/lib/ocsb/mirror/$AGENT.links"
 check_output "positive control: the tree holds the owner's files" '^([5-9]|[1-9][0-9]+)$' sh -c "find '$TREE' -type f | wc -l"
 
 # ---- the agent reads, and cannot change anything
@@ -170,6 +172,7 @@ if [ ! -x "$OC_BIN" ]; then
 	skip "OpenCode reads the mirrored config" "OpenCode not installed at $OC_BIN"
 	exit 0
 fi
+touch "$E2E_SCRATCH/links-marker"
 setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$E2E_SCRATCH/agentd.log" 2>&1 </dev/null &
 AGENTD=$!
 field() { as_owner "$OCSB" status 2>/dev/null | awk -v k="$1" -v n="${2:-1}" '$1 == k { if (++i == n) { $1 = ""; sub(/^ +/, ""); print; exit } }'; }
@@ -187,6 +190,9 @@ check_output "OpenCode lists the agent defined in the owner's opencode.json" '^m
 check_output "OpenCode lists the agent defined in the owner's agent/ folder" '^mirrored-reviewer$' names /agent
 check_output "positive control: built-in agents are listed too" '^build$' names /agent
 
+check_output "ocsb-agentd's link maker recorded its run in the links file (in place: still its, empty)" \
+	"^640 ocsb-agentd $(id -gn "$OWNER") 0\$" \
+	find "/var/lib/ocsb/mirror/$AGENT.links" -newer "$E2E_SCRATCH/links-marker" -printf '%m %u %g %s\n'
 check "the mirror's watcher runs as the owner" pgrep -u "$OWNER" -f -- '--mirror-watch'
 check "positive control: the warden started it (its log is read here)" grep -q 'mirror-watch 0: pid' "$E2E_SCRATCH/agentd.log"
 check_fails "the supervisor did not fall back to the periodic refresh" grep -q 'cannot be watched\|the watcher (as' "$E2E_SCRATCH/agentd.log"

@@ -31,11 +31,15 @@ check_output "a later run mirrors it" 'mirror .* written' provision
 check_output "the agent reads it through the link it already had" '^LATER-BODY$' \
 	agent cat "$AHOME/.config/opencode/command/later.md"
 
-# A real directory of the agent's in that place: never removed by us, but reported.
+# A real directory of the agent's in that place (OpenCode started before the first link,
+# issue 28): reported, then taken by the next run, what it held kept aside and said.
 agent rm "$AHOME/.config/opencode"
 agent mkdir "$AHOME/.config/opencode"
-check_fails_output "--check reports the place that is not linked" \
-	"drift: ~/.config/opencode exists and is not ocsb's link" prov --check
+agent sh -c "echo AGENT-OWN > '$AHOME/.config/opencode/opencode.json'"
+check_fails_output "--check reports the place that is not linked, and what a run would do" \
+	"drift: ~/.config/opencode is not ocsb's link: move it to ~/.config/opencode.ocsb-aside, link it to the mirror" \
+	prov --check
+check "--check changed nothing" test -d "$AHOME/.config/opencode" -a ! -L "$AHOME/.config/opencode"
 check_output "doctor (root) WARNs the place that is not the mirror's link" \
 	"^WARN mirror-link +~$AGENT/.config/opencode is a directory of the agent's, not the mirror's link" \
 	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
@@ -45,8 +49,44 @@ check_fails_output "mirror status (root) reports the place that is not linked" \
 check_output "mirror status (the owner, who cannot look into the agent's home) says so" \
 	"^places in ~$AGENT: not checked \\(only root can look into the agent's home\\): sudo ocsb mirror status\$" \
 	as_owner "$OCSB_BUILD/ocsb" mirror status
-agent rmdir "$AHOME/.config/opencode"
-check_output "control: once it is gone, a run links it again" "link ~/.config/opencode -> $TREE/.config/opencode" provision
+check_output "a run takes the place, naming both paths" \
+	"~/.config/opencode was not ocsb's link: moved to ~/.config/opencode.ocsb-aside, linked to the mirror" \
+	provision
+check_output "the place links to the tree again" "^$TREE/.config/opencode\$" readlink "$AHOME/.config/opencode"
+check_output "what the agent had is kept aside" '^AGENT-OWN$' \
+	agent cat "$AHOME/.config/opencode.ocsb-aside/opencode.json"
+check_output "the agent reads the owner's config through the link again" '^LATER-BODY$' \
+	agent cat "$AHOME/.config/opencode/command/later.md"
+agent rm "$AHOME/.config/opencode"
+agent mkdir "$AHOME/.config/opencode"
+agent sh -c "echo AGENT-AGAIN > '$AHOME/.config/opencode/opencode.json'"
+check_output "a second time: the next name, the first aside kept" \
+	"~/.config/opencode was not ocsb's link: moved to ~/.config/opencode.ocsb-aside.2, linked to the mirror" \
+	provision
+check_output "the second aside holds the second content" '^AGENT-AGAIN$' \
+	agent cat "$AHOME/.config/opencode.ocsb-aside.2/opencode.json"
+check_output "the first aside is untouched" '^AGENT-OWN$' \
+	agent cat "$AHOME/.config/opencode.ocsb-aside/opencode.json"
+
+# Every aside name taken: the place is left, and the owner, who cannot look into the
+# agent's home, hears of it from `ocsb doctor` (the links file, issue 28).
+odoc() { as_owner "$OCSB_BUILD/ocsb" doctor 2>&1; true; }
+odoc_quiet() { ! odoc | grep -q 'link maker'; }
+check "control: the owner's doctor has no link maker's problem while all is linked" odoc_quiet
+for i in 3 4 5 6 7 8 9; do agent mkdir "$AHOME/.config/opencode.ocsb-aside.$i"; done
+agent rm "$AHOME/.config/opencode"
+agent mkdir "$AHOME/.config/opencode"
+check_output "a run with every aside name taken leaves the place, and says so" \
+	"~/.config/opencode is not ocsb's link and ~/.config/opencode.ocsb-aside to .9 are all taken: not linked" \
+	provision
+check "the place is still the agent's directory" test -d "$AHOME/.config/opencode" -a ! -L "$AHOME/.config/opencode"
+check_output "the owner's doctor WARNs the unlinked place" \
+	"^WARN mirror +link maker in ~$AGENT: ~/.config/opencode is not ocsb's link and .* not linked" odoc
+agent rmdir "$AHOME/.config/opencode.ocsb-aside.9"
+check_output "control: a name free again, the next run takes the place" \
+	"moved to ~/.config/opencode.ocsb-aside.9, linked to the mirror" provision
+check "control: the owner's doctor has no link maker's problem again" odoc_quiet
+check_output "control: converges: 0 changes" '^ocsb-provision: 0 changes$' provision
 check_output "control: doctor (root): the mirror's places link to the tree" "^OK +mirror-link " \
 	bash -c "'$OCSB_BUILD/ocsb' doctor; true"
 check_output "control: mirror status (root): every place links to the mirror" \

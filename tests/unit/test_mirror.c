@@ -296,6 +296,20 @@ static void escape_names(void **state)
 	buf_free(&b);
 }
 
+static void aside_names(void **state)
+{
+	char b[64];
+
+	mirror_aside_name("opencode", 1, b, sizeof(b));
+	assert_string_equal(b, "opencode.ocsb-aside");
+	mirror_aside_name("opencode", 2, b, sizeof(b));
+	assert_string_equal(b, "opencode.ocsb-aside.2");
+	mirror_aside_name("opencode", MIRROR_ASIDE_MAX, b, sizeof(b));
+	assert_string_equal(b, "opencode.ocsb-aside.9");
+	mirror_aside_name("opencode", 1, b, 5);
+	assert_string_equal(b, "open");
+}
+
 static void config_keywords(void **state)
 {
 	struct ocsb_config c;
@@ -596,6 +610,73 @@ static void engine_links(void **state)
 	assert_true(n > 0);
 	target[n] = '\0';
 	assert_string_equal(target, tree(&f, ".config/opencode"));
+	/*
+	 * The agent's own directory in the place (OpenCode made it before the first link,
+	 * issue 28): taken, what it held kept aside and said; a second time, the next name.
+	 */
+	for (int i = 1; i <= 2; i++) {
+		char aside[80], line[PATH_MAX + 200];
+
+		assert_int_equal(unlink(unit_path("agent/.config/opencode")), 0);
+		assert_int_equal(mkdir(unit_path("agent/.config/opencode"), 0755), 0);
+		put("agent/.config/opencode/opencode.json", "mine\n");
+		/* dry: only said */
+		assert_int_equal(mirror_link(&f.m, 1, &ch), 0);
+		assert_int_equal(ch.n, 1);
+		snprintf(aside, sizeof(aside), ".config/opencode.ocsb-aside%s", i == 1 ? "" : ".2");
+		snprintf(line, sizeof(line),
+			"~/.config/opencode is not ocsb's link: move it to ~/%s, link it to the "
+			"mirror",
+			aside);
+		assert_string_equal(ch.v[0], line);
+		strv_free(&ch);
+		assert_int_equal(lmode(unit_path("agent/.config/opencode")) & S_IFMT, S_IFDIR);
+		assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+		assert_int_equal(ch.n, 1);
+		snprintf(line, sizeof(line),
+			"~/.config/opencode was not ocsb's link: moved to ~/%s, linked to the "
+			"mirror (%s)",
+			aside, tree(&f, ".config/opencode"));
+		assert_string_equal(ch.v[0], line);
+		strv_free(&ch);
+		n = readlink(unit_path("agent/.config/opencode"), target, sizeof(target) - 1);
+		assert_true(n > 0);
+		target[n] = '\0';
+		assert_string_equal(target, tree(&f, ".config/opencode"));
+		snprintf(line, sizeof(line), "agent/%s/opencode.json", aside);
+		s = slurp(unit_path(line));
+		assert_string_equal(s, "mine\n");
+		free(s);
+	}
+	/* every name taken: left, and said */
+	for (int i = 3; i <= MIRROR_ASIDE_MAX; i++) {
+		char aside[80];
+
+		snprintf(aside, sizeof(aside), "agent/.config/opencode.ocsb-aside.%d", i);
+		put(aside, "x\n");
+	}
+	assert_int_equal(unlink(unit_path("agent/.config/opencode")), 0);
+	put("agent/.config/opencode", "a file\n");
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 0); /* a problem line: logged, not a change */
+	assert_int_equal(lmode(unit_path("agent/.config/opencode")) & S_IFMT, S_IFREG);
+	assert_int_equal(mirror_link(&f.m, 1, &ch), 0);
+	assert_int_equal(ch.n, 1); /* --check counts it */
+	assert_non_null(strstr(ch.v[0], "are all taken: not linked"));
+	strv_free(&ch);
+	/* the owner's doctor reads it from the links file (the last real run's problems) */
+	s = slurp(f.m.links);
+	assert_non_null(strstr(s, "~/.config/opencode is not ocsb's link and "));
+	assert_non_null(strstr(s, "are all taken: not linked"));
+	free(s);
+	assert_int_equal(unlink(unit_path("agent/.config/opencode")), 0);
+	assert_int_equal(mirror_link(&f.m, 0, &ch), 0);
+	assert_int_equal(ch.n, 1); /* control: free again, linked */
+	strv_free(&ch);
+	s = slurp(f.m.links);
+	assert_string_equal(s, "");
+	free(s);
+	assert_int_equal(lmode(unit_path("agent/.config/opencode")), S_IFLNK | 0777);
 	/* ~/.gitconfig is the agent's own file, including the mirrored subset */
 	s = slurp(unit_path("agent/.gitconfig"));
 	assert_non_null(strstr(s, "[include]\n\tpath = "));
@@ -1035,6 +1116,7 @@ int main(void)
 		cmocka_unit_test(link_checked_again_by_root),
 		cmocka_unit_test(path_rules),
 		cmocka_unit_test(escape_names),
+		cmocka_unit_test(aside_names),
 		cmocka_unit_test(config_keywords),
 		cmocka_unit_test(link_output_lines),
 		T(engine_build),
