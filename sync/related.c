@@ -209,6 +209,16 @@ int sync_memo_commit(FILE *f, const char *tmp, const char *path)
 	return 0;
 }
 
+void sync_memo_write(FILE *f, const struct sync_memos *ms)
+{
+	for (size_t i = 0; i < ms->n; i++) {
+		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
+
+		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
+			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
+	}
+}
+
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 {
 	char path[4096], tmp[4096];
@@ -218,12 +228,7 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 	f = sync_memo_begin(gitdir, MEMO_NAME, !ms->n, path, tmp, sizeof(path), &r);
 	if (!f)
 		return r;
-	for (size_t i = 0; i < ms->n; i++) {
-		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
-
-		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
-			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
-	}
+	sync_memo_write(f, ms);
 	return sync_memo_commit(f, tmp, path);
 }
 

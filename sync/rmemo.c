@@ -367,15 +367,8 @@ int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m)
 	return 0;
 }
 
-int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
+void sync_rmemo_write(FILE *f, const struct sync_rmemos *ms)
 {
-	char path[4096], tmp[4096];
-	FILE *f;
-	int r;
-
-	f = sync_memo_begin(gitdir, RMEMO_NAME, !ms->n, path, tmp, sizeof(path), &r);
-	if (!f)
-		return r;
 	for (size_t i = 0; i < ms->n; i++) {
 		const struct sync_rmemo *m = &ms->v[i];
 		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1], b[GIT_OID_HEXSZ + 1];
@@ -406,5 +399,17 @@ int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
 			fputc('\n', f);
 		}
 	}
+}
+
+int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms)
+{
+	char path[4096], tmp[4096];
+	FILE *f;
+	int r;
+
+	f = sync_memo_begin(gitdir, RMEMO_NAME, !ms->n, path, tmp, sizeof(path), &r);
+	if (!f)
+		return r;
+	sync_rmemo_write(f, ms);
 	return sync_memo_commit(f, tmp, path);
 }
