@@ -5,10 +5,11 @@
 #include <stdint.h>
 
 /*
- * Landlock scopes (ABI 6, kernel 6.12), by raw system calls: Debian 12's headers predate
- * the `scoped` field. Shared by ocsb-agentd (OpenCode: both scopes) and ocsb-shell (the
- * agent's ssh sessions: abstract Unix sockets only). System calls only: safe between fork
- * and exec.
+ * Landlock by raw system calls: Debian 12's headers predate the `scoped` field and the
+ * network rights. Scopes (ABI 6, kernel 6.12) for ocsb-agentd (OpenCode: both scopes) and
+ * ocsb-shell (the agent's ssh sessions: abstract Unix sockets only); filesystem and TCP
+ * rulesets (any ABI; TCP from ABI 4) for ocsb sync pull's confined child
+ * (sync/confine.c). System calls only: safe between fork and exec.
  */
 #define OCSB_LANDLOCK_SCOPE_ABSTRACT_UNIX (1ULL << 0)
 #define OCSB_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
