@@ -63,8 +63,9 @@ static int confine_landlock(const struct sync_confine_in *in, long abi, char *er
 		return rs;
 	}
 	for (size_t i = 0; i < in->nread; i++) {
+		/* An alternate that names no directory: libgit2 and git skip it too. */
 		r = landlock_allow_path(rs, in->read[i], LL_READ, abi);
-		if (r < 0) {
+		if (r < 0 && !(i > 0 && r == -ENOENT)) {
 			snprintf(
 				err, errlen, "Landlock rule for %s: %s", in->read[i], strerror(-r));
 			goto fail;

@@ -307,7 +307,7 @@ out:
 	return r;
 }
 
-/* The pull itself, after the confinement. 0, 1 (--strict and flagged: parent's), or -1. */
+/* The pull itself, after the confinement: on success it hands over and exits; -1 said. */
 static int sync_fetch_run(struct sync_ctx *x, const struct sync_fetch_io *io)
 {
 	const git_remote_head **heads;
@@ -624,8 +624,15 @@ static int sync_fetch_run(struct sync_ctx *x, const struct sync_fetch_io *io)
 		log_err("handing the result to the parent: %s", strerror(errno));
 		goto out;
 	}
-	ret = 0;
-	goto out;
+	sync_trace("handed over");
+	/*
+	 * Done: the parent goes on at the end of the pipes, and may start the next pull at
+	 * once (the lock is released here). Nothing is freed: the process ends.
+	 */
+	close(io->lockfd);
+	close(io->rec);
+	close(STDERR_FILENO);
+	_exit(0);
 oom:
 	log_err("out of memory");
 out:
@@ -686,7 +693,7 @@ void sync_fetch_child(struct sync_ctx *x, struct sync_fetch_io *io, pid_t parent
 	/*
 	 * stdin and stdout: nothing; stderr: a pipe the parent reads line by line and
 	 * escapes before it reaches the terminal. The child keeps its channel, its pipes, the
-	 * memo files the parent made, and the lock (held while either runs).
+	 * memo files the parent made, and the lock (until it has handed over).
 	 */
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(nullfd, 1) < 0 || dup2(io->err, 2) < 0)
@@ -727,7 +734,8 @@ void sync_fetch_child(struct sync_ctx *x, struct sync_fetch_io *io, pid_t parent
 		log_warn("this kernel has no Landlock: the process that reads the agent's data "
 			 "runs with seccomp and no_new_privs only, with access to every file you "
 			 "can read and write (ocsb doctor; a kernel >= 5.13 confines it)");
-	if (sync_fetch_run(x, io) == 0)
-		st = 0;
+	(void)sync_fetch_run(x, io); /* returns on failure only (said) */
+	close(io->rec);
+	close(STDERR_FILENO);
 	_exit(st);
 }

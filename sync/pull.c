@@ -513,9 +513,6 @@ int sync_do_pull(struct sync_ctx *x)
 		goto out;
 	}
 	snprintf(objects, sizeof(objects), "%sobjects", common);
-	r = sync_clean_tmp_packs(objects, &start, &removed);
-	if (r < 0)
-		log_warn("%s/pack: cannot remove temporary packs: %s", objects, strerror(-r));
 	r = sync_incoming_prepare(objects, incoming, sizeof(incoming), &packfd, &removed);
 	if (r < 0) {
 		log_err("%s/%s: %s", objects, SYNC_INCOMING, strerror(-r));
@@ -550,6 +547,11 @@ int sync_do_pull(struct sync_ctx *x)
 	}
 	fflush(stdout);
 	fflush(stderr);
+	/*
+	 * The child may close its end while the remote still sends (a last flush after the
+	 * pack): that is EPIPE on the relay's write, not a signal that ends the pull.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	sync_trace("locked, quarantine ready; forking the confined child");
 	pid = fork();
 	if (pid < 0) {
@@ -593,8 +595,9 @@ int sync_do_pull(struct sync_ctx *x)
 		/* The child reports it ("connecting to the agent: ..."), as before. */
 		snprintf(rl.why, sizeof(rl.why), "%s",
 			x->conn.err[0] ? x->conn.err : "out of memory");
-		if (write(rl.ctl, rl.why, strlen(rl.why)) < 0)
-			(void)0;
+		ssize_t w = write(rl.ctl, rl.why, strlen(rl.why));
+
+		(void)w; /* a child already gone has nothing to report */
 		shutdown(rl.data, SHUT_RDWR);
 		relay_failed = 1;
 	} else {
@@ -606,6 +609,13 @@ int sync_do_pull(struct sync_ctx *x)
 		close(rl.ctl), rl.ctl = -1;
 	close(rl.data), rl.data = -1;
 	sync_trace("relay ended%s", relay_failed ? " (by the parent)" : "");
+	/* While the child checks and reviews: what earlier versions' downloads left. */
+	r = sync_clean_tmp_packs(objects, &start, &removed);
+	if (r < 0)
+		log_warn("%s/pack: cannot remove temporary packs: %s", objects, strerror(-r));
+	if (removed)
+		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
+			removed == 1 ? "" : "s");
 	/* The child's last words and its handover, until both pipes end. */
 	while (rl.extra[0] >= 0 || rl.extra[1] >= 0) {
 		struct pollfd pf[2];
@@ -640,11 +650,20 @@ int sync_do_pull(struct sync_ctx *x)
 				rl.extra[k] = -1;
 		}
 	}
-	st = pull_reap(pid, pidfd, x->conn.deadline + PULL_GRACE_S);
-	pid = -1;
+	/*
+	 * A complete handover is the child's success (its exit status says no more: a
+	 * turned child can exit 0 too); it is reaped at the end, its teardown meanwhile.
+	 * Without one, its end says what happened.
+	 */
+	if (!p.ho.ended || p.ho_err[0]) {
+		st = pull_reap(pid, pidfd, x->conn.deadline + PULL_GRACE_S);
+		pid = -1;
+	} else {
+		st = 0;
+	}
 	if (x->progress_shown)
 		fputc('\n', stderr), x->progress_shown = 0;
-	sync_trace("child ended (status %d)", st);
+	sync_trace("child done (%s)", pid > 0 ? "handover complete" : "ended");
 	if (p.ho_err[0]) {
 		log_err("the confined process that read the agent's data broke the handover (%s): "
 			"nothing was written",
@@ -679,9 +698,15 @@ int sync_do_pull(struct sync_ctx *x)
 	sync_trace("deleted refs checked, printed");
 	ret = x->o->strict && p.ho.nfl ? 1 : 0;
 out:
-	if (pid > 0) {
+	if (pid > 0 && ret < 0) {
 		kill(pid, SIGKILL);
 		pull_reap(pid, pidfd, time(NULL) + 5);
+	} else if (pid > 0) {
+		/*
+		 * It handed over and is exiting (it closed the lock first): not waited for,
+		 * whatever is left of it dies with this process (PR_SET_PDEATHSIG).
+		 */
+		(void)waitpid(pid, NULL, WNOHANG);
 	}
 	if (pidfd >= 0)
 		close(pidfd);

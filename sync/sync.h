@@ -676,7 +676,7 @@ struct sync_fetch_io {
 	int data, ctl; /* the relayed channel, and why the parent ended it */
 	int rec, err; /* the handover's records, and stderr: both to the parent */
 	int memo_review, memo_unrelated; /* files the parent made for the memos' new content */
-	int lockfd; /* the pull's lock: held while the child lives */
+	int lockfd; /* the pull's lock: held until the child has handed over */
 	const char *incoming; /* the quarantine (an object directory with pack/) */
 	const struct sync_confine_in *confine;
 };
