@@ -16,7 +16,8 @@
  *   sendmsg or recvmsg (the one connection it has is the socket pair the parent relays the
  *   SSH channel over), no ptrace, no namespaces, io_uring, BPF or keyrings; ioctl only to
  *   ask whether a descriptor is a terminal; signals only to itself (its git child dies
- *   with it: PR_SET_PDEATHSIG). On Debian 12's kernel 6.1 (Landlock ABI 3) this is what
+ *   with it: PR_SET_PDEATHSIG); chmod changes nothing and chown is refused (Landlock
+ *   does not cover a file's mode or owner). On Debian 12's kernel 6.1 (Landlock ABI 3) this is what
  *   keeps it off the network and off the owner's other processes.
  * - no_new_privs, no core file, a new session (no controlling terminal to push input to).
  *
@@ -159,9 +160,6 @@ static const int allowed[] = {
 	SCMP_SYS(unlinkat),
 	SCMP_SYS(mkdir),
 	SCMP_SYS(mkdirat),
-	SCMP_SYS(chmod),
-	SCMP_SYS(fchmod),
-	SCMP_SYS(fchmodat),
 	SCMP_SYS(umask),
 	SCMP_SYS(poll),
 	SCMP_SYS(ppoll),
@@ -242,6 +240,19 @@ static const int refused[] = {
 	SCMP_SYS(process_vm_writev),
 };
 
+/*
+ * Landlock does not cover a file's mode (no right for chmod, at any ABI): a child free to
+ * chmod could open the owner's home or .git/hooks to the agent (0777), by path or by a
+ * descriptor it may only read. libgit2's indexer sets its pack's mode by path and fails
+ * if it cannot, so these answer success and change nothing (the parent gives the packs it
+ * moves in their mode). chown and the rest of the attribute calls are not allowed at all.
+ */
+static const int pretended[] = {
+	SCMP_SYS(chmod),
+	SCMP_SYS(fchmod),
+	SCMP_SYS(fchmodat),
+};
+
 /* isatty() and non-blocking mode; never TIOCSTI (input pushed into a terminal). */
 static const unsigned long ioctls[] = {TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX};
 
@@ -264,6 +275,9 @@ static int confine_seccomp(char *err, size_t errlen)
 	for (size_t i = 0; i < ARRAY_SIZE(refused) && r == 0; i++)
 		if (refused[i] >= 0)
 			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), refused[i], 0);
+	for (size_t i = 0; i < ARRAY_SIZE(pretended) && r == 0; i++)
+		if (pretended[i] >= 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(0), pretended[i], 0);
 	/* fork for git rev-list, never into a new namespace; clone3's flags are out of reach. */
 	if (r == 0)
 		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
@@ -343,12 +357,14 @@ void sync_confined_describe(const struct sync_confined *c, char *out, size_t n)
  * Test hooks (a test build, OCSB_TEST_HOOKS=1): the child tries what a compromised one
  * would, once before and once after sync_confine, and says what happened on stderr
  * (t-93): OCSB_TEST_SYNC_PROBE_OPEN (paths to read, ':'-separated),
- * OCSB_TEST_SYNC_PROBE_CREATE (files to create, then removed), OCSB_TEST_SYNC_PROBE_CONNECT
- * (an IPv4 address:port).
+ * OCSB_TEST_SYNC_PROBE_CREATE (files to create, then removed), OCSB_TEST_SYNC_PROBE_CHMOD
+ * (paths to chmod 0777, then set back), OCSB_TEST_SYNC_PROBE_CONNECT (an IPv4
+ * address:port).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 static void probe_each(const char *list, const char *phase, const char *what)
 {
@@ -370,16 +386,42 @@ static void probe_each(const char *list, const char *phase, const char *what)
 	}
 }
 
+/* chmod 0777, then the mode it had: "ok" when the mode changed. */
+static void probe_chmod(const char *list, const char *phase)
+{
+	char buf[4096], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *p = strtok_r(buf, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+		struct stat before, after;
+		int r = -1, e = 0;
+
+		if (stat(p, &before) == 0) {
+			r = chmod(p, 0777);
+			e = errno;
+			if (stat(p, &after) == 0 && (after.st_mode & 07777) != (before.st_mode & 07777))
+				(void)chmod(p, before.st_mode & 07777);
+			else
+				r = r == 0 ? 1 : r;
+		}
+		log_warn("sync probe %s: chmod %s: %s", phase, p,
+			r == 0 ? "ok" : r == 1 ? "unchanged" : strerror(e));
+	}
+}
+
 void sync_confine_probe(const char *phase)
 {
 	const char *open_list = TESTHOOK_ENV("OCSB_TEST_SYNC_PROBE_OPEN");
 	const char *create_list = TESTHOOK_ENV("OCSB_TEST_SYNC_PROBE_CREATE");
+	const char *chmod_list = TESTHOOK_ENV("OCSB_TEST_SYNC_PROBE_CHMOD");
 	const char *conn = TESTHOOK_ENV("OCSB_TEST_SYNC_PROBE_CONNECT");
 
 	if (open_list)
 		probe_each(open_list, phase, "open");
 	if (create_list)
 		probe_each(create_list, phase, "create");
+	if (chmod_list)
+		probe_chmod(chmod_list, phase);
 	if (conn) {
 		struct sockaddr_in sa = {.sin_family = AF_INET};
 		char host[64];

@@ -240,6 +240,26 @@ static int sync_move_new(int from, int to, const char *name)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
+	/*
+	 * The mode git and libgit2 give a pack (0444 less the umask): the child's chmod
+	 * changed nothing (sync/confine.c). On our descriptor, not by name.
+	 */
+	{
+		int fd = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		mode_t mask = umask(0);
+		int e = 0;
+
+		umask(mask);
+		if (fd < 0)
+			return -errno;
+		if (fstat(fd, &st) < 0 || fchmod(fd, 0444 & ~mask) < 0)
+			e = -errno;
+		else if (!S_ISREG(st.st_mode))
+			e = -EINVAL;
+		close(fd);
+		if (e < 0)
+			return e;
+	}
 	if (renameat2(from, name, to, name, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno == EEXIST)

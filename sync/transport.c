@@ -409,7 +409,7 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 {
 	struct sync_conn *c = l->c;
 	char quoted[4200], cmd[4300];
-	int no = 0;
+	int no = 0, yes = 1;
 	long tmo = c->connect_timeout_s;
 
 	if (sync_shell_quote(c->remote_path, quoted, sizeof(quoted)) < 0)
@@ -428,7 +428,13 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 		ssh_options_set(l->session, SSH_OPTIONS_USER, c->user) < 0 ||
 		ssh_options_set(l->session, SSH_OPTIONS_KNOWNHOSTS, c->known_hosts) < 0 ||
 		ssh_options_set(l->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
-		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
+		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0 ||
+		/*
+		 * git's exchange is request and answer: a small write (the wants, a close)
+		 * must not wait, as Nagle makes it, for the ACK of a window adjustment the
+		 * other side delays by 40 ms.
+		 */
+		ssh_options_set(l->session, SSH_OPTIONS_NODELAY, &yes) < 0)
 		return sync_fail(c, "setting ssh options: %s", ssh_get_error(l->session));
 	sync_trace("ssh: connecting");
 	if (ssh_connect(l->session) != SSH_OK)

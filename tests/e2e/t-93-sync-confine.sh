@@ -59,8 +59,10 @@ wait_for 10 test -e "$ACCEPTS.ready"
 G=$PROJECT/.git
 OPEN="$CANARY:$SYNCKEY:$PROJECT/a.txt:$G/HEAD:$G/config"
 CREATE="$G/hooks/post-checkout:$G/objects/pack/probe:$OWNER_HOME/probe:$G/objects/ocsb-incoming/pack/probe"
+home_mode=$(stat -c %a "$OWNER_HOME")
 _capture as_owner env -C "$PROJECT" OCSB_TEST_HOOKS=1 OCSB_SYNC_TRACE=1 \
 	OCSB_TEST_SYNC_PROBE_OPEN="$OPEN" OCSB_TEST_SYNC_PROBE_CREATE="$CREATE" \
+	OCSB_TEST_SYNC_PROBE_CHMOD="$OWNER_HOME:$G/hooks" \
 	OCSB_TEST_SYNC_PROBE_CONNECT="127.0.0.1:$PORT" "$OCSB" sync pull
 out=$_out
 if [ "$_rc" -eq 0 ] && grep -q '^ai-dev/feature: new ' <<<"$out"; then
@@ -94,11 +96,17 @@ probe confined create "$G/hooks/post-checkout" "Permission denied" "confined, it
 probe confined create "$G/objects/pack/probe" "Permission denied" "confined, it cannot write the owner's objects/pack"
 probe confined create "$OWNER_HOME/probe" "Permission denied" "confined, it cannot write the owner's home"
 probe confined create "$G/objects/ocsb-incoming/pack/probe" ok "positive control: confined, it writes its quarantine"
+probe "before confinement" chmod "$OWNER_HOME" ok "positive control: before confinement it can chmod 0777 the home"
+probe confined chmod "$OWNER_HOME" unchanged "confined, its chmod 0777 of the home changes nothing (Landlock has no right for modes)"
+probe confined chmod "$G/hooks" unchanged "nor of .git/hooks"
+check_output "the home keeps its mode" "^$home_mode\$" stat -c %a "$OWNER_HOME"
 probe "before confinement" connect "127.0.0.1:$PORT" ok "positive control: before confinement it connects to the listener"
 probe confined connect "127.0.0.1:$PORT" "socket: Operation not permitted" "confined, it cannot even make a socket"
 check_output "the listener accepted exactly the one unconfined connection" '^1$' \
 	sh -c "wc -l < '$ACCEPTS'"
 check_fails "no hook was left behind" test -e "$G/hooks/post-checkout"
+check_output "the packs moved in have git's mode (the parent's chmod; the child's did nothing)" \
+	'^444$' sh -c "stat -c %a '$G'/objects/pack/*.pack '$G'/objects/pack/*.idx | sort -u"
 check_output "the quarantine is empty after the pull" '^$' \
 	find "$G/objects/ocsb-incoming" -type f
 

@@ -4,8 +4,8 @@
  * parent accepts from the child (a round trip of every record, then hostile records, each
  * next to the honest one it differs from), and what the confinement leaves a process (a
  * forked child confined to a scratch "git directory": reads there, writes its quarantine,
- * nothing else; no socket; no signal to its parent; each with the same call made before
- * the confinement as the positive control).
+ * nothing else; no socket; no signal to its parent; a chmod that changes nothing; each
+ * with the same call made before the confinement as the positive control).
  */
 #define _GNU_SOURCE
 #include "sync_unit.h"
@@ -170,7 +170,20 @@ static int can_socket(void)
 	return 1;
 }
 
-/* What a process can do: read in git/, read outside, create in git/ and in the quarantine, a socket, a signal to its parent (0). */
+/* chmod of path to 0777 took effect (then put back to 0600). */
+static int can_chmod(const char *path)
+{
+	struct stat st;
+	int r = chmod(path, 0777) == 0 && stat(path, &st) == 0 && (st.st_mode & 07777) == 0777;
+
+	(void)chmod(path, 0600);
+	return r;
+}
+
+/*
+ * What a process can do: read in git/, read outside, create in git/ and in the
+ * quarantine, a socket, a signal to its parent (0), chmod a file outside.
+ */
 static void probes(const char *dir, char *out)
 {
 	char p[512];
@@ -187,11 +200,13 @@ static void probes(const char *dir, char *out)
 	unlink(p);
 	out[4] = (char)can_socket();
 	out[5] = (char)(kill(getppid(), 0) == 0);
+	snprintf(p, sizeof(p), "%s/secret", dir);
+	out[6] = (char)can_chmod(p);
 }
 
 static void confine_child(void **state)
 {
-	char p[512], before[6], after[6], r[2 * sizeof(before) + 1] = {0};
+	char p[512], before[7], after[7], r[2 * sizeof(before) + 1] = {0};
 	int fds[2], st;
 	pid_t pid;
 	long abi = landlock_abi();
@@ -233,21 +248,23 @@ static void confine_child(void **state)
 		_exit(c.seccomp && c.nnp && c.abi == (abi > 0 ? abi : 0) ? 0 : 4);
 	}
 	close(fds[1]);
-	assert_int_equal(read(fds[0], r, sizeof(r)), 12);
+	assert_int_equal(read(fds[0], r, sizeof(r)), 14);
 	close(fds[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
 	/* Before: everything works (the positive controls). */
-	assert_memory_equal(r, "\1\1\1\1\1\1", 6);
+	assert_memory_equal(r, "\1\1\1\1\1\1\1", 7);
 	/* Confined: git/ readable, the quarantine writable; no socket, no signal out. */
-	assert_int_equal(r[6], 1);
-	assert_int_equal(r[9], 1);
-	assert_int_equal(r[10], 0);
+	assert_int_equal(r[7], 1);
+	assert_int_equal(r[10], 1);
 	assert_int_equal(r[11], 0);
+	assert_int_equal(r[12], 0);
+	/* chmod answers success and changes nothing (Landlock has no right for it). */
+	assert_int_equal(r[13], 0);
 	if (abi > 0) {
-		assert_int_equal(r[7], 0); /* a file next to .git */
-		assert_int_equal(r[8], 0); /* a hook */
+		assert_int_equal(r[8], 0); /* a file next to .git */
+		assert_int_equal(r[9], 0); /* a hook */
 	} else {
 		fprintf(stderr, "# no Landlock here: the file probes are not confined\n");
 	}
