@@ -323,6 +323,9 @@ int sync_confine(
 	abi = landlock_abi();
 	if (TESTHOOK_ENV("OCSB_TEST_SYNC_NO_LANDLOCK"))
 		abi = 0; /* a test build: run as on a kernel without Landlock */
+	if (TESTHOOK_ENV("OCSB_TEST_SYNC_LANDLOCK_ABI") &&
+		atol(TESTHOOK_ENV("OCSB_TEST_SYNC_LANDLOCK_ABI")) < abi)
+		abi = atol(TESTHOOK_ENV("OCSB_TEST_SYNC_LANDLOCK_ABI")); /* as on an older kernel */
 	if (abi > 0) {
 		r = confine_landlock(in, abi, err, errlen);
 		/* Filtered (a container's seccomp) or disabled: as without Landlock, said. */
@@ -356,7 +359,9 @@ void sync_confined_describe(const struct sync_confined *c, char *out, size_t n)
 /*
  * Test hooks (a test build, OCSB_TEST_HOOKS=1): the child tries what a compromised one
  * would, once before and once after sync_confine, and says what happened on stderr
- * (t-93): OCSB_TEST_SYNC_PROBE_OPEN (paths to read, ':'-separated),
+ * (t-93), and OCSB_TEST_SYNC_NO_LANDLOCK / OCSB_TEST_SYNC_LANDLOCK_ABI (in sync_confine)
+ * make it run as on a kernel without Landlock or with an older ABI:
+ * OCSB_TEST_SYNC_PROBE_OPEN (paths to read, ':'-separated),
  * OCSB_TEST_SYNC_PROBE_CREATE (files to create, then removed), OCSB_TEST_SYNC_PROBE_CHMOD
  * (paths to chmod 0777, then set back), OCSB_TEST_SYNC_PROBE_CONNECT (an IPv4
  * address:port).
@@ -399,13 +404,16 @@ static void probe_chmod(const char *list, const char *phase)
 		if (stat(p, &before) == 0) {
 			r = chmod(p, 0777);
 			e = errno;
-			if (stat(p, &after) == 0 && (after.st_mode & 07777) != (before.st_mode & 07777))
+			if (stat(p, &after) == 0 &&
+				(after.st_mode & 07777) != (before.st_mode & 07777))
 				(void)chmod(p, before.st_mode & 07777);
 			else
 				r = r == 0 ? 1 : r;
 		}
 		log_warn("sync probe %s: chmod %s: %s", phase, p,
-			r == 0 ? "ok" : r == 1 ? "unchanged" : strerror(e));
+			r == 0		 ? "ok"
+				: r == 1 ? "unchanged"
+					 : strerror(e));
 	}
 }
 

@@ -2,8 +2,10 @@
 # ocsb sync pull reads what the agent sent in a confined child (issue 27 item 4): it cannot
 # open the owner's files outside the project's .git (a canary private key, the sync key,
 # the work tree), cannot write outside its quarantine (.git/hooks, the owner's packs, the
-# home), cannot connect anywhere (a loopback listener of the test's own), and cannot make
-# the parent write a ref from a forged handover. Each probe runs twice in the same child
+# home), cannot chmod (the home, .git/hooks), cannot connect anywhere (a loopback listener
+# of the test's own), also under older kernels' Landlock ABIs (3: Debian 12's 6.1; 1) and
+# without Landlock (the network then by seccomp alone), and cannot make the parent write
+# a ref from a forged handover. Each probe runs twice in the same child
 # through a test hook (a test build only): before the confinement, where it must succeed
 # (the positive control), and confined. Real sshd, provisioning and git-shell.
 . "$E2E_LIB"
@@ -110,6 +112,31 @@ check_output "the packs moved in have git's mode (the parent's chmod; the child'
 check_output "the quarantine is empty after the pull" '^$' \
 	find "$G/objects/ocsb-incoming" -type f
 
+# Older kernels' Landlock (a test hook caps the ABI: 3 is Debian 12's 6.1, files only; 1
+# is 5.13's): the same files are out of reach, and seccomp alone refuses the socket.
+n=0
+for cap in 3 1; do
+	if [ "$abi" -lt "$cap" ]; then continue; fi
+	n=$((n + 1))
+	agit checkout -q -b "abi$cap"
+	as_user "$AGENT" sh -c "cd '$AREPO' && echo $cap > abi$cap.txt && git add abi$cap.txt && git commit -qm abi$cap"
+	_capture as_owner env -C "$PROJECT" OCSB_TEST_HOOKS=1 OCSB_SYNC_TRACE=1 OCSB_TEST_SYNC_LANDLOCK_ABI=$cap \
+		OCSB_TEST_SYNC_PROBE_OPEN="$CANARY:$G/HEAD" OCSB_TEST_SYNC_PROBE_CREATE="$G/hooks/post-checkout" \
+		OCSB_TEST_SYNC_PROBE_CONNECT="127.0.0.1:$PORT" "$OCSB" sync pull
+	out=$_out
+	if [ "$_rc" -eq 0 ] && grep -q "^ai-dev/abi$cap: new " <<<"$out"; then
+		pass "Landlock ABI $cap: the pull works"
+	else fail "Landlock ABI $cap: the pull works" "$out"; fi
+	check_output "ABI $cap: the trace names it (files only, no tcp or scopes)" \
+		"sync: confined child: landlock ABI $cap \(files\), seccomp, no_new_privs" printf '%s\n' "$out"
+	probe confined open "$CANARY" "Permission denied" "ABI $cap: the canary key stays out of reach"
+	probe confined open "$G/HEAD" ok "positive control: ABI $cap: .git/HEAD is read"
+	probe confined create "$G/hooks/post-checkout" "Permission denied" "ABI $cap: no hook can be made"
+	probe confined connect "127.0.0.1:$PORT" "socket: Operation not permitted" \
+		"ABI $cap: no socket (seccomp: Landlock has no TCP rules there)"
+done
+check_output "the listener saw only the unconfined probes" "^$((1 + n))\$" sh -c "wc -l < '$ACCEPTS'"
+
 # Without Landlock (a test hook: as on a kernel without it), the pull still works and
 # says so; seccomp still keeps the child off the network.
 agit checkout -q -b feature2
@@ -126,7 +153,7 @@ check_output "the trace says so too" 'sync: confined child: NO landlock' printf 
 probe confined open "$CANARY" ok "positive control: without Landlock the confined child reads the canary"
 probe confined connect "127.0.0.1:$PORT" "socket: Operation not permitted" \
 	"without Landlock, seccomp still refuses it a socket (as on Debian 12's kernel 6.1 for TCP)"
-check_output "the listener still saw only the probes before confinement" '^2$' \
+check_output "the listener still saw only the probes before confinement" "^$((2 + n))\$" \
 	sh -c "wc -l < '$ACCEPTS'"
 _capture as_owner env OCSB_TEST_HOOKS=1 OCSB_TEST_SYNC_NO_LANDLOCK=1 "$OCSB" doctor
 check_output "ocsb doctor warns when the kernel lacks Landlock" \
