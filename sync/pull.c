@@ -703,10 +703,11 @@ out:
 		pull_reap(pid, pidfd, time(NULL) + 5);
 	} else if (pid > 0) {
 		/*
-		 * It handed over and is exiting (it closed the lock first): not waited for,
-		 * whatever is left of it dies with this process (PR_SET_PDEATHSIG).
+		 * It handed over and is exiting (it closed the lock first), while this process
+		 * wrote the refs and printed: reaped now (its resources, git rev-list's
+		 * included, are counted as this process's children's).
 		 */
-		(void)waitpid(pid, NULL, WNOHANG);
+		pull_reap(pid, pidfd, time(NULL) + 5);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
