@@ -1,6 +1,28 @@
 # SPDX-License-Identifier: MIT
 # ocsb build. GNU make + pkg-config; out-of-tree objects in $(BUILDDIR).
 
+# Root in a tree a user owns (sudo make deb-install, sudo make install, sudo make test-all):
+# the goals run in one sub-make, and then whatever in the tree is not the tree owner's
+# (build/, the .deb, test output) is handed back to them, failed or not, so that their own
+# make can rebuild and clean it. Root runs this user's Makefile anyway: chowning in their
+# tree gives them nothing they did not have; tools/handback.sh follows no link.
+ifeq ($(MAKELEVEL),0)
+ifeq ($(shell id -u),0)
+TREE_OWNER := $(shell stat -c %u:%g $(CURDIR))
+endif
+endif
+ifneq ($(filter-out 0:%,$(TREE_OWNER)),)
+.DEFAULT_GOAL := handback
+.PHONY: handback $(MAKECMDGOALS)
+handback:
+	@rc=0; $(MAKE) --no-print-directory $(MAKECMDGOALS) || rc=$$?; \
+	tools/handback.sh $(TREE_OWNER); exit $$rc
+ifneq ($(MAKECMDGOALS),)
+$(MAKECMDGOALS): handback
+	@:
+endif
+else
+
 PREFIX    ?= /usr/local
 SBINDIR   ?= $(PREFIX)/sbin
 BINDIR    ?= $(PREFIX)/bin
@@ -111,13 +133,22 @@ UNIT_BIN      := $(UNIT_SRC:tests/unit/%.c=$(BUILDDIR)/tests/%)
 MANPAGES      := $(wildcard man/*.[1-8])
 
 .SECONDARY:
-.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps tcb \
-	format format-check bench deb deb-install FORCE
-all: $(PROGRAMS) $(UNIT_FILE)
+.PHONY: all clean install uninstall test test-unit test-e2e test-matrix test-all test-vm deps test-deps tcb \
+	format format-check bench deb deb-install help need-cmocka need-fuzz-cc FORCE
+all: $(PROGRAMS) $(UNIT_FILE) ## the programs in build/ (a release build; the default)
 
 # The test targets build a test build (their prerequisites inherit the value). One make
 # invocation builds each object once: do not mix them with `all` or `install` in one.
 test test-unit test-e2e bench fuzz fuzz-build: TEST_HOOKS = 1
+
+# The targets a person types, each with its line ("## " after the prerequisites).
+help: ## this list
+	@echo 'make [TARGET...] [VARIABLE=value...]; sudo for the ones marked root'
+	@sed -n 's/^\([a-z][a-z0-9-]*\):[^#]*## \(.*\)/\1\t\2/p' $(firstword $(MAKEFILE_LIST)) | \
+		awk -F '\t' '{ printf "  %-13s %s\n", $$1, $$2 }'
+	@echo 'Variables: TEST_HOOKS=1 (a test build), SANITIZE=1 (ASan, UBSan), WERROR=1,'
+	@echo '  BUILDDIR=build, PREFIX=/usr/local, DESTDIR=, MATRIX=, VM_RELEASES=, FUZZ_SECONDS=10.'
+	@echo 'Run as root in your own clone, make hands back what it wrote there (docs/install.md).'
 
 BUILDFLAGS := $(BUILDDIR)/gen/buildflags.h
 $(BUILDFLAGS): FORCE
@@ -222,41 +253,51 @@ $(BUILDDIR)/tests/%: $(BUILDDIR)/tests/unit/%.o $(LIBAGENTD) $(LIBWARDEN) $(LIBC
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
+# cmocka and clang serve only the tests (make test-deps): where one is missing, say so before
+# the compiler fails on a missing header or command.
+$(UNIT_SRC:%.c=$(BUILDDIR)/%.o): | need-cmocka
+need-cmocka:
+	@$(PKG_CONFIG) --exists cmocka 2>/dev/null || \
+		{ echo "make: cmocka missing (libcmocka-dev), which the unit tests need: sudo make test-deps" >&2; exit 1; }
+need-fuzz-cc:
+	@command -v $(FUZZ_CC) >/dev/null || \
+		{ echo "make: $(FUZZ_CC) missing, which builds the fuzz targets: sudo make test-deps" >&2; exit 1; }
+
 # Unit tests run unprivileged: the runner drops to `nobody` when started as root.
-test-unit: $(UNIT_BIN)
+test-unit: $(UNIT_BIN) ## unit tests (unprivileged; as root they run as nobody)
 	@tests/run-unit.sh $(UNIT_BIN)
 
-test-e2e: $(PROGRAMS)
+test-e2e: $(PROGRAMS) ## end-to-end tests in namespaces (root; changes nothing)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/e2e/run.sh
 
 # Build and unit tests in minimal Debian roots (mmdebstrap, cached under /var/tmp/ocsb-matrix),
 # and the package when debian/ exists: `make test-matrix MATRIX="trixie"` for one release.
 MATRIX ?=
-test-matrix:
+test-matrix: ## build, unit tests and package in Debian 12 and 13 roots (root; MATRIX=trixie)
 	@tests/matrix/run.sh $(MATRIX)
 
 # The whole suite with one summary line (unit + end-to-end + build matrix).
-test: $(PROGRAMS) $(UNIT_BIN) fuzz-build
+test: $(PROGRAMS) $(UNIT_BIN) fuzz-build ## every tier: unit, fuzz, end to end, matrix, VMs (root)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/run-all.sh $(UNIT_BIN)
 
 # The VM tier (tests/vm/): Debian 12 and 13 guests under QEMU, systemd, cgroup v2, logind.
 # Root; slow (software emulation); VM_RELEASES picks the releases (default both).
 VM_RELEASES ?=
-test-vm:
+test-vm: ## Debian 12 and 13 guests under QEMU (root, slow; VM_RELEASES=bookworm)
 	@tests/vm/run.sh $(VM_RELEASES)
 
-# What a fresh machine and CI run: install what the build and tests need, then everything.
-test-all: deps
+# What a fresh machine and CI run: install what the build and the tests need, then everything.
+test-all: test-deps ## test-deps, then test with WERROR=1: what CI runs (sudo make test-all)
 	@$(MAKE) --no-print-directory WERROR=1 test
 
 $(BUILDDIR)/bench_%: $(BUILDDIR)/tests/bench/%.o $(LIBMIRROR) $(LIBEGRESS) $(LIBNETLOCK) $(LIBOCSB)
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The C compiled into each program, from its debug information's compile units (issue 26).
-tcb: $(PROGRAMS)
+tcb: $(PROGRAMS) ## the lines of C compiled into each program
 	@tools/tcb.sh $(PROGRAMS)
 
-bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refresh
+bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refresh ## provisioning, netlock, agentd, sync, secrets, mirror, inject figures (root)
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/provision
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/netlock
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/agentd
@@ -265,8 +306,12 @@ bench: $(PROGRAMS) $(BUILDDIR)/bench_netlock_apply $(BUILDDIR)/bench_mirror_refr
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/mirror
 	@OCSB_BUILD=$(abspath $(BUILDDIR)) tests/bench/inject
 
-deps:
+# What building and running ocsb needs (and the pinned OpenCode); test-deps adds what the
+# test tiers use (tools/install-deps.sh says which package serves what).
+deps: ## install what building and running ocsb needs, and OpenCode (root)
 	@tools/install-deps.sh
+test-deps: ## deps and what the tests add (root)
+	@tools/install-deps.sh --test
 
 # The Debian package for the release this runs on: ocsb_<version>_<arch>.deb in the tree's
 # root (apt install ./ocsb_*.deb). dpkg-buildpackage writes beside the source directory,
@@ -276,7 +321,7 @@ DEB_ARCH   = $(shell dpkg --print-architecture)
 DEB_FILE   = ocsb_$(VERSION)_$(DEB_ARCH).deb
 DEB_DIR    = $(BUILDDIR)/deb
 DEB_JOBS  ?= 2
-deb:
+deb: ## the Debian package: ocsb_<version>_<arch>.deb in the tree
 	@command -v dpkg-buildpackage >/dev/null || { echo "deb: dpkg-buildpackage missing: sudo make deps" >&2; exit 1; }
 	rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/ocsb-$(VERSION)
 	tar -C . --exclude=./.git --exclude='./build*' --exclude='./$(BUILDDIR)' \
@@ -291,10 +336,10 @@ deb:
 	@echo "deb: $(DEB_FILE)"
 
 # Build and install the package on this machine (root).
-deb-install: deb
+deb-install: deb ## deb, then apt-get install it (root)
 	apt-get install -y ./$(DEB_FILE)
 
-install: $(PROGRAMS) $(UNIT_FILE)
+install: $(PROGRAMS) $(UNIT_FILE) ## install under PREFIX (/usr/local), DESTDIR honoured
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILDDIR)/ocsb-provision $(DESTDIR)$(SBINDIR)/
@@ -311,7 +356,7 @@ install: $(PROGRAMS) $(UNIT_FILE)
 	install -m 0644 man/ocsb-provision.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(DOCDIR)/
 
-uninstall:
+uninstall: ## remove what install put there
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-provision $(DESTDIR)$(MANDIR)/man8/ocsb-provision.8
 	rm -f $(DESTDIR)$(BINDIR)/ocsb $(DESTDIR)$(MANDIR)/man1/ocsb.1
 	rm -f $(DESTDIR)$(SBINDIR)/ocsb-agentd $(DESTDIR)$(MANDIR)/man8/ocsb-agentd.8
@@ -321,12 +366,12 @@ uninstall:
 	rm -rf $(DESTDIR)$(DOCDIR)
 
 FORMAT_SRC = $(wildcard common/*.[ch] netlock/*.[ch] egress/*.[ch] mirror/*.[ch] inject/*.[ch] provision/*.[ch] agentd/*.[ch] warden/*.[ch] shell/*.[ch] cli/*.[ch] sync/*.[ch] secrets/*.[ch] tests/unit/*.[ch] tests/bench/*.c)
-format:
+format: ## clang-format every source in place
 	clang-format -i $(FORMAT_SRC)
-format-check:
+format-check: ## check the sources against .clang-format
 	@clang-format --dry-run --Werror $(FORMAT_SRC) && echo "format-check: $(words $(FORMAT_SRC)) files clean"
 
-clean:
+clean: ## remove build/
 	rm -rf $(BUILDDIR)
 
 -include $(shell find $(BUILDDIR) -name '*.d' 2>/dev/null)
@@ -353,12 +398,14 @@ FUZZ_BIN      := $(FUZZ_ONLY:%=$(BUILDDIR)/fuzz/fuzz_%)
 FUZZ_HDRS     := $(wildcard */*.h)
 
 .SECONDEXPANSION:
-$(BUILDDIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS) $(BUILDDIR)/gen/buildflags.h
+$(BUILDDIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $$(FUZZ_SRC_$$*) $(FUZZ_HDRS) $(BUILDDIR)/gen/buildflags.h | need-fuzz-cc
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_SRC_$*) $(FUZZ_LIBS_$*)
 
 .PHONY: fuzz fuzz-build
 fuzz-build: $(FUZZ_BIN)
-fuzz: $(FUZZ_BIN)
+fuzz: $(FUZZ_BIN) ## every libFuzzer target for FUZZ_SECONDS (10) each (FUZZ_ONLY="ctl")
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_MAXLEN=$(FUZZ_MAXLEN) \
 		tests/fuzz/run.sh $(abspath $(BUILDDIR)) $(FUZZ_ONLY)
+
+endif # the tree owner's make (above: root's, handed back)

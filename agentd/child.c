@@ -504,6 +504,7 @@ void child_probe_event(struct agentd *d, struct child *c, uint32_t events)
 	if (events & EPOLLIN) {
 		ssize_t n = recv(c->probe_fd, c->probe_buf + c->probe_len,
 			sizeof(c->probe_buf) - 1 - c->probe_len, 0);
+		int r;
 
 		if (n <= 0) {
 			probe_close(d, c);
@@ -511,10 +512,10 @@ void child_probe_event(struct agentd *d, struct child *c, uint32_t events)
 		}
 		c->probe_len += (size_t)n;
 		c->probe_buf[c->probe_len] = '\0';
-		if (!strchr(c->probe_buf, '\n') && c->probe_len < sizeof(c->probe_buf) - 1)
+		r = opencode_probe_answer(c->probe_buf, c->probe_len, sizeof(c->probe_buf));
+		if (r == 0)
 			return;
-		if (strncmp(c->probe_buf, "HTTP/1.1 200", 12) == 0 ||
-			strncmp(c->probe_buf, "HTTP/1.0 200", 12) == 0) {
+		if (r > 0) {
 			c->state = CH_RUNNING;
 			clock_gettime(CLOCK_MONOTONIC, &c->ready_at);
 			c->last_error[0] = '\0';

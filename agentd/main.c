@@ -10,6 +10,7 @@
 
 #include "agentd.h"
 #include "dirs.h"
+#include "args.h"
 #include "log.h"
 
 static void usage(FILE *f)
@@ -101,7 +102,9 @@ int main(int argc, char **argv)
 	enum mode mode = MODE_NONE;
 	int c, verbose = 0, use_syslog = 0;
 
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	log_init("ocsb-agentd", LOG_TARGET_STDERR, 0);
+	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		enum mode m = MODE_NONE;
 
 		switch (c) {
@@ -136,12 +139,11 @@ int main(int argc, char **argv)
 			printf("ocsb-agentd %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return args_getopt_error(c, argv, longopts, "ocsb-agentd --help");
 		}
 		if (m != MODE_NONE) {
 			if (mode != MODE_NONE && mode != m) {
-				fprintf(stderr, "ocsb-agentd: one mode at a time\n");
+				log_err("one mode at a time; see ocsb-agentd --help");
 				return 2;
 			}
 			mode = m;
@@ -149,7 +151,7 @@ int main(int argc, char **argv)
 	}
 	log_init("ocsb-agentd", use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, verbose);
 	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
+		log_err("unexpected argument '%s'; see ocsb-agentd --help", argv[optind]);
 		return 2;
 	}
 	if (mode == MODE_NONE) {

@@ -360,21 +360,25 @@ static int job_run_sync(struct agentd *d, struct mirrorwatch *mw)
 	return j->ok ? 0 : -1;
 }
 
+static void log_link_line(void *arg, const char *text, int problem)
+{
+	char vis[2048];
+
+	(void)arg;
+	/* The agent's words: escaped before the log. */
+	log_vis(text, strlen(text), vis, sizeof(vis));
+	if (problem)
+		log_warn("mirror: %s", vis);
+	else
+		log_notice("mirror: %s", vis);
+}
+
 /* The link maker's lines: what it changed in the agent's home ("! ..." a problem). */
 static void log_links(struct mw_job *j)
 {
-	char *save = NULL, vis[2048];
-
 	if (!j->out.len || buf_append(&j->out, "", 1) < 0)
 		return;
-	for (char *l = strtok_r(j->out.data, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		log_vis(l[0] == '!' && l[1] ? l + 2 : l, strlen(l[0] == '!' && l[1] ? l + 2 : l),
-			vis, sizeof(vis));
-		if (l[0] == '!')
-			log_warn("mirror: %s", vis);
-		else
-			log_notice("mirror: %s", vis);
-	}
+	mirror_link_output(j->out.data, log_link_line, NULL);
 }
 
 static void refresh_done(struct agentd *d, struct mirrorwatch *mw);

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "args.h"
 #include "log.h"
 #include "paths.h"
 
@@ -63,13 +64,28 @@ int cmd_agentd(int argc, char **argv)
 			unsigned long n = strtoul(argv[2], &end, 10);
 
 			if (*end || n < 1 || n > CTL_MAX_LOG_LINES) {
-				log_err("logs -n: a number from 1 to %d", CTL_MAX_LOG_LINES);
+				log_err("-n: a number from 1 to %d; see ocsb --help",
+					CTL_MAX_LOG_LINES);
 				return 2;
 			}
 			rq.count = (unsigned)n;
 		}
+	} else if (!strcmp(cmd, "logs") && argc == 2 && !strcmp(argv[1], "-n")) {
+		log_err("-n needs a number of lines; see ocsb --help");
+		return 2;
+	} else if (!strcmp(cmd, "logs") && argv[1][0] == '-' && strcmp(argv[1], "-n")) {
+		static const char *const opts[] = {"-n", NULL};
+
+		return args_unknown("option", argv[1], opts, "ocsb --help");
 	} else {
-		log_err("%s: bad arguments (see ocsb --help)", cmd);
+		const char *form = "";
+
+		if (!strcmp(cmd, "restart"))
+			form = " [PROJECT]";
+		else if (!strcmp(cmd, "logs"))
+			form = " [-n N]";
+		log_err("unexpected argument '%s' (ocsb %s%s); see ocsb --help", argv[argc - 1],
+			cmd, form);
 		return 2;
 	}
 	r = call(&rq, &resp);

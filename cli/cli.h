@@ -46,11 +46,16 @@ int cmd_sync(int argc, char **argv);
 
 /* egress.c: `ocsb egress render|verify|logs` */
 int cmd_egress(struct cli *c, int argc, char **argv);
+/* Its arguments (after "egress"): 0, or 2 with one line that says what is wrong. */
+int egress_args(int argc, char **argv);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */
 int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
 
 /* doctor.c: `ocsb doctor [--fix] [--json]`; exit 1 when a check FAILs */
 int cmd_doctor(struct cli *c, int argc, char **argv);
+/* Its arguments (argv[0] is "doctor"): 0 with the flags set (each may be NULL), or 2 with
+ * one line that says what is wrong. */
+int doctor_args(int argc, char **argv, int *ret_fix, int *ret_json);
 const char *doctor_status_name(int st);
 int doctor_sshd_verdict(const char *sshd_t, const char *agent, char *bad, size_t n);
 /*
@@ -61,6 +66,14 @@ int doctor_sshd_verdict(const char *sshd_t, const char *agent, char *bad, size_t
 int doctor_routes_differ(
 	const char *served, const unsigned *guard, size_t n, char *why, size_t whylen);
 int doctor_listed(const char *text, const char *user);
+/*
+ * OpenCode's instances in ocsb-agentd's status (keys and values as they came, a block per
+ * "instance"): 0 when each runs or is still starting (within its start time: agentd names
+ * no last-error yet), 1 when one is not; detail says which, and how long each has been
+ * starting ("0 of 1 instance running; starting: shop (12 s)").
+ */
+int doctor_instances_verdict(
+	const struct strv *keys, const struct strv *values, char *detail, size_t n);
 /*
  * The abstract-sockets check: 0 when the agent's login shell is ocsb-shell (shell_safe: a
  * root-owned file not writable by group/others) on a kernel with Landlock ABI >= 6, 1 when

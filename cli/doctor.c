@@ -32,6 +32,7 @@
 #include "fileops.h"
 #include "json.h"
 #include "landlock.h"
+#include "args.h"
 #include "log.h"
 #include "loginshell.h"
 #include "netlock.h"
@@ -248,22 +249,34 @@ static int report(struct doctor *dr)
 	return fails ? 1 : 0;
 }
 
+int doctor_args(int argc, char **argv, int *ret_fix, int *ret_json)
+{
+	static const char *const opts[] = {"--fix", "--json", NULL};
+	int fix = 0, json = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--fix"))
+			fix = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else
+			return args_unknown(argv[i][0] == '-' ? "option" : "argument", argv[i],
+				opts, "ocsb --help");
+	}
+	if (ret_fix)
+		*ret_fix = fix;
+	if (ret_json)
+		*ret_json = json;
+	return 0;
+}
+
 int cmd_doctor(struct cli *c, int argc, char **argv)
 {
 	struct doctor dr = {.c = c, .root = geteuid() == 0, .usepam = -1};
 	int r;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--fix"))
-			dr.fix = 1;
-		else if (!strcmp(argv[i], "--json"))
-			dr.json = 1;
-		else {
-			fprintf(stderr, "ocsb doctor: unknown option '%s' (--fix, --json)\n",
-				argv[i]);
-			return 2;
-		}
-	}
+	if ((r = doctor_args(argc, argv, &dr.fix, &dr.json)) != 0)
+		return r;
 	doctor_check_deps(&dr);
 	doctor_check_owner_home(&dr);
 	doctor_check_sshd(&dr);

@@ -437,12 +437,75 @@ fail:
 		"sudo ocsb-provision (or start ocsb-agentd, which restores it)", "%s", err);
 }
 
+/* One instance's block of the status, when it ends. */
+struct inst_block {
+	const char *name, *state, *uptime, *error;
+};
+
+static void inst_flush(struct inst_block *b, unsigned *running, unsigned *starting,
+	unsigned *failing, char *start, size_t sn, char *fail, size_t fn)
+{
+	size_t l;
+
+	if (!b->name)
+		return;
+	if (b->state && !strcmp(b->state, "running")) {
+		(*running)++;
+	} else if (b->state && !strcmp(b->state, "starting") && !b->error) {
+		/* agentd names an error once an instance is past its start time (READY_DEADLINE_MS). */
+		(*starting)++;
+		l = strlen(start);
+		snprintf(start + l, sn - l, "%s%s (%s s)", l ? ", " : "", b->name,
+			b->uptime ? b->uptime : "0");
+	} else {
+		(*failing)++;
+		l = strlen(fail);
+		snprintf(fail + l, fn - l, "%s%s (%s%s%s)", l ? ", " : "", b->name,
+			b->state ? b->state : "no state", b->error ? ": " : "",
+			b->error ? b->error : "");
+	}
+	memset(b, 0, sizeof(*b));
+}
+
+int doctor_instances_verdict(
+	const struct strv *keys, const struct strv *values, char *detail, size_t n)
+{
+	struct inst_block b = {0};
+	unsigned running = 0, starting = 0, failing = 0, total;
+	char start[256] = "", fail[512] = "";
+	int in = 0;
+
+	for (size_t i = 0; i < keys->n && i < values->n; i++) {
+		const char *k = keys->v[i], *v = values->v[i];
+
+		if (!strcmp(k, "instance") || !strcmp(k, "proxy")) {
+			inst_flush(&b, &running, &starting, &failing, start, sizeof(start), fail,
+				sizeof(fail));
+			in = !strcmp(k, "instance");
+			if (in)
+				b.name = v;
+		} else if (in && !strcmp(k, "state")) {
+			b.state = v;
+		} else if (in && !strcmp(k, "uptime-s")) {
+			b.uptime = v;
+		} else if (in && !strcmp(k, "last-error")) {
+			b.error = v;
+		}
+	}
+	inst_flush(&b, &running, &starting, &failing, start, sizeof(start), fail, sizeof(fail));
+	total = running + starting + failing;
+	snprintf(detail, n, "%u of %u instance%s running%s%s%s%s", running, total,
+		total == 1 ? "" : "s", start[0] ? "; starting: " : "", start,
+		fail[0] ? "; not running: " : "", fail);
+	return failing ? 1 : 0;
+}
+
 void doctor_check_agentd(struct doctor *dr)
 {
 	struct ctl_request rq = {.verb = CTL_STATUS};
 	struct ctl_response resp = {0};
 	char err[512];
-	unsigned instances = 0, healthy = 0, states = 0;
+	char detail[768];
 	int up;
 
 	up = ctl_call(dr->c->paths.ctl_sock, &rq, &resp, 5000, err, sizeof(err)) == 0 && resp.ok;
@@ -466,18 +529,11 @@ void doctor_check_agentd(struct doctor *dr)
 	if (ctl_response_get(&resp, "frozen") && !strcmp(ctl_response_get(&resp, "frozen"), "yes"))
 		doctor_add(dr, DR_FAIL, "agentd", "sudo ocsb doctor; nft list ruleset",
 			"the agent is frozen: the netlock could not be restored");
-	for (size_t i = 0; i < resp.keys.n; i++)
-		/* The first state is the proxy's (see ocsb status), the rest OpenCode's. */
-		if (!strcmp(resp.keys.v[i], "state") && states++ > 0) {
-			instances++;
-			healthy += !strcmp(resp.values.v[i], "running");
-		}
-	if (instances == 0 || healthy == instances)
-		doctor_add(dr, DR_OK, "opencode", NULL, "%u of %u instance%s running", healthy,
-			instances, instances == 1 ? "" : "s");
+	/* An instance still within its start time is no failure: OpenCode takes a while. */
+	if (doctor_instances_verdict(&resp.keys, &resp.values, detail, sizeof(detail)) == 0)
+		doctor_add(dr, DR_OK, "opencode", NULL, "%s", detail);
 	else
-		doctor_add(dr, DR_FAIL, "opencode", "ocsb logs; ocsb restart",
-			"%u of %u instances running", healthy, instances);
+		doctor_add(dr, DR_FAIL, "opencode", "ocsb logs; ocsb restart", "%s", detail);
 	ctl_response_free(&resp);
 }
 

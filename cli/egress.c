@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "fileops.h"
+#include "args.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -163,7 +164,8 @@ int egress_log_line(const struct egress *e, const char *line, char *out, size_t 
 	 */
 	f = sscanf(line, "%lf %ld %63s %63s %ld %31s %2047s %63s %299s %127s %63s %1099s", &ts,
 		&elapsed, client, action, &bytes, method, url, user, hier, type, step, rule);
-	if (f < 7)
+	/* A time squid could write (NaN, or far out of time_t's range, is no log line). */
+	if (f < 7 || !(ts >= 0 && ts < 1e15))
 		return -1;
 	if (!strcmp(method, "CONNECT")) {
 		h = url;
@@ -287,18 +289,35 @@ static int egress_logs(struct cli *c, int follow)
 	return 0;
 }
 
-int cmd_egress(struct cli *c, int argc, char **argv)
+int egress_args(int argc, char **argv)
 {
+	static const char *const subs[] = {"render", "verify", "logs", NULL};
+	static const char *const logs_opts[] = {"-f", NULL};
+
 	if (argc < 1) {
-		log_err("egress: say render, verify or logs (see ocsb --help)");
+		log_err("say render, verify or logs; see ocsb --help");
 		return 2;
 	}
-	if (!strcmp(argv[0], "render") && argc == 1)
+	if (strcmp(argv[0], "render") && strcmp(argv[0], "verify") && strcmp(argv[0], "logs"))
+		return args_unknown("subcommand", argv[0], subs, "ocsb --help");
+	if (!strcmp(argv[0], "logs") && argc == 2 && strcmp(argv[1], "-f"))
+		return args_unknown("option", argv[1], logs_opts, "ocsb --help");
+	if (argc > (strcmp(argv[0], "logs") ? 1 : 2)) {
+		log_err("%s: unexpected argument '%s'; see ocsb --help", argv[0], argv[argc - 1]);
+		return 2;
+	}
+	return 0;
+}
+
+int cmd_egress(struct cli *c, int argc, char **argv)
+{
+	int r = egress_args(argc, argv);
+
+	if (r)
+		return r;
+	if (!strcmp(argv[0], "render"))
 		return egress_render(c);
-	if (!strcmp(argv[0], "verify") && argc == 1)
+	if (!strcmp(argv[0], "verify"))
 		return egress_verify(c);
-	if (!strcmp(argv[0], "logs") && (argc == 1 || (argc == 2 && !strcmp(argv[1], "-f"))))
-		return egress_logs(c, argc == 2);
-	log_err("egress: unknown or malformed subcommand '%s' (see ocsb --help)", argv[0]);
-	return 2;
+	return egress_logs(c, argc == 2);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "args.h"
 #include "log.h"
 #include "dirs.h"
 
@@ -50,10 +51,22 @@ static void usage(FILE *f)
 		"See ocsb(1).\n");
 }
 
+/*
+ * Each command's messages start "ocsb COMMAND: " ("ocsb sync: error: ..."), whatever part
+ * of the program prints them; the program's own, "ocsb: ".
+ */
+static const char *const commands[] = {"status", "web", "restart", "logs", "egress", "sync",
+	"secrets", "usage", "mirror", "doctor", "help", NULL};
+static const char *const progs[] = {"ocsb status", "ocsb web", "ocsb restart", "ocsb logs",
+	"ocsb egress", "ocsb sync", "ocsb secrets", "ocsb usage", "ocsb mirror", "ocsb doctor",
+	"ocsb", NULL};
+static const char *const options[] = {"--help", "--version", NULL};
+
 int main(int argc, char **argv)
 {
 	struct cli c;
 	char err[1024];
+	size_t k;
 	int r;
 
 	log_init("ocsb", LOG_TARGET_STDERR, 0);
@@ -66,6 +79,12 @@ int main(int argc, char **argv)
 		printf("ocsb %s\n", OCSB_VERSION);
 		return 0;
 	}
+	for (k = 0; commands[k] && strcmp(argv[1], commands[k]); k++)
+		;
+	if (!commands[k])
+		return args_unknown(argv[1][0] == '-' ? "option" : "command", argv[1],
+			argv[1][0] == '-' ? options : commands, "ocsb --help");
+	log_init(progs[k], LOG_TARGET_STDERR, 0);
 	if (!strcmp(argv[1], "status") || !strcmp(argv[1], "web") || !strcmp(argv[1], "restart") ||
 		!strcmp(argv[1], "logs"))
 		return cmd_agentd(argc - 1, argv + 1);
@@ -77,10 +96,11 @@ int main(int argc, char **argv)
 		return cmd_usage(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mirror"))
 		return cmd_mirror(argc - 1, argv + 1);
-	if (strcmp(argv[1], "egress") != 0 && strcmp(argv[1], "doctor") != 0) {
-		log_err("unknown command '%s' (see ocsb --help)", argv[1]);
-		return 2;
-	}
+	/* Their arguments are checked before the configuration is read: a typo is named first. */
+	r = strcmp(argv[1], "doctor") ? egress_args(argc - 2, argv + 2)
+				      : doctor_args(argc - 1, argv + 1, NULL, NULL);
+	if (r)
+		return r;
 	if (cli_load(&c, err, sizeof(err)) < 0) {
 		log_err("%s", err);
 		cli_free(&c);

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "config.h"
 #include "homecheck.h"
+#include "args.h"
 #include "log.h"
 #include "mirror.h"
 #include "paths.h"
@@ -80,7 +81,7 @@ static int report_places(const struct ocsb_config *cfg, const struct paths *p, i
 		return 0;
 	}
 	if (user_lookup(cfg->agent, &a) < 0) {
-		log_err("mirror status: no account %s", cfg->agent);
+		log_err("no account %s", cfg->agent);
 		return -1;
 	}
 	seen = mirror_places_check(cfg, p, &a, place_print, &pr);
@@ -102,17 +103,21 @@ int cmd_mirror(int argc, char **argv)
 	char conf[4096], status[4096], err[1024], name[96];
 	int json = 0, r;
 
-	if (argc < 2 || strcmp(argv[1], "status") != 0) {
-		log_err("usage: ocsb mirror status [--json]");
+	static const char *const subs[] = {"status", NULL};
+	static const char *const opts[] = {"--json", NULL};
+
+	if (argc < 2) {
+		log_err("say status (ocsb mirror status [--json]); see ocsb --help");
 		return 2;
 	}
+	if (strcmp(argv[1], "status") != 0)
+		return args_unknown("subcommand", argv[1], subs, "ocsb --help");
 	for (int i = 2; i < argc; i++) {
-		if (!strcmp(argv[i], "--json")) {
+		if (!strcmp(argv[i], "--json"))
 			json = 1;
-		} else {
-			log_err("mirror status: unknown option '%s' (only --json)", argv[i]);
-			return 2;
-		}
+		else
+			return args_unknown(argv[i][0] == '-' ? "option" : "argument", argv[i],
+				opts, "ocsb --help");
 	}
 	paths_default(&paths);
 	config_defaults(&cfg);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "fileops.h"
+#include "args.h"
 #include "log.h"
 #include "paths.h"
 #include "../inject/inject.h"
@@ -581,6 +582,9 @@ out:
 
 int cmd_secrets(int argc, char **argv)
 {
+	static const char *const cmds[] = {"set", "list", "rm", "push", NULL};
+	static const char *const opts[] = {"--global", "--project", "--inject", "--header",
+		"--file", "--passphrase-fd", "--help", NULL};
 	struct sctx x = {.pass_fd = -1};
 	const char *project = NULL, *cmd = NULL, *name = NULL, *inject = NULL, *header = NULL;
 	char route[SECRETS_MAX_ROUTE + 1] = "";
@@ -612,9 +616,12 @@ int cmd_secrets(int argc, char **argv)
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			usage(stdout);
 			return 0;
-		} else if (a[0] == '-') {
-			log_err("secrets: unknown option '%s' (see ocsb secrets --help)", a);
+		} else if (!strcmp(a, "--project") || !strcmp(a, "--inject") ||
+			!strcmp(a, "--header") || !strcmp(a, "--passphrase-fd")) {
+			log_err("option '%s' needs a value; see ocsb secrets --help", a);
 			return 2;
+		} else if (a[0] == '-') {
+			return args_unknown("option", a, opts, "ocsb secrets --help");
 		} else if (!cmd) {
 			cmd = a;
 		} else {
@@ -626,20 +633,31 @@ int cmd_secrets(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (strcmp(cmd, "set") && strcmp(cmd, "list") && strcmp(cmd, "rm") && strcmp(cmd, "push"))
+		return args_unknown("command", cmd, cmds, "ocsb secrets --help");
 	if (global && project) {
 		log_err("--global and --project exclude each other");
 		return 2;
 	}
 	if (!strcmp(cmd, "set") && nargs > 1) {
 		/* The one mistake to stop loudly: a value typed on the command line. */
-		log_err("secrets set takes only a NAME: values are never read from the command "
+		log_err("set takes only a NAME: values are never read from the command "
 			"line (ps and shell history would show them); type it at the prompt or "
 			"pipe it on stdin");
 		return 2;
 	}
-	if (((!strcmp(cmd, "set") || !strcmp(cmd, "rm")) && nargs != 1) ||
-		((!strcmp(cmd, "list") || !strcmp(cmd, "push")) && nargs != 0)) {
-		log_err("secrets %s: bad arguments (see ocsb secrets --help)", cmd);
+	if ((!strcmp(cmd, "set") || !strcmp(cmd, "rm")) && nargs == 0) {
+		log_err("%s needs the NAME of the secret (ocsb secrets %s NAME, e.g. "
+			"ANTHROPIC_API_KEY); see ocsb secrets --help",
+			cmd, cmd);
+		return 2;
+	}
+	if (!strcmp(cmd, "rm") && nargs > 1) {
+		log_err("rm takes one NAME at a time; see ocsb secrets --help");
+		return 2;
+	}
+	if ((!strcmp(cmd, "list") || !strcmp(cmd, "push")) && nargs != 0) {
+		log_err("%s takes no NAME ('%s'); see ocsb secrets --help", cmd, name);
 		return 2;
 	}
 	if ((inject || header) && strcmp(cmd, "set") != 0) {
@@ -691,8 +709,6 @@ int cmd_secrets(int argc, char **argv)
 		rc = do_list(&x);
 	} else if (!strcmp(cmd, "push")) {
 		rc = do_push(&x);
-	} else {
-		log_err("secrets: unknown command '%s' (set, list, rm, push)", cmd);
 	}
 out:
 	secrets_free(x.pass);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "args.h"
 #include "log.h"
 #include "util.h"
 #include "../sync/sync.h"
@@ -76,6 +77,21 @@ static void sync_usage(FILE *f)
 	sync_flags_print(f);
 }
 
+static const char *const sync_valued_opts[] = {"--to", "--host", "--agent", "--accept-host-key",
+	"--port", "--max-bytes", "--max-objects", "--timeout", "--connect-timeout", NULL};
+static const char *const sync_all_opts[] = {"--agent-auth", "--json", "--strict", "--force",
+	"--all", "--help", "--to", "--host", "--agent", "--accept-host-key", "--port",
+	"--max-bytes", "--max-objects", "--timeout", "--connect-timeout", NULL};
+static const char *const sync_subs[] = {"push", "pull", "status", "init", NULL};
+
+static int listed(const char *const *list, const char *a)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(list[i], a))
+			return 1;
+	return 0;
+}
+
 /* 0, or 2 (usage error, already reported). */
 static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 {
@@ -119,15 +135,16 @@ static int sync_parse_opts(struct sync_opts *o, int argc, char **argv)
 		else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			sync_usage(stdout);
 			return 3;
-		} else if (a[0] == '-') {
-			log_err("sync: unknown option '%s' (or missing value)", a);
-			sync_usage(stderr);
+		} else if (listed(sync_valued_opts, a)) {
+			log_err("option '%s' needs a value; see ocsb sync --help", a);
 			return 2;
+		} else if (a[0] == '-') {
+			return args_unknown("option", a, sync_all_opts, "ocsb sync --help");
 		} else if (strv_push(&o->branches, a) < 0) {
 			return 1;
 		}
 		if (bad) {
-			log_err("sync: bad value '%s' for %s", v, a);
+			log_err("bad value '%s' for %s; see ocsb sync --help", v, a);
 			return 2;
 		}
 	}
@@ -144,12 +161,13 @@ int cmd_sync(int argc, char **argv)
 		sync_usage(sub ? stdout : stderr);
 		return sub ? 0 : 2;
 	}
-	if (strcmp(sub, "push") && strcmp(sub, "pull") && strcmp(sub, "status") &&
-		strcmp(sub, "init")) {
-		log_err("sync: unknown subcommand '%s'", sub);
-		sync_usage(stderr);
+	if (sub[0] == '-' && listed(sync_all_opts, sub)) {
+		log_err("%s goes after push, pull, status or init; see ocsb sync --help", sub);
 		return 2;
 	}
+	if (!listed(sync_subs, sub))
+		return args_unknown(sub[0] == '-' ? "option" : "subcommand", sub,
+			sub[0] == '-' ? sync_all_opts : sync_subs, "ocsb sync --help");
 	r = sync_parse_opts(&o, argc - 2, argv + 2);
 	if (r) {
 		strv_free(&o.branches);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "fileops.h"
 #include "json.h"
+#include "args.h"
 #include "log.h"
 #include "paths.h"
 #include "../inject/inject.h"
@@ -37,9 +38,11 @@ int cmd_usage(int argc, char **argv)
 			free(rows);
 			return 0;
 		} else {
-			log_err("usage: unknown argument '%s' (ocsb usage [--json])", argv[i]);
+			static const char *const opts[] = {"--json", "--help", NULL};
+
 			free(rows);
-			return 2;
+			return args_unknown(argv[i][0] == '-' ? "option" : "argument", argv[i],
+				opts, "ocsb usage --help");
 		}
 	}
 	if (!rows)

@@ -181,6 +181,46 @@ static int enable_controllers(const char *dir)
 	return on;
 }
 
+void cg_why_no_controllers(const char *dir, const char *own, char *err, size_t errlen)
+{
+	char have[512], list[64] = "";
+	size_t olen = strlen(own);
+	int unit = olen > 8 && !strcmp(own + olen - 8, ".service");
+
+	if (cg_read(dir, "cgroup.controllers", have, sizeof(have)) > 0)
+		for (char *t = strtok(have, " \n"); t; t = strtok(NULL, " \n"))
+			for (int i = 0; i < CG_FREEZER; i++)
+				if (!strcmp(t, ctrl_name[i]))
+					snprintf(list + strlen(list), sizeof(list) - strlen(list),
+						"%s%s", list[0] ? " " : "", t);
+	if (list[0]) {
+		/* They reach this cgroup: only "no internal processes" can refuse them. */
+		snprintf(err, errlen,
+			"cgroup v2: %s may hand %s down but enabling them failed: other "
+			"processes sit in that cgroup (controllers go only to a cgroup's children "
+			"while it holds no process)",
+			dir, list);
+	} else if (unit) {
+		/*
+		 * The unit asks for them (Delegate=yes): the cgroup above holds them back, as
+		 * a container's manager does when it delegates none.
+		 */
+		snprintf(err, errlen,
+			"cgroup v2: no memory, pids or cpu controller is delegated to %s (its "
+			"cgroup.controllers lists none of them) although the unit asks for them "
+			"(Delegate=yes): the cgroups above hold them back, as a container does "
+			"whose manager delegates none to it",
+			dir);
+	} else {
+		snprintf(err, errlen,
+			"cgroup v2: no memory, pids or cpu controller is delegated to %s (its "
+			"cgroup.controllers lists none of them): run ocsb-warden from its systemd "
+			"unit, which sets Delegate=yes, or, in a container, have its manager "
+			"delegate them",
+			dir);
+	}
+}
+
 static int setup_v2(
 	struct cgroup *cg, const char *fs_root, const char *agent, char *err, size_t errlen)
 {
@@ -213,11 +253,7 @@ static int setup_v2(
 		}
 	}
 	if (enable_controllers(base) == 0) {
-		snprintf(err, errlen,
-			"cgroup v2: no memory, pids or cpu controller can be enabled in %s "
-			"(other processes in that cgroup, or not delegated: run ocsb-warden from "
-			"its systemd unit, which sets Delegate=yes)",
-			base);
+		cg_why_no_controllers(base, own, err, errlen);
 		return -ENOTSUP;
 	}
 	if (snprintf(cg->dir[0], sizeof(cg->dir[0]), "%s/ocsb-%s", base, agent) >=

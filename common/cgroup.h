@@ -56,6 +56,13 @@ struct cgroup {
  */
 int cg_setup(struct cgroup *cg, const char *fs_root, const char *agent, const struct cg_limits *lim,
 	char *err, size_t errlen);
+/*
+ * Why no memory, pids or cpu controller could be enabled below dir (cgroup v2), in one
+ * line: none delegated to it (what its cgroup.controllers lists; under a unit, own ending
+ * in ".service", the cgroups above hold them back, as in a container), or delegated but
+ * refused because processes sit in dir. own: this process's cgroup path ("" for the root).
+ */
+void cg_why_no_controllers(const char *dir, const char *own, char *err, size_t errlen);
 /* Rewrites the limits (SIGHUP). */
 int cg_set_limits(const struct cgroup *cg, const struct cg_limits *lim, char *err, size_t errlen);
 /*

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "conf.h"
 #include "config.h"
 
 static int render_limit(struct buf *o, const char *kw, int is_auto, int bytes, uint64_t v)
@@ -17,6 +18,34 @@ static int render_limit(struct buf *o, const char *kw, int is_auto, int bytes, u
 	if (bytes && v % (1ULL << 20) == 0)
 		return buf_printf(o, "%s %lluM\n", kw, (unsigned long long)(v >> 20));
 	return buf_printf(o, "%s %llu\n", kw, (unsigned long long)v);
+}
+
+/*
+ * The mirrored paths on as many `mirror` lines as the parser takes (CONF_MAX_ARGS words
+ * and CONF_MAX_LINE bytes a line): the first line replaces the defaults, the next ones add
+ * to it. A path named "none" never stands alone on a line, where it would mean nothing.
+ */
+static int render_mirror(struct buf *o, const struct strv *paths)
+{
+	size_t i = 0;
+	int r = 0;
+
+	if (!paths->n)
+		return buf_puts(o, "mirror none\n");
+	while (i < paths->n) {
+		size_t j = i, len = strlen("mirror");
+
+		while (j < paths->n && j - i < CONF_MAX_ARGS - 1 &&
+			len + 3 + strlen(paths->v[j]) <= CONF_MAX_LINE)
+			len += 3 + strlen(paths->v[j++]);
+		if (j == paths->n - 1 && !strcmp(paths->v[j], "none") && j - i > 1)
+			j--;
+		r |= buf_puts(o, "mirror");
+		for (; i < j; i++)
+			r |= buf_printf(o, " \"%s\"", paths->v[i]);
+		r |= buf_puts(o, "\n");
+	}
+	return r;
 }
 
 int config_render(const struct ocsb_config *c, struct buf *o)
@@ -105,10 +134,7 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 		"# core.editor are. mirror-writable gives the agent its own writable copy of a\n"
 		"# mirrored path instead; mirror-noscan turns the secret scan off below a path.\n");
 	if (c->mirror.set) {
-		r |= buf_puts(o, "mirror");
-		for (size_t i = 0; i < c->mirror.paths.n; i++)
-			r |= buf_printf(o, " \"%s\"", c->mirror.paths.v[i]);
-		r |= buf_puts(o, c->mirror.paths.n ? "\n" : " none\n");
+		r |= render_mirror(o, &c->mirror.paths);
 	} else {
 		r |= buf_puts(o, "#mirror .config/opencode .agents .gitconfig\n");
 	}

@@ -122,6 +122,45 @@ size_t log_vis(const char *str, size_t len, char *out, size_t n)
 	return o;
 }
 
+/*
+ * One escaped line out. A continuation line (the lines of a command's output under our
+ * message, log_output) is indented: it cannot pass for a message of ours.
+ */
+void log_line(int level, int cont, const char *line)
+{
+	const char *ind = cont ? "  " : "";
+
+	if (log_syslog) {
+		syslog(level, "%s%s", ind, line);
+	} else if (log_journal) {
+		fprintf(stderr, "<%d>%s%s\n", level, ind, line);
+	} else if (log_target == LOG_TARGET_DAEMON) {
+		/* A daemon in the foreground: time-stamped lines, for a file or a terminal. */
+		char when[32];
+		time_t t = time(NULL);
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+		fprintf(stderr, "%s %s[%ld]: %s%s\n", when, log_prog, (long)getpid(), ind, line);
+	} else if (cont) {
+		fprintf(stderr, "%s%s\n", ind, line);
+	} else {
+		const char *tag = level == LOG_LVL_ERR ? "error: "
+			: level == LOG_LVL_WARN	       ? "warning: "
+						       : "";
+		if (level <= LOG_LVL_WARN)
+			fprintf(stderr, "%s: %s%s\n", log_prog, tag, line);
+		else
+			fprintf(stderr, "%s\n", line);
+	}
+}
+
+int log_enabled(int level)
+{
+	return level <= log_max;
+}
+
 void log_vmsg(int level, const char *fmt, va_list ap)
 {
 	char raw[2048], line[4 * sizeof(raw)];
@@ -143,28 +182,7 @@ void log_vmsg(int level, const char *fmt, va_list ap)
 	 * reaches root's terminal or log. A backslash is doubled: the output reads one way.
 	 */
 	log_vis(raw, (size_t)w, line, sizeof(line));
-	if (log_syslog) {
-		syslog(level, "%s", line);
-	} else if (log_journal) {
-		fprintf(stderr, "<%d>%s\n", level, line);
-	} else if (log_target == LOG_TARGET_DAEMON) {
-		/* A daemon in the foreground: time-stamped lines, for a file or a terminal. */
-		char when[32];
-		time_t t = time(NULL);
-		struct tm tm;
-
-		localtime_r(&t, &tm);
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-		fprintf(stderr, "%s %s[%ld]: %s\n", when, log_prog, (long)getpid(), line);
-	} else {
-		const char *tag = level == LOG_LVL_ERR ? "error: "
-			: level == LOG_LVL_WARN	       ? "warning: "
-						       : "";
-		if (level <= LOG_LVL_WARN)
-			fprintf(stderr, "%s: %s%s\n", log_prog, tag, line);
-		else
-			fprintf(stderr, "%s\n", line);
-	}
+	log_line(level, 0, line);
 	errno = saved;
 }
 

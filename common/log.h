@@ -30,6 +30,17 @@ void log_setlevel(int verbosity);
 void log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void log_vmsg(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
+/*
+ * A message about a command, with what the command printed (out, may be NULL): one line
+ * "MESSAGE: OUTPUT" when the output is one line, else "MESSAGE:" followed by the output's
+ * lines (the last LOG_OUTPUT_LINES), each indented and escaped on its own, instead of one
+ * line full of \n.
+ */
+#define LOG_OUTPUT_LINES 40
+/* common/log_output.c */
+void log_output(int level, const char *out, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #define log_err(...) log_msg(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_LVL_NOTICE, __VA_ARGS__)
@@ -56,5 +67,10 @@ int log_cp_unsafe(unsigned cp);
 
 /* Only during start-up and privilege setup. */
 void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* For log_output.c: 1 when a message of level is logged; one escaped line out (cont: a
+ * continuation line under a message, indented). */
+int log_enabled(int level);
+void log_line(int level, int cont, const char *line);
 
 #endif

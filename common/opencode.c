@@ -236,3 +236,13 @@ int opencode_dir_check(const char *path, char *err, size_t errlen)
 {
 	return path_check(path, 0, 1, err, errlen);
 }
+
+int opencode_probe_answer(const char *buf, size_t len, size_t cap)
+{
+	/* The status line, or a full buffer: the answer is judged on it. */
+	if (!strchr(buf, '\n') && len < cap - 1)
+		return 0;
+	if (!strncmp(buf, "HTTP/1.1 200", 12) || !strncmp(buf, "HTTP/1.0 200", 12))
+		return 1;
+	return -1;
+}

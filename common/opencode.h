@@ -35,4 +35,11 @@ int opencode_path_check(const char *path, char *err, size_t errlen);
 /* The same checks for a directory root installs programs into; 0 when safe. */
 int opencode_dir_check(const char *path, char *err, size_t errlen);
 
+/*
+ * The readiness probe's verdict (agentd, GET OPENCODE_PROBE_PATH) on OpenCode's answer so
+ * far: buf holds the len bytes read, NUL-terminated, in a buffer of cap. 0 more is needed,
+ * 1 it serves (a 200 status line), -1 it does not.
+ */
+int opencode_probe_answer(const char *buf, size_t len, size_t cap);
+
 #endif

@@ -34,7 +34,8 @@ int path_join(char *out, size_t n, const char *base, const char *rel)
 	size_t bl = strlen(base);
 	int r;
 
-	while (bl > 1 && base[bl - 1] == '/')
+	/* "/" + "usr/lib" is "/usr/lib", never "//usr/lib" (a path shown to the user). */
+	while (bl > 0 && base[bl - 1] == '/')
 		bl--;
 	while (*rel == '/')
 		rel++;

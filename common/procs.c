@@ -16,7 +16,6 @@
 
 #include "fileops.h"
 #include "log.h"
-#include "sockdiag.h"
 
 #include "procs.h"
 
@@ -303,37 +302,92 @@ int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int 
 	return 0;
 }
 
+/* 1 when fd is a listening TCP socket on port that takes connections to 127.0.0.1. */
+static int listens_loopback4(int fd, unsigned port)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int on = 0, v6only = 0;
+	socklen_t ol = sizeof(on);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &ol) < 0 || !on ||
+		getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+
+		return ntohs(a->sin_port) == port && (a->sin_addr.s_addr == htonl(INADDR_ANY) ||
+							     a->sin_addr.s_addr == htonl(INADDR_LOOPBACK));
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+		struct in6_addr mapped = {.s6_addr = {[10] = 0xff, [11] = 0xff, 127, 0, 0, 1}};
+
+		if (ntohs(a->sin6_port) != port)
+			return 0;
+		if (memcmp(&a->sin6_addr, &mapped, sizeof(mapped)) == 0)
+			return 1;
+		/* :: takes IPv4 too unless the socket is IPv6-only. */
+		ol = sizeof(v6only);
+		return IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr) &&
+		       getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ol) == 0 && !v6only;
+	}
+	return 0;
+}
+
+/*
+ * pid's descriptors that are sockets, each taken by pidfd_getfd (which needs the right to
+ * ptrace pid: root, or the caller's own child) and asked with getsockname: no text of the
+ * kernel's is parsed, and nothing but sockets is touched (fstat of a FUSE file could
+ * block on the agent's file system).
+ */
 int procs_port_owner_is(pid_t pid, unsigned port)
 {
-	char dir[64], want[64], link[128], got[64];
-	struct sockdiag_sock l;
+	char dir[64], link[128], got[64];
 	struct dirent *e;
 	DIR *d;
-	int hit = 0, r = sockdiag_listener(-1, port, &l);
+	int hit = 0, pidfd, r = 0;
 
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	snprintf(want, sizeof(want), "socket:[%lu]", l.inode);
+	if (port == 0 || port > 65535)
+		return -EINVAL;
+	pidfd = procs_pidfd(pid);
+	if (pidfd < 0)
+		return pidfd;
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	d = opendir(dir);
-	if (!d)
-		return -errno;
+	if (!d) {
+		r = -errno;
+		close(pidfd);
+		return r;
+	}
 	while (!hit && (e = readdir(d)) != NULL) {
-		ssize_t n;
+		char *end;
+		long n;
+		ssize_t l;
+		int fd;
 
-		if (e->d_name[0] == '.')
+		n = strtol(e->d_name, &end, 10);
+		if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end || n > INT_MAX)
 			continue;
 		snprintf(link, sizeof(link), "%s/%.16s", dir, e->d_name);
-		n = readlink(link, got, sizeof(got) - 1);
-		if (n <= 0)
+		l = readlink(link, got, sizeof(got) - 1);
+		if (l <= 0)
 			continue;
-		got[n] = '\0';
-		hit = strcmp(got, want) == 0;
+		got[l] = '\0';
+		if (strncmp(got, "socket:[", 8) != 0)
+			continue;
+		fd = (int)syscall(SYS_pidfd_getfd, pidfd, (int)n, 0);
+		if (fd < 0) {
+			if (errno != EBADF) /* EBADF: closed meanwhile */
+				r = -errno;
+			continue;
+		}
+		hit = listens_loopback4(fd, port);
+		close(fd);
 	}
 	closedir(d);
-	return hit;
+	close(pidfd);
+	return hit ? 1 : r;
 }
 
 int procs_port_open(unsigned port)

@@ -52,9 +52,10 @@ int procs_pidfile(const char *pidfile, const char *exe);
  */
 int procs_pidfile_pin(const char *pidfile, const char *exe, pid_t *ret_pid, int *ret_pidfd);
 /*
- * 1 when the socket listening on TCP port that takes 127.0.0.1 (sockdiag_listener: bound
- * to it, to the any address, IPv4 or IPv6) is one of pid's open files, 0 when another
- * process holds it or nothing listens, -errno on error.
+ * 1 when one of pid's open files is a socket listening on TCP port that takes 127.0.0.1
+ * (bound to it, to the any address, IPv4 or IPv6 without IPV6_V6ONLY), 0 when pid holds
+ * none, -errno when its descriptors cannot be taken (pidfd_getfd: root, or pid is the
+ * caller's child).
  */
 int procs_port_owner_is(pid_t pid, unsigned port);
 /* 1 when something accepts TCP on 127.0.0.1:port. */

@@ -83,7 +83,8 @@ char egress_lower(char c)
 /*
  * A host value of a rule into `out` (at least HOST_MAX + 1 bytes): a name, ".domain" when
  * allow_domain, an IPv4 address or an IPv6 address (brackets optional). Names are lower
- * cased and addresses canonical, so the squid ACLs match what squid's URL parser produces.
+ * cased and addresses canonical (a v4-mapped IPv6 address as its IPv4 one), so the squid
+ * ACLs match what squid's URL parser produces.
  */
 static int host_value(const char *v, int allow_domain, char *out, char *err, size_t errlen)
 {
@@ -121,7 +122,15 @@ static int host_value(const char *v, int allow_domain, char *out, char *err, siz
 				v);
 			return -1;
 		}
-		inet_ntop(AF_INET6, &a6, out, HOST_MAX + 1);
+		/*
+		 * Squid and egress_decide see a v4-mapped literal as the IPv4 address it
+		 * maps: written as IPv6 the rule would never match (an allow without effect,
+		 * a block the agent passes with the address's usual form).
+		 */
+		if (IN6_IS_ADDR_V4MAPPED(&a6))
+			inet_ntop(AF_INET, a6.s6_addr + 12, out, HOST_MAX + 1);
+		else
+			inet_ntop(AF_INET6, &a6, out, HOST_MAX + 1);
 		return 0;
 	}
 	p = v;
@@ -183,6 +192,109 @@ static int host_value(const char *v, int allow_domain, char *out, char *err, siz
 	return 0;
 }
 
+/* x * f, or past EGRESS_REGEX_MAX_WEIGHT (all that matters of a weight above it). */
+static unsigned long weight_mul(unsigned long x, unsigned long f)
+{
+	return f && x > (EGRESS_REGEX_MAX_WEIGHT + 1) / f ? EGRESS_REGEX_MAX_WEIGHT + 1 : x * f;
+}
+
+/*
+ * An upper bound on the size regcomp expands the ERE v to: an atom (a character, an
+ * escape, a bracket expression) counts 1, a group what it holds, and a repeat multiplies
+ * its operand by the copies regcomp makes of it: '+' 2, {m}, {m,} m + 1, {m,n} n ('*' and
+ * '?' none). Only an upper bound for what regcomp accepts; what it refuses it refuses.
+ */
+static unsigned long regex_weight(const char *v)
+{
+	enum { DEPTH = 64 };
+	unsigned long sum[DEPTH], last[DEPTH];
+	int d = 0;
+
+	sum[0] = last[0] = 0;
+	for (const char *p = v; *p; p++) {
+		unsigned long w = 1, f = 0;
+
+		switch (*p) {
+		case '(':
+			if (++d == DEPTH)
+				return EGRESS_REGEX_MAX_WEIGHT + 1;
+			sum[d] = last[d] = 0;
+			continue;
+		case ')':
+			if (d == 0)
+				break;
+			w = sum[d--];
+			break;
+		case '|':
+			last[d] = 0;
+			continue;
+		case '\\':
+			if (p[1])
+				p++;
+			break;
+		case '[':
+			/* To the closing ']': one first (or after '^') is literal; [:x:] inside. */
+			p++;
+			if (*p == '^')
+				p++;
+			if (*p == ']')
+				p++;
+			while (*p && *p != ']') {
+				if (*p == '[' && (p[1] == ':' || p[1] == '=' || p[1] == '.')) {
+					const char *e = strchr(p + 2, p[1]);
+					p = e && e[1] == ']' ? e + 1 : p;
+				}
+				p++;
+			}
+			if (!*p)
+				p--;
+			break;
+		case '+':
+			f = 2;
+			break;
+		case '*':
+		case '?':
+			f = 1;
+			break;
+		case '{': {
+			char *e;
+			unsigned long m = strtoul(p + 1, &e, 10), n = m + 1;
+
+			if (!(p[1] >= '0' && p[1] <= '9') && p[1] != ',')
+				break;
+			if (*e == ',') {
+				if (e[1] >= '0' && e[1] <= '9')
+					n = strtoul(e + 1, &e, 10);
+				else
+					e++;
+			} else {
+				n = m;
+			}
+			if (*e != '}')
+				break;
+			f = m > n ? m : n;
+			f = f ? f : 1;
+			p = e;
+			break;
+		}
+		}
+		if (f) {
+			/* The operand is copied: stacked repeats multiply. */
+			unsigned long grown = weight_mul(last[d], f);
+			sum[d] = sum[d] - last[d] + grown;
+			last[d] = grown;
+		} else {
+			sum[d] += w;
+			last[d] = w;
+		}
+		if (sum[d] > EGRESS_REGEX_MAX_WEIGHT)
+			return EGRESS_REGEX_MAX_WEIGHT + 1;
+	}
+	while (d > 0)
+		sum[d - 1] += sum[d], d--;
+	return sum[0] > EGRESS_REGEX_MAX_WEIGHT ? EGRESS_REGEX_MAX_WEIGHT + 1 : sum[0];
+}
+
 /*
  * Regexes go into squid.conf as bare words: refuse what squid would read differently
  * (quotes open an include file, "${" is a macro, '#' may start a comment) before regcomp.
@@ -209,6 +321,13 @@ static int regex_value(const char *v, regex_t *re, char *err, size_t errlen)
 	}
 	if (strstr(v, "${")) {
 		snprintf(err, errlen, "regex '%.200s': '${' is not supported", v);
+		return -1;
+	}
+	if (regex_weight(v) > EGRESS_REGEX_MAX_WEIGHT) {
+		snprintf(err, errlen,
+			"regex '%.200s' is too complex: its repeats ({m,n}, '+') would copy it "
+			"more than %d times over",
+			v, EGRESS_REGEX_MAX_WEIGHT);
 		return -1;
 	}
 	rc = regcomp(re, v, REG_EXTENDED | REG_ICASE | REG_NOSUB);
@@ -369,12 +488,24 @@ static int add_hosts(void *ctx, const struct conf_loc *loc, int argc, char **arg
 static int add_regexes(void *ctx, const struct conf_loc *loc, int argc, char **argv, int kind,
 	char *err, size_t errlen)
 {
+	struct parse_ctx *c = ctx;
+
 	for (int i = 0; i < argc; i++) {
 		struct egress_rule *r;
 		regex_t re;
 
 		if (regex_value(argv[i], &re, err, errlen) < 0)
 			return -1;
+		/* One file's regexes together: many small ones cost what one large one does. */
+		c->re_weight += regex_weight(argv[i]);
+		if (c->re_weight > EGRESS_REGEX_FILE_WEIGHT) {
+			regfree(&re);
+			snprintf(err, errlen,
+				"the regexes of this file are too complex together (more than "
+				"%d atoms, repeats counted): use .domain rules",
+				EGRESS_REGEX_FILE_WEIGHT);
+			return -1;
+		}
 		r = rule_add(ctx, loc, kind, argv[i], err, errlen);
 		if (!r) {
 			regfree(&re);

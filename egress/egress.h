@@ -47,7 +47,7 @@ enum egress_kind {
 /*
  * One value of one statement: `allow a b` gives two rules with the same file and line
  * (the squid configuration gives each statement one ACL). Host values are stored
- * lower case; IP literals in canonical form, IPv6 without brackets.
+ * lower case; IP literals in canonical form, IPv6 without brackets, v4-mapped IPv6 as IPv4.
  */
 struct egress_rule {
 	int kind; /* enum egress_kind */

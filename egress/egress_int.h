@@ -23,6 +23,13 @@
 #define EGRESS_MAX_RULES 100000
 #define EGRESS_MAX_DROPINS 1000
 #define HOST_MAX 253
+/*
+ * What glibc's regcomp (ours, and squid's) expands one regex to, and all the regexes of one
+ * file: counted repeats copy their operand, so a few stacked or nested ones take gigabytes
+ * ("b++++++++++++++++++++" 700 MB and 4 s). A host-name regex needs a few dozen.
+ */
+#define EGRESS_REGEX_MAX_WEIGHT 1024
+#define EGRESS_REGEX_FILE_WEIGHT 4096
 
 /* Never legitimate destinations (invariant 3), and internal networks: egress.c. */
 extern const char *const egress_never_nets[];
@@ -34,6 +41,7 @@ extern const size_t egress_n_private_nets;
 struct parse_ctx {
 	struct egress *e;
 	const char *file; /* borrowed from e->files */
+	unsigned long re_weight; /* of the file's regexes so far (EGRESS_REGEX_FILE_WEIGHT) */
 };
 /* egress.conf's keywords, ending with a NULL entry: egress.c. */
 extern const struct conf_kw egress_keywords[];

@@ -43,6 +43,7 @@ static int begin(struct egress *e, const char *file, struct parse_ctx *c, struct
 		return -1;
 	}
 	c->e = e;
+	c->re_weight = 0;
 	c->file = e->files.v[e->files.n - 1];
 	return 0;
 }

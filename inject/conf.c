@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -348,8 +349,11 @@ void inj_usage_init(struct inj_usage *u)
 	u->in_tokens = u->out_tokens = -1;
 }
 
-/* "name":<digits> in s (len bytes): the last value, or -1. */
-static long long last_number(const char *s, size_t len, const char *name)
+/*
+ * "name":<digits> in s (len bytes): the last value, or -1; *ret_at gets where its field
+ * starts (left alone when none).
+ */
+static long long last_number(const char *s, size_t len, const char *name, size_t *ret_at)
 {
 	size_t nl = strlen(name);
 	long long v = -1;
@@ -365,11 +369,32 @@ static long long last_number(const char *s, size_t len, const char *name)
 			while (j < len && s[j] >= '0' && s[j] <= '9' && x < 1000000000000LL)
 				x = x * 10 + (s[j++] - '0');
 			/* A number cut by the read's end is taken from the next window. */
-			if (j < len)
+			if (j < len) {
 				v = x;
+				*ret_at = i;
+			}
 		}
 	}
 	return v;
+}
+
+/*
+ * Of the names of one count, the value of the field that comes last in the window: an
+ * answer with both "prompt_tokens" and "input_tokens" counts the same whatever the reads.
+ */
+static void scan_count(long long *count, const char *s, size_t len, const char *const names[3])
+{
+	size_t best = 0, at;
+	int found = 0;
+
+	for (size_t i = 0; i < 3; i++) {
+		long long v = last_number(s, len, names[i], &at);
+		if (v >= 0 && (!found || at > best)) {
+			*count = v;
+			best = at;
+			found = 1;
+		}
+	}
 }
 
 static void scan_tokens(struct inj_usage *u, const char *s, size_t len)
@@ -378,14 +403,8 @@ static void scan_tokens(struct inj_usage *u, const char *s, size_t len)
 	static const char *const out[] = {
 		"output_tokens", "completion_tokens", "candidatesTokenCount"};
 
-	for (size_t i = 0; i < ARRAY_SIZE(in); i++) {
-		long long v = last_number(s, len, in[i]);
-		if (v >= 0)
-			u->in_tokens = v;
-		v = last_number(s, len, out[i]);
-		if (v >= 0)
-			u->out_tokens = v;
-	}
+	scan_count(&u->in_tokens, s, len, in);
+	scan_count(&u->out_tokens, s, len, out);
 }
 
 void inj_usage_feed(struct inj_usage *u, const char *p, size_t n)
@@ -412,6 +431,18 @@ void inj_usage_feed(struct inj_usage *u, const char *p, size_t n)
 		p += take;
 		n -= take;
 	}
+}
+
+/* The usage line of one request: "usage\tROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT\n". */
+int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n)
+{
+	struct tm tm;
+	char day[16];
+
+	gmtime_r(&when, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+	return snprintf(out, n, "usage\t%s\t%s\t%d\t%llu\t%llu\t%lld\t%lld\n", route, day,
+		u->status, u->req_bytes, u->resp_bytes, u->in_tokens, u->out_tokens);
 }
 
 int inj_usage_add(struct inj_usage_row *rows, size_t *n, size_t max, const char *line)

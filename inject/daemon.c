@@ -504,15 +504,3 @@ int inj_daemon(int ctl)
 	close(d.report_w);
 	return 0;
 }
-
-/* The usage line of one request: "usage\tROUTE\tDAY\tSTATUS\tREQ\tRESP\tIN\tOUT\n". */
-int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n)
-{
-	struct tm tm;
-	char day[16];
-
-	gmtime_r(&when, &tm);
-	strftime(day, sizeof(day), "%Y-%m-%d", &tm);
-	return snprintf(out, n, "usage\t%s\t%s\t%d\t%llu\t%llu\t%lld\t%lld\n", route, day,
-		u->status, u->req_bytes, u->resp_bytes, u->in_tokens, u->out_tokens);
-}

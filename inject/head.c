@@ -495,10 +495,13 @@ ssize_t inj_chunked_feed(struct inj_chunked *c, const char *in, size_t n, struct
 			i++;
 			break;
 		case CH_EXT:
-			/* Extensions are dropped; bounded like the size line. */
+			/*
+			 * Extensions are dropped; bounded like the size line. A tab is blank space
+			 * (BWS) or part of a quoted value here, as in a trailer line.
+			 */
 			if (ch == '\r')
 				c->state = CH_SIZE_LF;
-			else if ((unsigned char)ch < 0x20 || ++c->linelen > 1024)
+			else if ((ch != '\t' && (unsigned char)ch < 0x20) || ++c->linelen > 1024)
 				return -1;
 			i++;
 			break;

@@ -254,8 +254,9 @@ int inj_recv_listeners(int sock, int ret_lfd[INJ_MAX_ROUTES]);
 /* ---- the process: daemon.c ---- */
 
 /*
- * The usage line agentd gets for one request (see daemon.c); snprintf's result. A status
- * of INJ_REFUSED: answered by the injector itself (a refused request or connection).
+ * The usage line agentd gets for one request (written in conf.c beside inj_usage_add,
+ * which reads it; sent by daemon.c and serve.c); snprintf's result. A status of
+ * INJ_REFUSED: answered by the injector itself (a refused request or connection).
  */
 #define INJ_REFUSED (-1)
 int inj_usage_line(const char *route, time_t when, const struct inj_usage *u, char *out, size_t n);

@@ -15,6 +15,7 @@
 #include <sodium.h>
 
 #include "inject.h"
+#include "args.h"
 #include "log.h"
 
 static void usage(FILE *f)
@@ -57,12 +58,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ocsb-inject: cannot turn core dumps off: %s\n", strerror(errno));
 		return 1;
 	}
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	log_init("ocsb-inject", LOG_TARGET_STDERR, 0);
+	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			fd = (int)strtol(optarg, &e, 10);
 			if (*e || fd < 0) {
-				usage(stderr);
+				log_err("--fd %s: not a descriptor number; see ocsb-inject --help",
+					optarg);
 				return 2;
 			}
 			break;
@@ -76,12 +80,11 @@ int main(int argc, char **argv)
 			printf("ocsb-inject %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return args_getopt_error(c, argv, longopts, "ocsb-inject --help");
 		}
 	}
 	if (optind != argc) {
-		usage(stderr);
+		log_err("unexpected argument '%s'; see ocsb-inject --help", argv[optind]);
 		return 2;
 	}
 	log_init("ocsb-inject", LOG_TARGET_DAEMON, verbose);

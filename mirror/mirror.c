@@ -267,7 +267,8 @@ int mirror_render_status(struct mirror *m, const char *by, struct buf *b)
 
 	gmtime_r(&now, &tm);
 	strftime(m->last_built, sizeof(m->last_built), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
+	if (m->n) /* m->e is NULL before the first entry: no qsort(NULL, ...) */
+		qsort(m->e, m->n, sizeof(*m->e), cmp_entry);
 	mirror_rehash(m, m->nslot ? m->nslot : 512);
 	boot_id(boot, sizeof(boot));
 	r |= buf_printf(b,
@@ -381,17 +382,12 @@ static int parse_entry(struct mirror *m, char *line)
 	return 0;
 }
 
-/* Read a status file; fills the manifest when `m`, else just validates. */
-static int load_status(
-	struct mirror *m, const char *path, char **ret_fp, char **ret_boot, int *ret_complete)
+int mirror_status_parse(
+	struct mirror *m, char *data, size_t len, char **ret_fp, char **ret_boot, int *ret_complete)
 {
-	char *data = NULL, *line, *save = NULL;
-	size_t len;
-	int r, first = 1;
+	char *line, *save = NULL;
+	int r = 0, first = 1;
 
-	r = fo_read(path, 256u * 1024 * 1024, &data, &len);
-	if (r < 0)
-		return r;
 	if (ret_complete)
 		*ret_complete = len >= sizeof(STATUS_TAIL) - 1 &&
 				!memcmp(data + len - (sizeof(STATUS_TAIL) - 1), STATUS_TAIL,
@@ -405,19 +401,37 @@ static int load_status(
 			}
 			continue;
 		}
-		if (!strncmp(line, "fingerprint ", 12) && ret_fp)
+		/* A line given twice: the last one counts (and the first is not leaked). */
+		if (!strncmp(line, "fingerprint ", 12) && ret_fp) {
+			free(*ret_fp);
 			*ret_fp = strdup(line + 12);
-		else if (!strncmp(line, "boot ", 5) && ret_boot)
+		} else if (!strncmp(line, "boot ", 5) && ret_boot) {
+			free(*ret_boot);
 			*ret_boot = strdup(line + 5);
-		else if (!strncmp(line, "built ", 6) && m)
+		} else if (!strncmp(line, "built ", 6) && m) {
 			snprintf(m->last_built, sizeof(m->last_built), "%s", line + 6);
-		else if (!strncmp(line, "scanned ", 8) && m) {
+		} else if (!strncmp(line, "scanned ", 8) && m) {
 			m->scan_ns = strtoll(line + 8, NULL, 10);
 			m->scan_saved = 1;
 		} else if (!strncmp(line, "E\t", 2) && m && (r = parse_entry(m, line)) < 0) {
 			break;
 		}
 	}
+	return r;
+}
+
+/* Read a status file; fills the manifest when `m`, else just validates. */
+static int load_status(
+	struct mirror *m, const char *path, char **ret_fp, char **ret_boot, int *ret_complete)
+{
+	char *data = NULL;
+	size_t len;
+	int r;
+
+	r = fo_read(path, 256u * 1024 * 1024, &data, &len);
+	if (r < 0)
+		return r;
+	r = mirror_status_parse(m, data, len, ret_fp, ret_boot, ret_complete);
 	free(data);
 	return r;
 }
@@ -524,17 +538,23 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 {
 	struct mirror m;
 	char *fp = NULL;
-	unsigned cnt[4] = {0};
 	int r;
 
 	memset(&m, 0, sizeof(m));
 	r = load_status(&m, status_path, &fp, NULL, NULL);
-	if (r < 0) {
-		mirror_free(&m);
-		return r;
-	}
-	for (size_t i = 0; i < m.n; i++) {
-		const char *w = state_word(&m.e[i]);
+	if (r == 0)
+		mirror_status_report(&m, json, f);
+	free(fp);
+	mirror_free(&m);
+	return r;
+}
+
+void mirror_status_report(const struct mirror *m, int json, FILE *f)
+{
+	unsigned cnt[4] = {0};
+
+	for (size_t i = 0; i < m->n; i++) {
+		const char *w = state_word(&m->e[i]);
 		cnt[!strcmp(w, "mirrored")		 ? 0
 				: !strcmp(w, "redacted") ? 1
 				: !strcmp(w, "withheld") ? 2
@@ -542,13 +562,13 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 	}
 	if (json) {
 		fprintf(f, "{\"built\":");
-		json_str(f, m.last_built);
+		json_str(f, m->last_built);
 		fprintf(f,
 			",\"mirrored\":%u,\"redacted\":%u,\"withheld\":%u,\"skipped\":%u,"
 			"\"entries\":[",
 			cnt[0], cnt[1], cnt[2], cnt[3]);
-		for (size_t i = 0; i < m.n; i++) {
-			const struct mirror_entry *e = &m.e[i];
+		for (size_t i = 0; i < m->n; i++) {
+			const struct mirror_entry *e = &m->e[i];
 			char k[2] = {e->kind, 0};
 
 			fprintf(f, "%s{\"path\":", i ? "," : "");
@@ -562,11 +582,16 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 		}
 		fprintf(f, "]}\n");
 	} else {
+		struct buf built = {0};
+
+		/* The file is the account's: its date is text like the rest, escaped. */
+		mirror_escape(m->last_built[0] ? m->last_built : "?", &built);
 		fprintf(f, "built %s: %u mirrored, %u redacted, %u withheld, %u skipped\n",
-			m.last_built[0] ? m.last_built : "?", cnt[0], cnt[1], cnt[2], cnt[3]);
+			built.data ? built.data : "", cnt[0], cnt[1], cnt[2], cnt[3]);
+		buf_free(&built);
 		for (int pass = 0; pass < 2; pass++)
-			for (size_t i = 0; i < m.n; i++) {
-				const struct mirror_entry *e = &m.e[i];
+			for (size_t i = 0; i < m->n; i++) {
+				const struct mirror_entry *e = &m->e[i];
 				const char *w = state_word(e);
 				int plain = !strcmp(w, "mirrored") && !e->detail;
 				struct buf b = {0};
@@ -597,7 +622,4 @@ int mirror_status_print(const char *status_path, int json, FILE *f)
 				}
 			}
 	}
-	free(fp);
-	mirror_free(&m);
-	return 0;
 }

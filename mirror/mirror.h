@@ -157,6 +157,12 @@ int mirror_read_here(struct mirror *m, int outfd);
  * path the tree holds, one line each to outfd ("! ..." for a problem). 0 or an exit code.
  */
 int mirror_link_here(struct mirror *m, int dry, int remove, int outfd);
+/*
+ * Read the link maker's output (the agent's: NUL-terminated, lines cut in place): fn gets
+ * each line's text, after "! " with problem 1 for a problem line. ocsb-provision and
+ * ocsb-agentd both read it through this.
+ */
+void mirror_link_output(char *out, void (*fn)(void *arg, const char *text, int problem), void *arg);
 
 /*
  * Scan the sources and bring the tree up to date (dry: only count what would change).

@@ -304,8 +304,29 @@ static int agent_link_child(void *arg, int out)
 	}
 	return 0;
 }
+
+struct link_out {
+	struct strv *changes; /* borrowed */
+	int dry;
+};
+
+static void link_line(void *arg, const char *text, int problem)
+{
+	struct link_out *lo = arg;
+
+	if (problem) {
+		log_warn("mirror: %s", text);
+		/* --check and --dry-run count a place that is not linked as a difference. */
+		if (lo->dry)
+			strv_push(lo->changes, text);
+		return;
+	}
+	strv_push(lo->changes, text);
+}
+
 static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *changes)
 {
+	struct link_out lo;
 	struct spawn_opts o = {.drop = m->drop,
 		.uid = m->agent_uid,
 		.gid = m->agent_gid,
@@ -329,20 +350,24 @@ static int run_as_agent(struct mirror *m, int dry, int remove, struct strv *chan
 		spawn_result_free(&res);
 		return -1;
 	}
-	r = 0;
-	for (char *save = NULL, *l = strtok_r(res.output, "\n", &save); l;
-		l = strtok_r(NULL, "\n", &save)) {
-		if (l[0] == '!') {
-			log_warn("mirror: %s", l + 2);
-			/* --check and --dry-run count a place that is not linked as a difference. */
-			if (dry)
-				strv_push(changes, l + 2);
-			continue;
-		}
-		strv_push(changes, l);
-	}
+	lo.changes = changes;
+	lo.dry = dry;
+	if (res.output)
+		mirror_link_output(res.output, link_line, &lo);
 	spawn_result_free(&res);
-	return r;
+	return 0;
+}
+
+void mirror_link_output(char *out, void (*fn)(void *arg, const char *text, int problem), void *arg)
+{
+	for (char *save = NULL, *l = strtok_r(out, "\n", &save); l;
+		l = strtok_r(NULL, "\n", &save)) {
+		/* "! why": a problem; a bare "!" says none, and nothing past it is read. */
+		if (l[0] == '!')
+			fn(arg, l[1] ? l + 2 : l + 1, 1);
+		else
+			fn(arg, l, 0);
+	}
 }
 
 int mirror_link(struct mirror *m, int dry, struct strv *changes)

@@ -66,6 +66,16 @@ int mirror_writable(const struct mirror *m, const char *rel);
 /* 1 when the tree holds a directory at `rel` (mirror_reserve made it, or the owner has one). */
 int mirror_reserved(const struct mirror *m, const char *rel);
 int mirror_render_status(struct mirror *m, const char *by, struct buf *b);
+/* `ocsb mirror status` for the manifest in m (loaded from the status file), text or JSON. */
+void mirror_status_report(const struct mirror *m, int json, FILE *f);
+/*
+ * A status file's text (len bytes, data[len] == '\0', lines cut in place): the manifest's
+ * entries into m when m (else only checked), the fingerprint and boot id into *ret_fp and
+ * *ret_boot when asked (caller frees), *ret_complete whether it ends with its last line.
+ * 0, -EINVAL (not a status file, a bad or repeated entry), -ENOMEM.
+ */
+int mirror_status_parse(struct mirror *m, char *data, size_t len, char **ret_fp, char **ret_boot,
+	int *ret_complete);
 /* Write the status file (in place when not root, see mirror.c). 0 or -errno. */
 int mirror_status_write(struct mirror *m, const char *data, size_t len);
 
@@ -76,5 +86,11 @@ int owner_scan_child(void *arg, int outfd);
 
 /* Remove pfd/name and what is below it by descriptor, never following a link (mirror_priv.c). */
 int mirror_rm_at(int pfd, const char *name, int own, int depth);
+/*
+ * The places to reserve for the agent's links in this process (and, unless dry, make them:
+ * as the tree's owner); mirror_reserve runs it here or in a child as the account
+ * (mirror_priv.c).
+ */
+int mirror_reserve_here(struct mirror *m, int dry, struct strv *changes);
 
 #endif

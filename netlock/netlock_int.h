@@ -179,4 +179,15 @@ int netlock_batch_send(struct mnl_socket *nl, struct netlock_batch *nb, size_t *
 void netlock_batch_err(
 	const struct netlock_batch *nb, int rc, size_t bad, char *err, size_t errlen);
 
+/*
+ * What ocsb-provision recorded in an entry of the agents registry (provision/account.c),
+ * read from its text (data, NUL-terminated, cut into lines in place): netlock_set.c.
+ */
+struct netlock_entry {
+	uid_t uid; /* "uid N", or (uid_t)-1 */
+	struct netlock_range ports; /* "ports LO-HI"; 0/0 without a valid one */
+	char why[192]; /* why a ports line gives no range ("" if none) */
+};
+void netlock_entry_parse(char *data, struct netlock_entry *ret);
+
 #endif

@@ -289,29 +289,14 @@ static void netlock_note(char *out, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What ocsb-provision recorded in an entry of the registry (provision/account.c). */
-struct netlock_entry {
-	uid_t uid; /* "uid N", or (uid_t)-1 */
-	struct netlock_range ports; /* "ports LO-HI"; 0/0 without a valid one */
-	char why[192]; /* why a ports line gives no range ("" if none) */
-};
-
-static void netlock_entry_read(const char *dir, const char *name, struct netlock_entry *ret)
+void netlock_entry_parse(char *data, struct netlock_entry *ret)
 {
-	char path[4096], *data = NULL, *line, *next;
+	char *line, *next;
 	unsigned ln = 0;
-	int bad = 0, r;
+	int bad = 0;
 
 	memset(ret, 0, sizeof(*ret));
 	ret->uid = (uid_t)-1;
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
-		r = -ENAMETOOLONG;
-	else
-		r = fo_read(path, 4096, &data, NULL);
-	if (r < 0) {
-		snprintf(ret->why, sizeof(ret->why), "%s", strerror(-r));
-		return;
-	}
 	for (line = data; line && *line; line = next) {
 		char err[128];
 		unsigned long v;
@@ -345,6 +330,24 @@ static void netlock_entry_read(const char *dir, const char *name, struct netlock
 				ret->ports = (struct netlock_range){0, 0};
 		}
 	}
+}
+
+static void netlock_entry_read(const char *dir, const char *name, struct netlock_entry *ret)
+{
+	char path[4096], *data = NULL;
+	int r;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		r = -ENAMETOOLONG;
+	else
+		r = fo_read(path, 4096, &data, NULL);
+	if (r < 0) {
+		memset(ret, 0, sizeof(*ret));
+		ret->uid = (uid_t)-1;
+		snprintf(ret->why, sizeof(ret->why), "%s", strerror(-r));
+		return;
+	}
+	netlock_entry_parse(data, ret);
 	free(data);
 }
 

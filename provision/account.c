@@ -605,7 +605,7 @@ static int agent_init_profile(struct prov *p)
 
 	r = spawn_fn(child_umask_profile, NULL, &o, &res);
 	if (r == 0 && res.status != 0) {
-		log_err("as %s: %s", p->cfg.agent, res.output ? res.output : "failed");
+		log_output(LOG_LVL_ERR, res.output ? res.output : "failed", "as %s", p->cfg.agent);
 		r = -EIO;
 	}
 	spawn_result_free(&res);

@@ -368,8 +368,8 @@ static int owner_run(struct prov *p, int (*fn)(void *, int), struct owner_job *j
 		return -1;
 	}
 	if (res.status >= CHILD_FAILED) {
-		log_err("as %s in %s: %s", p->owner.name, p->owner.home,
-			res.output && res.output[0] ? res.output : "failed");
+		log_output(LOG_LVL_ERR, res.output && res.output[0] ? res.output : "failed",
+			"as %s in %s", p->owner.name, p->owner.home);
 		spawn_result_free(&res);
 		return -1;
 	}

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "log.h"
 #include "opencode.h"
 #include "provision.h"
@@ -127,7 +128,8 @@ int main(int argc, char **argv)
 	int c, dry = 0, check = 0, remove = 0, r;
 
 	log_init("ocsb-provision", LOG_TARGET_STDERR, 0);
-	while ((c = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
+	while ((c = getopt_long(argc, argv, ":vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_AGENT:
 			o.agent = optarg;
@@ -188,12 +190,12 @@ int main(int argc, char **argv)
 			printf("ocsb-provision %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return args_getopt_error(c, argv, longopts, "ocsb-provision --help");
 		}
 	}
 	if (optind < argc) {
-		log_err("unexpected argument '%s' (options only; see --help)", argv[optind]);
+		log_err("unexpected argument '%s' (options only); see ocsb-provision --help",
+			argv[optind]);
 		return 2;
 	}
 	if (dry + check + remove > 1) {

@@ -579,10 +579,8 @@ static int run_npm(
 		return r;
 	}
 	if (res.status != 0) {
-		while (res.output_len && res.output[res.output_len - 1] == '\n')
-			res.output[--res.output_len] = '\0';
-		log_err("npm ci (as %s): %s%s%s", NPM_USER, spawn_describe(&res, how, sizeof(how)),
-			res.output_len ? ": " : "", res.output_len ? res.output : "");
+		log_output(LOG_LVL_ERR, res.output, "npm ci (as %s): %s", NPM_USER,
+			spawn_describe(&res, how, sizeof(how)));
 		r = -EIO;
 	}
 	spawn_result_free(&res);

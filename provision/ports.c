@@ -59,24 +59,31 @@ void ports_entry_parse(const char *text, struct ports_entry *ret)
 
 	memset(ret, 0, sizeof(*ret));
 	for (line = text; line && *line; line = next) {
-		char v[64], err[256];
+		char *v = NULL, err[256];
 		size_t len;
 
 		next = strchr(line, '\n');
 		len = next ? (size_t)(next - line) : strlen(line);
 		if (next)
 			next++;
+		/*
+		 * The whole value, as the netlock reads it (netlock_entry_parse): a value cut
+		 * to a buffer could read as another range ("1024-000...010004" as "1024-0"),
+		 * and this run would check its ranges against another range than the one the
+		 * netlock opens.
+		 */
 		if (len >= 6 && strncmp(line, "ports ", 6) == 0) {
-			snprintf(v, sizeof(v), "%.*s", (int)(len - 6), line + 6);
+			v = strndup(line + 6, len - 6);
 			/* As the netlock reads it (netlock_registry): one valid line, or none. */
-			if (nports++ ||
+			if (nports++ || !v ||
 				config_agent_ports(v, &ret->lo, &ret->hi, err, sizeof(err)) < 0)
 				ret->lo = ret->hi = 0;
 		} else if (len >= 15 && strncmp(line, "opencode-ports ", 15) == 0 && !ret->oc_lo) {
-			snprintf(v, sizeof(v), "%.*s", (int)(len - 15), line + 15);
-			if (ports_range(v, &ret->oc_lo, &ret->oc_hi) < 0)
+			v = strndup(line + 15, len - 15);
+			if (!v || ports_range(v, &ret->oc_lo, &ret->oc_hi) < 0)
 				ret->oc_lo = ret->oc_hi = 0;
 		}
+		free(v);
 	}
 }
 

@@ -177,12 +177,9 @@ int prov_exec(struct prov *p, const char *const argv[], char **ret_output)
 		return r;
 	}
 	if (res.status != 0) {
-		/* The tool's own words, trimmed, are the most useful part. */
-		while (res.output_len && (res.output[res.output_len - 1] == '\n'))
-			res.output[--res.output_len] = '\0';
-		log_err("%s %s: %s%s%s", argv[0], argv[1] ? argv[1] : "",
-			spawn_describe(&res, how, sizeof(how)), res.output_len ? ": " : "",
-			res.output_len ? res.output : "");
+		/* The tool's own words are the most useful part: as the lines it wrote. */
+		log_output(LOG_LVL_ERR, res.output, "%s %s: %s", argv[0], argv[1] ? argv[1] : "",
+			spawn_describe(&res, how, sizeof(how)));
 		spawn_result_free(&res);
 		return -EIO;
 	}

@@ -114,8 +114,8 @@ static int agent_git(struct prov *p, const char *const argv[], char **ret_out)
 		return -1;
 	}
 	if (res.status != 0 && !ret_out) {
-		log_err("as %s: git %s %s: %s: %s", p->agent.name, argv[1], argv[2],
-			spawn_describe(&res, how, sizeof(how)), res.output ? res.output : "");
+		log_output(LOG_LVL_ERR, res.output, "as %s: git %s %s: %s", p->agent.name, argv[1],
+			argv[2], spawn_describe(&res, how, sizeof(how)));
 		spawn_result_free(&res);
 		return -1;
 	}
@@ -244,9 +244,10 @@ static int owner_seed(struct prov *p, const char *project, const char *name)
 	}
 	r = spawn_run(push, &o, &res);
 	if (r < 0 || res.status != 0) {
-		log_err("seeding ~%s/%s from %s (as %s) failed: %s", p->cfg.agent, name, project,
-			p->owner.name,
-			r == 0 && res.output && res.output[0] ? res.output : strerror(-r));
+		log_output(LOG_LVL_ERR,
+			r == 0 && res.output && res.output[0] ? res.output : strerror(-r),
+			"seeding ~%s/%s from %s (as %s) failed", p->cfg.agent, name, project,
+			p->owner.name);
 		if (r == 0)
 			spawn_result_free(&res);
 		return -1;

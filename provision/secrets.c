@@ -224,7 +224,8 @@ static int agent_bashrc_ensure(struct prov *p, const char *hook)
 	}
 	if (r == 0) {
 		if (res.status != 0) {
-			log_err("as %s: %s", p->agent.name, res.output ? res.output : "failed");
+			log_output(LOG_LVL_ERR, res.output ? res.output : "failed", "as %s",
+				p->agent.name);
 			r = -EIO;
 		}
 		spawn_result_free(&res);

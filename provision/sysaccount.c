@@ -39,9 +39,8 @@ int prov_system_account(const char *name, const char *gecos, int create, uid_t *
 	if (!pw) {
 		r = spawn_run(argv, &o, &res);
 		if (r < 0 || res.status != 0) {
-			log_err("useradd %s: %s: %s", name,
-				r < 0 ? strerror(-r) : spawn_describe(&res, how, sizeof(how)),
-				res.output ? res.output : "");
+			log_output(LOG_LVL_ERR, r < 0 ? NULL : res.output, "useradd %s: %s", name,
+				r < 0 ? strerror(-r) : spawn_describe(&res, how, sizeof(how)));
 			spawn_result_free(&res);
 			return -EIO;
 		}

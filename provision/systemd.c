@@ -212,7 +212,7 @@ void systemd_note(struct prov *p)
 	if (!systemd_running() && p->mode == PROV_APPLY && p->changes &&
 		!prov_agentd_running(p))
 		printf("note: no systemd here: run the supervisor with "
-		       "'sudo ocsb-warden --foreground' (README: without systemd)\n");
+		       "'sudo ocsb-warden --foreground' (docs/install.md: Without systemd)\n");
 }
 
 int systemd_ensure(struct prov *p)

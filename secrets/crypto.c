@@ -39,6 +39,21 @@ static uint64_t get_be64(const unsigned char *p)
 	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
+/*
+ * Only the base64 alphabet: libsodium 1.0.18's sodium_base642bin decodes every byte from
+ * 0x80 up as '/' (a text with one is taken for another), so the alphabet is checked here.
+ */
+static int b64_alphabet(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+			    c == '+' || c == '/' || c == '='))
+			return 0;
+	}
+	return 1;
+}
+
 /* ---- keys ---- */
 
 /*
@@ -113,7 +128,8 @@ int secrets_pub_parse(const char *text, size_t len, unsigned char pk[crypto_box_
 	size_t plen = strlen(PUB_PREFIX), got = 0;
 	const char *end = NULL;
 
-	if (len < plen + 2 || memcmp(text, PUB_PREFIX, plen) != 0 || text[len - 1] != '\n')
+	if (len < plen + 2 || memcmp(text, PUB_PREFIX, plen) != 0 || text[len - 1] != '\n' ||
+		!b64_alphabet(text + plen, len - plen - 1))
 		return -EINVAL;
 	if (sodium_base642bin(pk, crypto_box_PUBLICKEYBYTES, text + plen, len - plen - 1, NULL,
 		    &got, &end, sodium_base64_VARIANT_ORIGINAL) < 0 ||
@@ -153,8 +169,9 @@ int secrets_unseal(const unsigned char pk[crypto_box_PUBLICKEYBYTES],
 
 	if (!c)
 		return seterr(err, errlen, "out of memory");
-	if (sodium_base642bin(
-		    c, cap, b64, b64len, NULL, &clen, NULL, sodium_base64_VARIANT_ORIGINAL) < 0) {
+	if (!b64_alphabet(b64, b64len) ||
+		sodium_base642bin(c, cap, b64, b64len, NULL, &clen, NULL,
+			sodium_base64_VARIANT_ORIGINAL) < 0) {
 		seterr(err, errlen, "sealed secrets: invalid base64");
 		goto out;
 	}

@@ -166,13 +166,17 @@ int sync_review_wants_data(const char *path, unsigned mode)
 	return mode == 0120000 || (sync_is_attributes(path) && (mode & 0170000) == 0100000);
 }
 
-/* Attribute lines that name a driver (filter=x, diff=x, merge=x), one per match. */
+/*
+ * Attribute lines that name a driver (filter=x, diff=x, merge=x), one per match. An
+ * attribute starts after a blank, and git's blanks are space, tab and CR ("*.c\rfilter=x"
+ * sets it), or right after a quoted pattern ("\"*.c\"filter=x" sets it too).
+ */
 static int sync_attr_line_has_driver(const char *l, size_t len)
 {
 	static const char *const keys[] = {"filter=", "diff=", "merge="};
 
 	for (size_t i = 0; i < len; i++) {
-		if (i && l[i - 1] != ' ' && l[i - 1] != '\t')
+		if (i && l[i - 1] != ' ' && l[i - 1] != '\t' && l[i - 1] != '\r' && l[i - 1] != '"')
 			continue;
 		for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
 			size_t kl = strlen(keys[k]);
@@ -200,10 +204,15 @@ static int sync_data_has_line(const char *data, size_t len, const char *line, si
 	return 0;
 }
 
-/* A driver line in the new .gitattributes that the old one did not have verbatim. */
+/*
+ * A driver line in the new .gitattributes that the old one did not have verbatim. Only an
+ * old regular file counts: git does not read a .gitattributes that is a link, and the
+ * text of its target said nothing.
+ */
 static int sync_attr_new_driver(const struct sync_entry *e)
 {
 	const char *d = e->new_data;
+	const char *old = (e->old_mode & 0170000) == 0100000 ? e->old_data : NULL;
 
 	for (size_t i = 0; d && i < e->new_len;) {
 		const char *nl = memchr(d + i, '\n', e->new_len - i);
@@ -211,17 +220,24 @@ static int sync_attr_new_driver(const struct sync_entry *e)
 		size_t ll = l && d[i + l - 1] == '\r' ? l - 1 : l;
 
 		if (sync_attr_line_has_driver(d + i, ll) &&
-			!sync_data_has_line(e->old_data, e->old_len, d + i, ll))
+			!sync_data_has_line(old, old ? e->old_len : 0, d + i, ll))
 			return 1;
 		i += l + 1;
 	}
 	return 0;
 }
 
-/* Does a link at `path` pointing at `target` resolve outside the tree's root? */
+/*
+ * Can a link at `path` pointing at `target` resolve outside the tree's root? Read lexically,
+ * but a ".." after a name climbs from wherever that name leads, and the name may be a link
+ * of the tree: with "d" -> ".", "d/d/../.." is two levels above the root. Only ".." at the
+ * start climbs known ground, the link's own directories (git checks out no file through a
+ * link).
+ */
 static int sync_link_leaves(const char *path, const char *target, size_t tlen)
 {
 	long depth = 0;
+	int named = 0;
 
 	if (!tlen || target[0] == '/' || memchr(target, '\0', tlen))
 		return 1;
@@ -232,9 +248,10 @@ static int sync_link_leaves(const char *path, const char *target, size_t tlen)
 		size_t l = e ? (size_t)(e - (target + i)) : tlen - i;
 
 		if (l == 2 && target[i] == '.' && target[i + 1] == '.') {
-			if (--depth < 0)
+			if (named || --depth < 0)
 				return 1;
 		} else if (!(l == 0 || (l == 1 && target[i] == '.'))) {
+			named = 1;
 			depth++;
 		}
 		i += l + 1;
@@ -250,7 +267,9 @@ unsigned sync_review_classify(const struct sync_entry *e)
 	/* A deletion adds nothing that runs; the flags are about what arrives. */
 	if (!e->new_mode)
 		return 0;
-	if (sync_is_attributes(p) && sync_attr_new_driver(e))
+	/* What was not read cannot be vouched for: a cut .gitattributes or target is flagged. */
+	if (sync_is_attributes(p) && (sync_attr_new_driver(e) ||
+					     (e->new_cut && (e->new_mode & 0170000) == 0100000)))
 		f |= SYNC_FLAG_ATTR_DRIVER;
 	if (!strcasecmp(b, ".gitmodules") || (e->new_mode == 0160000 && e->old_mode != 0160000))
 		f |= SYNC_FLAG_GITMODULES;
@@ -281,7 +300,7 @@ unsigned sync_review_classify(const struct sync_entry *e)
 		!strcmp(b, ".dir-locals.el"))
 		f |= SYNC_FLAG_EDITOR;
 	if (e->new_mode == 0120000 &&
-		sync_link_leaves(p, e->new_data, e->new_data ? e->new_len : 0))
+		(e->new_cut || sync_link_leaves(p, e->new_data, e->new_data ? e->new_len : 0)))
 		f |= SYNC_FLAG_SYMLINK_OUT;
 	if (e->new_mode == 0100755 && e->old_mode != 0100755)
 		f |= SYNC_FLAG_NEW_EXEC;

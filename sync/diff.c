@@ -23,6 +23,7 @@
 struct diff_walk {
 	git_repository *repo;
 	struct sync_deltas *out;
+	int odd; /* a tree opened is not in strict git order */
 	size_t max; /* entries in out before SYNC_DIFF_TOO_BIG */
 	char *path; /* the current directory's prefix, "" or "a/b/" */
 	size_t len, cap;
@@ -200,12 +201,27 @@ out:
 	return r;
 }
 
+/*
+ * A name twice (of one kind: a file and a tree of one name sort apart), or entries out of
+ * order: git never writes such a tree (git fsck refuses it), and the walk pairs its
+ * entries by position, so a diff of it depends on the other side's order.
+ */
+static int strict_order(const git_tree *t, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (entry_cmp(git_tree_entry_byindex(t, i - 1), git_tree_entry_byindex(t, i)) >= 0)
+			return 0;
+	return 1;
+}
+
 static int walk(struct diff_walk *w, const git_tree *a, const git_tree *b, unsigned depth)
 {
 	size_t na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
 	size_t i = 0, j = 0;
 	int r = 0;
 
+	if (!strict_order(a, na) || !strict_order(b, nb))
+		w->odd = 1;
 	while (r == 0 && (i < na || j < nb)) {
 		const git_tree_entry *x = i < na ? git_tree_entry_byindex(a, i) : NULL;
 		const git_tree_entry *y = j < nb ? git_tree_entry_byindex(b, j) : NULL;
@@ -232,6 +248,8 @@ int sync_tree_diff(git_repository *repo, const git_tree *a, const git_tree *b, s
 	free(w.path);
 	if (r < 0)
 		sync_deltas_free(out);
+	else
+		out->odd = w.odd;
 	return r < 0 ? r : 0;
 }
 

@@ -4,7 +4,9 @@
  * the ref advertisement and report-status. Pure functions on bytes the agent sends,
  * so every length and every field is checked here and unit-tested with hostile input.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sync.h"
@@ -101,6 +103,57 @@ int sync_adv_parse(const char *data, size_t len, git_oid *ret_oid, char *ret_nam
 	memcpy(ret_name, name, (size_t)(end - name));
 	ret_name[end - name] = '\0';
 	return 0;
+}
+
+static int sync_haves_add(struct sync_adv *adv, const git_oid *id)
+{
+	if (adv->nhaves == adv->cap) {
+		size_t cap = adv->cap ? 2 * adv->cap : 64;
+		git_oid *v = realloc(adv->haves, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		adv->haves = v;
+		adv->cap = cap;
+	}
+	git_oid_cpy(&adv->haves[adv->nhaves++], id);
+	return 0;
+}
+
+int sync_adv_feed(
+	struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds, size_t n)
+{
+	const char *caps;
+	size_t capslen;
+	char name[1024];
+	git_oid id;
+
+	if (++adv->count > SYNC_PUSH_MAX_ADVERTISED)
+		return -E2BIG;
+	if (sync_adv_parse(data, len, &id, name, sizeof(name), &caps, &capslen) < 0) {
+		/* A name we cannot hold is no ref we push to: only its id matters. */
+		if (len > GIT_OID_HEXSZ && data[GIT_OID_HEXSZ] == ' ' &&
+			git_oid_fromstrn(&id, data, GIT_OID_HEXSZ) == 0)
+			return sync_haves_add(adv, &id);
+		return -EPROTO;
+	}
+	if (adv->count == 1 && caps) {
+		adv->capslen = capslen < sizeof(adv->caps) ? capslen : sizeof(adv->caps) - 1;
+		memcpy(adv->caps, caps, adv->capslen);
+	}
+	if (git_oid_is_zero(&id))
+		return 0; /* "capabilities^{}" of an empty repository */
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(name, cmds[i].dst))
+			git_oid_cpy(&cmds[i].old_id, &id);
+	return sync_haves_add(adv, &id);
+}
+
+void sync_adv_free(struct sync_adv *adv)
+{
+	free(adv->haves);
+	adv->haves = NULL;
+	adv->nhaves = adv->cap = 0;
 }
 
 int sync_caps_has(const char *caps, size_t len, const char *name)

@@ -22,8 +22,6 @@
 #include "sync.h"
 #include "util.h"
 
-#define SYNC_PUSH_MAX_ADVERTISED 10000
-
 /* Buffered pkt-line reader over the link. */
 struct sync_rd {
 	struct sync_link *l; /* borrowed */
@@ -72,76 +70,28 @@ static int sync_rd_pkt(struct sync_rd *rd, enum sync_pkt_type *type, const char 
 	}
 }
 
-/* Advertised ids we may exclude from the pack (what the agent already has). */
-struct sync_haves {
-	git_oid *v;
-	size_t n, cap;
-};
-
-static int sync_haves_add(struct sync_haves *h, const git_oid *id)
-{
-	if (h->n == h->cap) {
-		size_t cap = h->cap ? 2 * h->cap : 64;
-		git_oid *v = realloc(h->v, cap * sizeof(*v));
-
-		if (!v)
-			return -1;
-		h->v = v;
-		h->cap = cap;
-	}
-	git_oid_cpy(&h->v[h->n++], id);
-	return 0;
-}
-
-struct sync_adv {
-	char caps[4096];
-	size_t capslen;
-	struct sync_haves haves;
-};
-
 static int sync_read_adv(
 	struct sync_rd *rd, struct sync_push_cmd *cmds, size_t n, struct sync_adv *adv)
 {
-	size_t count = 0;
-
 	for (;;) {
 		enum sync_pkt_type type;
-		const char *data, *caps;
-		size_t len, capslen;
-		char name[1024];
-		git_oid id;
+		const char *data;
+		size_t len;
+		int r;
 
 		if (sync_rd_pkt(rd, &type, &data, &len) < 0)
 			return -1;
 		if (type == SYNC_PKT_FLUSH)
 			return 0;
-		if (++count > SYNC_PUSH_MAX_ADVERTISED) {
+		r = sync_adv_feed(adv, data, len, cmds, n);
+		if (r == -E2BIG)
 			log_err("push to %s: the agent advertises more than %d refs: refusing",
 				rd->c->user, SYNC_PUSH_MAX_ADVERTISED);
-			return -1;
-		}
-		if (sync_adv_parse(data, len, &id, name, sizeof(name), &caps, &capslen) < 0) {
-			/* A name we cannot hold is no ref we push to: only its id matters. */
-			if (len > GIT_OID_HEXSZ && data[GIT_OID_HEXSZ] == ' ' &&
-				git_oid_fromstrn(&id, data, GIT_OID_HEXSZ) == 0) {
-				if (sync_haves_add(&adv->haves, &id) < 0)
-					return -1;
-				continue;
-			}
+		else if (r == -EPROTO)
 			log_err("push to %s: malformed ref advertisement", rd->c->user);
-			return -1;
-		}
-		if (count == 1 && caps) {
-			adv->capslen =
-				capslen < sizeof(adv->caps) ? capslen : sizeof(adv->caps) - 1;
-			memcpy(adv->caps, caps, adv->capslen);
-		}
-		if (git_oid_is_zero(&id))
-			continue; /* "capabilities^{}" of an empty repository */
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(name, cmds[i].dst))
-				git_oid_cpy(&cmds[i].old_id, &id);
-		if (sync_haves_add(&adv->haves, &id) < 0)
+		else if (r < 0)
+			log_err("out of memory");
+		if (r < 0)
 			return -1;
 	}
 }
@@ -165,10 +115,10 @@ static int sync_send_pack(struct sync_conn *c, struct sync_link *l, git_odb *odb
 				git_oid_tostr(hex, sizeof(hex), &cmds[i].new_id)) < 0)
 			oom = 1;
 	/* What the agent has and we know: the pack leaves it out (and may delta against it). */
-	for (size_t i = 0; i < adv->haves.n; i++)
-		if (git_odb_exists(odb, &adv->haves.v[i]) &&
+	for (size_t i = 0; i < adv->nhaves; i++)
+		if (git_odb_exists(odb, &adv->haves[i]) &&
 			buf_printf(&revs, "^%s\n",
-				git_oid_tostr(hex, sizeof(hex), &adv->haves.v[i])) < 0)
+				git_oid_tostr(hex, sizeof(hex), &adv->haves[i])) < 0)
 			oom = 1;
 	chunk = malloc(65536);
 	if (!chunk || oom) {
@@ -417,7 +367,7 @@ out:
 	git_odb_free(odb);
 	sync_link_free(l);
 	if (adv)
-		free(adv->haves.v);
+		sync_adv_free(adv);
 	free(adv);
 	free(rd);
 	return ret;

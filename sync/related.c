@@ -95,7 +95,7 @@ static int memo_parse_line(char *line, struct sync_memo *m)
 
 int sync_memo_load(const char *gitdir, struct sync_memos *ms)
 {
-	char path[4096], *buf = NULL, *line, *save = NULL;
+	char path[4096], *buf = NULL;
 	struct stat st;
 	ssize_t got;
 	int fd, r = 0;
@@ -114,23 +114,31 @@ int sync_memo_load(const char *gitdir, struct sync_memos *ms)
 	if (got < 0)
 		goto out;
 	buf[got] = '\0';
+	r = sync_memo_parse(buf, ms);
+out:
+	free(buf);
+	close(fd);
+	return r;
+}
+
+int sync_memo_parse(char *buf, struct sync_memos *ms)
+{
+	char *line, *save = NULL;
+
+	ms->v = NULL;
+	ms->n = 0;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		struct sync_memo m, *nv;
 
 		if (memo_parse_line(line, &m) < 0)
 			continue; /* a damaged line only costs its shortcut */
 		nv = realloc(ms->v, (ms->n + 1) * sizeof(*nv));
-		if (!nv) {
-			r = -ENOMEM;
-			break;
-		}
+		if (!nv)
+			return -ENOMEM;
 		ms->v = nv;
 		ms->v[ms->n++] = m;
 	}
-out:
-	free(buf);
-	close(fd);
-	return r;
+	return 0;
 }
 
 const struct sync_memo *sync_memo_find(const struct sync_memos *ms, const char *ref)
@@ -209,16 +217,6 @@ int sync_memo_commit(FILE *f, const char *tmp, const char *path)
 	return 0;
 }
 
-void sync_memo_write(FILE *f, const struct sync_memos *ms)
-{
-	for (size_t i = 0; i < ms->n; i++) {
-		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
-
-		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
-			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
-	}
-}
-
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 {
 	char path[4096], tmp[4096];
@@ -230,6 +228,16 @@ int sync_memo_save(const char *gitdir, const struct sync_memos *ms)
 		return r;
 	sync_memo_write(f, ms);
 	return sync_memo_commit(f, tmp, path);
+}
+
+void sync_memo_write(FILE *f, const struct sync_memos *ms)
+{
+	for (size_t i = 0; i < ms->n; i++) {
+		char t[GIT_OID_HEXSZ + 1], a[GIT_OID_HEXSZ + 1];
+
+		fprintf(f, "%s %s %s\n", ms->v[i].ref, git_oid_tostr(t, sizeof(t), &ms->v[i].tip),
+			git_oid_tostr(a, sizeof(a), &ms->v[i].against));
+	}
 }
 
 int sync_memos_equal(const struct sync_memos *a, const struct sync_memos *b)

@@ -334,18 +334,22 @@ static const struct sync_linestat *cache_get(
 	return NULL;
 }
 
-static int read_blob(git_repository *repo, const git_oid *id, char **data, size_t *len)
+/* The blob's first REVIEW_BLOB_MAX bytes; *cut when there are more. 0 or -1. */
+static int read_blob(git_repository *repo, const git_oid *id, char **data, size_t *len, int *cut)
 {
 	git_blob *b;
 	git_object_size_t sz;
 
 	*data = NULL;
 	*len = 0;
+	*cut = 0;
 	if (git_blob_lookup(&b, repo, id) < 0)
 		return -1;
 	sz = git_blob_rawsize(b);
-	if (sz > REVIEW_BLOB_MAX)
+	if (sz > REVIEW_BLOB_MAX) {
 		sz = REVIEW_BLOB_MAX;
+		*cut = 1;
+	}
 	*data = malloc((size_t)sz + 1);
 	if (*data) {
 		memcpy(*data, git_blob_rawcontent(b), (size_t)sz);
@@ -422,11 +426,12 @@ static unsigned classify(git_repository *repo, const char *path, unsigned old_mo
 	struct sync_entry e = {.path = path, .old_mode = old_mode, .new_mode = new_mode};
 	char *od = NULL, *nd = NULL;
 	unsigned flags;
+	int old_cut; /* fewer old lines only raise more flags */
 
 	if (new_mode && sync_review_wants_data(path, new_mode))
-		read_blob(repo, new_id, &nd, &e.new_len);
+		read_blob(repo, new_id, &nd, &e.new_len, &e.new_cut);
 	if (old_mode && sync_review_wants_data(path, old_mode))
-		read_blob(repo, old_id, &od, &e.old_len);
+		read_blob(repo, old_id, &od, &e.old_len, &old_cut);
 	e.new_data = nd;
 	e.old_data = od;
 	flags = sync_review_classify(&e);
@@ -492,11 +497,12 @@ static int put(git_repository *repo, const struct stat_cache *cache, const struc
 /*
  * Review the change from tree a to tree b: every changed path classified, line counts
  * from the cache when the blob pair is there. Every changed path also goes to *learnt,
- * in order: the diff itself, for the next pull.
+ * in order: the diff itself, for the next pull. *odd (if odd): a tree held a name twice or
+ * out of order (sync_deltas.odd).
  */
 static int review_trees(git_repository *repo, const git_tree *a, const git_tree *b,
 	const struct stat_cache *cache, struct sync_rpart *out, struct sync_linestat **learnt,
-	size_t *nlearnt)
+	size_t *nlearnt, int *odd)
 {
 	struct sync_deltas ds = {0};
 	int r;
@@ -504,6 +510,8 @@ static int review_trees(git_repository *repo, const git_tree *a, const git_tree 
 	r = sync_tree_diff(repo, a, b, SYNC_REVIEW_MAX_PATHS, &ds);
 	if (r < 0)
 		return r;
+	if (odd)
+		*odd = ds.odd;
 	out->v = calloc(ds.n ? ds.n : 1, sizeof(*out->v));
 	*learnt = calloc(ds.n ? ds.n : 1, sizeof(**learnt));
 	*nlearnt = 0;
@@ -684,7 +692,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 	struct sync_history h = {0};
 	struct sync_linestat *since_l = NULL;
 	size_t nsince_l = 0;
-	int r, ret = -1, stepped = 0, counted_commits = 0;
+	int r, ret = -1, stepped = 0, counted_commits = 0, since_odd = 0, whole_odd = 0;
 
 	memset(rv, 0, sizeof(*rv));
 	cache_init(&cache, m ? m->stats : NULL, m ? m->nstats : 0);
@@ -784,7 +792,8 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 			git_graph_ahead_behind(&rv->since_commits, &behind, repo, in->tip, in->old);
 		git_error_clear();
 		if (commit_tree(repo, in->old, &oldt) == 0) {
-			r = review_trees(repo, oldt, tipt, &cache, &rv->since, &since_l, &nsince_l);
+			r = review_trees(repo, oldt, tipt, &cache, &rv->since, &since_l, &nsince_l,
+				&since_odd);
 			if (r < 0) {
 				ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
 				goto out;
@@ -805,7 +814,12 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		if (git_oid_equal(&m->tip, in->tip)) {
 			r = review_again(repo, m, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
 			rv->diff_from_memo = r == 0;
-		} else if (rv->have_since && git_oid_equal(&m->tip, in->old)) {
+		} else if (rv->have_since && git_oid_equal(&m->tip, in->old) && !since_odd) {
+			/*
+			 * Not through a tree with a name twice: the diff since pairs its entries by
+			 * position, and a duplicate it pairs away (the same subtree at the old tip)
+			 * would take the flags of the memo's entry of that path with it.
+			 */
 			r = review_composed(repo, m, since_l, nsince_l, &cache, &rv->whole,
 				&rv->memo.stats, &rv->memo.nstats);
 			rv->diff_from_memo = 2 * (r == 0);
@@ -817,16 +831,21 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		if ((!tipt && git_commit_tree(&tipt, tipc) < 0) ||
 			(rv->have_base && commit_tree(repo, &rv->base, &baset) < 0))
 			goto out;
-		r = review_trees(
-			repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats, &rv->memo.nstats);
+		r = review_trees(repo, baset, tipt, &cache, &rv->whole, &rv->memo.stats,
+			&rv->memo.nstats, &whole_odd);
 		if (r < 0) {
 			ret = r == SYNC_DIFF_TOO_BIG ? SYNC_DIFF_TOO_BIG : -1;
 			goto out;
 		}
 	}
 
-	/* --- the memo this review leaves for the next pull */
-	if (rv->have_base && !rv->base_is_old && in->against) {
+	/*
+	 * --- the memo this review leaves for the next pull. Not its diff of trees with a name
+	 * twice or out of order (whole_odd): a later pull would take it again or compose it
+	 * with one that pairs those entries otherwise. Then its line counts only, like an
+	 * unrelated branch's.
+	 */
+	if (rv->have_base && !rv->base_is_old && in->against && !whole_odd) {
 		git_oid_cpy(&rv->memo.tip, in->tip);
 		git_oid_cpy(&rv->memo.against, in->against);
 		git_oid_cpy(&rv->memo.base, &rv->base);
@@ -838,7 +857,7 @@ int sync_review_run(git_repository *repo, const struct sync_review_in *in, struc
 		rv->memo.behind = rv->behind;
 		rv->have_memo = 1;
 	} else {
-		/* Line counts still help the next pull of an unrelated branch. */
+		/* Line counts still help the next pull of an unrelated branch (a pure function). */
 		git_oid_cpy(&rv->memo.tip, in->tip);
 		git_oid_cpy(&rv->memo.against, in->against ? in->against : in->tip);
 		rv->have_memo = 1;

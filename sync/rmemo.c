@@ -190,33 +190,13 @@ void sync_rmemos_free(struct sync_rmemos *ms)
 	ms->n = 0;
 }
 
-int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
+int sync_rmemo_parse(char *buf, size_t len, struct sync_rmemos *ms)
 {
-	char path[4096], *buf = NULL, *p, *end;
-	struct stat st;
-	size_t got = 0;
-	int fd, r = 0;
+	char *p = buf, *end = buf + len;
+	int r = 0;
 
 	ms->v = NULL;
 	ms->n = 0;
-	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0)
-		return 0;
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return 0; /* none yet, or a link: no memo */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RMEMO_MAX_BYTES ||
-		!(buf = malloc((size_t)st.st_size + 1)))
-		goto out;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	end = buf + got;
-	p = buf;
 	/* A damaged block ends the memo there: what came before still counts. */
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -279,11 +259,40 @@ int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
 		ms->v = nv;
 		ms->v[ms->n++] = m;
 	}
+	if (r < 0)
+		sync_rmemos_free(ms);
+	return r;
+}
+
+int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
+{
+	char path[4096], *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+	int fd, r = 0;
+
+	ms->v = NULL;
+	ms->n = 0;
+	if (rmemo_path(gitdir, "", path, sizeof(path)) < 0)
+		return 0;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0; /* none yet, or a link: no memo */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RMEMO_MAX_BYTES ||
+		!(buf = malloc((size_t)st.st_size + 1)))
+		goto out;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	r = sync_rmemo_parse(buf, got, ms);
 out:
 	free(buf);
 	close(fd);
-	if (r < 0)
-		sync_rmemos_free(ms);
 	return r;
 }
 

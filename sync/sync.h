@@ -173,6 +173,24 @@ struct sync_push_cmd {
 	char why[256]; /* refusal, escaped */
 };
 #define SYNC_PUSH_NONFF (-2)
+/* What receive-pack's advertisement says (pkt.c): the agent's capabilities and ref tips. */
+#define SYNC_PUSH_MAX_ADVERTISED 10000
+struct sync_adv {
+	char caps[4096]; /* the first line's capabilities (cut to fit) */
+	size_t capslen;
+	git_oid *haves; /* owned: advertised ids, what the agent has (the pack may leave out) */
+	size_t nhaves, cap;
+	size_t count; /* lines fed */
+};
+/*
+ * One data packet of the advertisement: a ref named like a command's dst sets its old_id,
+ * every id but the zero one goes to the haves (a name too long to hold is no ref we push
+ * to: only its id counts). 0, -EPROTO when malformed, -E2BIG past SYNC_PUSH_MAX_ADVERTISED
+ * lines, -ENOMEM.
+ */
+int sync_adv_feed(
+	struct sync_adv *adv, const char *data, size_t len, struct sync_push_cmd *cmds, size_t n);
+void sync_adv_free(struct sync_adv *adv);
 struct sync_push_opts {
 	const char *gitdir; /* borrowed: git_repository_path() */
 	const char *home; /* borrowed: HOME for git (the owner's) */
@@ -381,6 +399,7 @@ struct sync_entry {
 	size_t old_len;
 	const char *new_data; /* borrowed */
 	size_t new_len;
+	int new_cut; /* new_data is only the blob's first new_len bytes: the rest may say anything */
 };
 
 /*
@@ -428,6 +447,10 @@ struct sync_memos {
  * fewer entries, never an error. 0 or -ENOMEM.
  */
 int sync_memo_load(const char *gitdir, struct sync_memos *ms);
+/* The same from the file's text (NUL-terminated, cut in place). 0 or -ENOMEM. */
+int sync_memo_parse(char *buf, struct sync_memos *ms);
+/* The file's text for ms (sync_memo_save writes it whole). */
+void sync_memo_write(FILE *f, const struct sync_memos *ms);
 const struct sync_memo *sync_memo_find(const struct sync_memos *ms, const char *ref);
 int sync_memo_add(
 	struct sync_memos *ms, const char *ref, const git_oid *tip, const git_oid *against);
@@ -460,6 +483,7 @@ struct sync_delta {
 struct sync_deltas {
 	struct sync_delta *v;
 	size_t n, cap;
+	int odd; /* a tree it opened is not in git's strict order: a name twice, or unsorted */
 };
 /*
  * The changes from a to b (either may be NULL: empty), as git_diff_tree_to_tree with
@@ -521,6 +545,13 @@ struct sync_rmemos {
 };
 /* Missing, a link, too big or damaged: fewer entries, never an error. 0 or -ENOMEM. */
 int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms);
+/*
+ * The same from the file's len bytes in buf (buf[len] == '\0'; lines are cut in place):
+ * a damaged block ends it, what came before counts. 0, or -ENOMEM with ms empty.
+ */
+int sync_rmemo_parse(char *buf, size_t len, struct sync_rmemos *ms);
+/* The file's text for ms (sync_rmemo_save writes it whole). */
+void sync_rmemo_write(FILE *f, const struct sync_rmemos *ms);
 const struct sync_rmemo *sync_rmemo_find(const struct sync_rmemos *ms, const char *ref);
 /* By ref, for sync_rmemo_bsearch (500 branches: 125,000 strcmp of a linear find saved). */
 void sync_rmemos_sort(struct sync_rmemos *ms);

@@ -498,13 +498,14 @@ int main(int argc, char **argv)
 			printf("ocsb-warden %s\n", OCSB_VERSION);
 			return 0;
 		default:
-			usage(stderr);
+			/* getopt said what is wrong; the root program links no speller (args.h). */
+			fputs("ocsb-warden: see ocsb-warden --help\n", stderr);
 			return 2;
 		}
 	}
 	log_init("ocsb-warden", w.use_syslog ? LOG_TARGET_SYSLOG : LOG_TARGET_DAEMON, w.verbose);
 	if (optind < argc) {
-		log_err("unexpected argument '%s'", argv[optind]);
+		log_err("unexpected argument '%s'; see ocsb-warden --help", argv[optind]);
 		return 2;
 	}
 	if (geteuid() != 0) {

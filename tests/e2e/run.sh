@@ -30,24 +30,36 @@ fi
 # newer releases) would fail them for the wrong reason, and a tree on an overlaid
 # directory (/root) would be writable inside: then the suite runs from a root-owned copy
 # under /tmp (world-traversable, covered and restored read-only by ns-inner.sh), removed
-# at the end. OCSB_E2E_STAGED names that copy in the re-executed run.
-if [ -z "${OCSB_E2E_STAGED:-}" ] &&
-	! { setpriv --reuid=65534 --regid=65534 --clear-groups -- \
+# at the end. OCSB_E2E_STAGED names that copy in the re-executed run. So does a build a user
+# made (make TEST_HOOKS=1, then sudo tests/e2e/run.sh; or handed back by a sudo make):
+# the supervisor runs only root-owned programs (ocsb-inject beside it), so the copies are
+# root's.
+stage_why=
+if [ -z "${OCSB_E2E_STAGED:-}" ]; then
+	if ! { setpriv --reuid=65534 --regid=65534 --clear-groups -- \
 		test -r "$E2E_DIR/lib.sh" -a -x "$OCSB_BUILD" 2>/dev/null &&
 		case $REPO/ in /root/* | /var/lib/* | /etc/* | /var/log/* | /var/spool/* | /var/mail/*) false ;; esac; }; then
+		stage_why="$REPO is not reachable by other users (or lies on a directory the tests overlay)"
+	elif [ -n "$(find "$OCSB_BUILD" -maxdepth 1 -name 'ocsb*' ! -uid 0 -print -quit 2>/dev/null)" ]; then
+		stage_why="the programs in $OCSB_BUILD are not root's"
+	fi
+fi
+if [ -n "$stage_why" ]; then
 	stage=$(mktemp -d /tmp/ocsb-e2e-src.XXXXXX) || exit 1
 	chmod 0755 "$stage" && mkdir -m 0755 "$stage/src" "$stage/build" "$stage/build/tests" || exit 1
+	# The copies of the programs are root's (cp as root, the owner not preserved).
+	cpb() { cp --preserve=mode,timestamps "$@"; }
 	if ! tar -C "$REPO" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$stage/src" -xf - ||
-		! cp -p "$OCSB_BUILD"/ocsb* "$stage/build/" ||
+		! cpb "$OCSB_BUILD"/ocsb* "$stage/build/" ||
 		{ compgen -G "$OCSB_BUILD/bench_*" >/dev/null &&
-			! cp -p "$OCSB_BUILD"/bench_* "$stage/build/"; } ||
+			! cpb "$OCSB_BUILD"/bench_* "$stage/build/"; } ||
 		{ compgen -G "$OCSB_BUILD/tests/test_*" >/dev/null &&
-			! cp -p "$OCSB_BUILD"/tests/test_* "$stage/build/tests/"; }; then
+			! cpb "$OCSB_BUILD"/tests/test_* "$stage/build/tests/"; }; then
 		rm -rf "$stage"
 		echo "not ok - e2e: cannot copy $REPO and $OCSB_BUILD to a traversable place under /tmp"
 		exit 1
 	fi
-	echo "# e2e: $REPO is not reachable by other users (or lies on a directory the tests overlay): running from a copy in $stage"
+	echo "# e2e: $stage_why: running from a copy in $stage"
 	args=()
 	for t in "$@"; do
 		case $t in "$REPO"/*) args+=("$stage/src/${t#"$REPO"/}") ;; *) args+=("$t") ;; esac

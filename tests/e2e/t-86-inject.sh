@@ -15,7 +15,7 @@
 OC_BIN=/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode
 for tool in dbus-run-session gnome-keyring-daemon python3 openssl curl; do
 	if ! command -v "$tool" >/dev/null; then
-		skip "ocsb secrets --inject" "$tool missing (sudo make deps installs it)"
+		skip "ocsb secrets --inject" "$tool missing (sudo make test-deps installs it)"
 		exit 0
 	fi
 done

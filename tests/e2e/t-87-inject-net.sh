@@ -13,7 +13,7 @@
 
 for tool in dbus-run-session gnome-keyring-daemon python3 openssl curl nft; do
 	if ! command -v "$tool" >/dev/null; then
-		skip "the injector's network" "$tool missing (sudo make deps installs it)"
+		skip "the injector's network" "$tool missing (sudo make test-deps installs it)"
 		exit 0
 	fi
 done

@@ -16,7 +16,7 @@
 
 for tool in python3 openssl curl; do
 	if ! command -v "$tool" >/dev/null; then
-		skip "ocsb-inject alone" "$tool missing (sudo make deps installs it)"
+		skip "ocsb-inject alone" "$tool missing (sudo make test-deps installs it)"
 		exit 0
 	fi
 done

@@ -23,17 +23,7 @@
 
 #include "ctl.h"
 #include "util.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+#include "fuzz_util.h"
 
 static void check_message(const char *err)
 {

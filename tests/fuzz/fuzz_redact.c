@@ -20,17 +20,7 @@
 #include <string.h>
 
 #include "../../inject/inject.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+#include "fuzz_util.h"
 
 /* Input: key length, cut (2 bytes), splice (form, position), the key, the answer. */
 #define HDR 5

@@ -18,17 +18,14 @@
 #include <string.h>
 
 #include "sync.h"
+#include "fuzz_util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                                         \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, \
-				#cond);                                                     \
-			abort();                                                            \
-		}                                                                           \
-	} while (0)
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	git_libgit2_init();
+	fuzz_quiet(argc, argv);
+	return 0;
+}
 
 static void check_text(const char *s, int newlines)
 {
@@ -69,15 +66,10 @@ static void check_ho(const struct sync_ho *h)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static int init;
 	struct sync_ho h = {0};
 	const char *s = (const char *)data, *end = s + size;
 	char err[256];
 
-	if (!init) {
-		git_libgit2_init();
-		init = 1;
-	}
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);

@@ -31,7 +31,7 @@ skip_all() {
 	exit 0
 }
 [ "$(id -u)" -eq 0 ] || skip_all "needs root (mmdebstrap, mounts, namespaces)"
-command -v mmdebstrap >/dev/null 2>&1 || skip_all "mmdebstrap not installed (sudo make deps)"
+command -v mmdebstrap >/dev/null 2>&1 || skip_all "mmdebstrap not installed (sudo make test-deps)"
 for t in unshare pivot_root ip timeout sha256sum; do
 	command -v $t >/dev/null 2>&1 || skip_all "$t not installed"
 done

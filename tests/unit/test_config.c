@@ -470,6 +470,69 @@ static void render_round_trip_shell(void **state)
 	config_free(&c);
 }
 
+/* The mirrored paths of text, rendered and parsed again: the same paths. */
+static void mirror_round_trip(const char *text)
+{
+	struct ocsb_config c, back;
+	struct buf out = {0};
+	char err[512];
+
+	if (parse(&c, text, err, sizeof(err)) < 0)
+		fail_msg("refused: %s", err);
+	assert_int_equal(config_render(&c, &out), 0);
+	config_defaults(&back);
+	if (config_parse_buf(&back, out.data, out.len, "rendered", err, sizeof(err)) < 0)
+		fail_msg("the rendered file does not parse: %s", err);
+	assert_int_equal(back.mirror.set, 1);
+	assert_int_equal(back.mirror.paths.n, c.mirror.paths.n);
+	for (size_t i = 0; i < c.mirror.paths.n; i++)
+		assert_string_equal(back.mirror.paths.v[i], c.mirror.paths.v[i]);
+	buf_free(&out);
+	config_free(&c);
+	config_free(&back);
+}
+
+/*
+ * Paths of several `mirror` lines were rendered on one line, which the parser refuses
+ * past 31 values or 4096 bytes: ocsb-provision wrote a file it could not read back (found
+ * by tests/fuzz/fuzz_config.c, regress-mirror-many-paths). A path named "none" must not
+ * end up alone on a line, where it means nothing (regress-mirror-none-path).
+ */
+static void render_many_mirror_paths(void **state)
+{
+	struct buf text = {0};
+	char path[1001];
+
+	(void)state;
+	for (int line = 0; line < 2; line++) {
+		assert_int_equal(buf_puts(&text, "mirror"), 0);
+		for (int i = 0; i < 20; i++)
+			assert_int_equal(buf_printf(&text, " .p%d", line * 20 + i), 0);
+		assert_int_equal(buf_puts(&text, "\n"), 0);
+	}
+	mirror_round_trip(text.data);
+	/* Long paths: three fit in one line of the file, five do not. */
+	text.len = 0;
+	memset(path, 'x', sizeof(path) - 1);
+	path[sizeof(path) - 1] = '\0';
+	for (int line = 0; line < 2; line++) {
+		assert_int_equal(buf_puts(&text, "mirror"), 0);
+		for (int i = 0; i < 3; i++) {
+			path[0] = (char)('a' + line * 3 + i);
+			assert_int_equal(buf_printf(&text, " %s", path), 0);
+		}
+		assert_int_equal(buf_puts(&text, "\n"), 0);
+	}
+	mirror_round_trip(text.data);
+	text.len = 0;
+	assert_int_equal(buf_puts(&text, "mirror"), 0);
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(buf_printf(&text, " .q%d", i), 0);
+	assert_int_equal(buf_puts(&text, "\nmirror .q30 none\n"), 0);
+	mirror_round_trip(text.data);
+	buf_free(&text);
+}
+
 static void render_documents_every_keyword(void **state)
 {
 	static const char *const kws[] = {"agent", "owner", "project", "key", "shell", "ssh-port",
@@ -584,6 +647,7 @@ int main(void)
 		cmocka_unit_test(validate_paths_not_from_file),
 		cmocka_unit_test(render_round_trip),
 		cmocka_unit_test(render_round_trip_shell),
+		cmocka_unit_test(render_many_mirror_paths),
 		cmocka_unit_test(render_documents_every_keyword),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(limits_round_trip),

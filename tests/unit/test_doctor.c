@@ -245,6 +245,67 @@ static void routes_compared_with_the_guard(void **state)
 	assert_int_equal(doctor_routes_differ("", two, 0, why, sizeof(why)), 0);
 }
 
+/* A status as ocsb-agentd sends it: "key=value" items, in order. */
+static int verdict(const char *const *kv, char *detail, size_t n)
+{
+	struct strv k = {0}, v = {0};
+	int r;
+
+	for (size_t i = 0; kv[i]; i++) {
+		const char *eq = strchr(kv[i], '=');
+		char key[64];
+
+		assert_non_null(eq);
+		snprintf(key, sizeof(key), "%.*s", (int)(eq - kv[i]), kv[i]);
+		assert_int_equal(strv_push(&k, key), 0);
+		assert_int_equal(strv_push(&v, eq + 1), 0);
+	}
+	r = doctor_instances_verdict(&k, &v, detail, n);
+	strv_free(&k);
+	strv_free(&v);
+	return r;
+}
+
+/* OpenCode's normal start is no FAIL (issue 28); a crash, or a start past its time, is. */
+static void instances_starting_are_not_failing(void **state)
+{
+	static const char *const head[] = {"version=0.1.0", "agent=ai-dev", "uptime-s=400",
+		"netlock=verified", "proxy=squid", "state=running", "pid=10", "uptime-s=399",
+		"restarts=0"};
+	const char *kv[32];
+	char d[768];
+	size_t h = sizeof(head) / sizeof(head[0]);
+
+	(void)state;
+	memcpy(kv, head, sizeof(head));
+	/* starting for 12 s, no error yet */
+	kv[h] = "instance=shop", kv[h + 1] = "state=starting", kv[h + 2] = "pid=11",
+	kv[h + 3] = "uptime-s=12", kv[h + 4] = "restarts=0", kv[h + 5] = NULL;
+	assert_int_equal(verdict(kv, d, sizeof(d)), 0);
+	assert_string_equal(d, "0 of 1 instance running; starting: shop (12 s)");
+	/* running */
+	kv[h + 1] = "state=running";
+	assert_int_equal(verdict(kv, d, sizeof(d)), 0);
+	assert_string_equal(d, "1 of 1 instance running");
+	/* past its start time: agentd names the error */
+	kv[h + 1] = "state=starting", kv[h + 5] = "last-error=not answering 61 s after start",
+	       kv[h + 6] = NULL;
+	assert_int_equal(verdict(kv, d, sizeof(d)), 1);
+	assert_string_equal(d,
+		"0 of 1 instance running; not running: shop (starting: not "
+		"answering 61 s after start)");
+	/* restarting after a crash, beside one running */
+	kv[h + 1] = "state=restarting", kv[h + 5] = "last-error=exited with status 1",
+	       kv[h + 6] = "instance=web", kv[h + 7] = "state=running", kv[h + 8] = NULL;
+	assert_int_equal(verdict(kv, d, sizeof(d)), 1);
+	assert_string_equal(d,
+		"1 of 2 instances running; not running: shop (restarting: exited with status 1)");
+	/* no instance at all: nothing fails (the proxy's state is not an instance's) */
+	kv[h] = NULL;
+	assert_int_equal(verdict(kv, d, sizeof(d)), 0);
+	assert_string_equal(d, "0 of 0 instances running");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +320,7 @@ int main(void)
 		cmocka_unit_test(status_names),
 		cmocka_unit_test(abstract_sockets_need_ocsb_shell_and_abi_6),
 		cmocka_unit_test(routes_compared_with_the_guard),
+		cmocka_unit_test(instances_starting_are_not_failing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

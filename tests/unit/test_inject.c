@@ -301,6 +301,30 @@ static void chunked_malformed(void **state)
 	buf_free(&out);
 }
 
+/*
+ * Blanks in a chunk extension may be tabs (RFC 9112 BWS, and inside a quoted value): a
+ * tab after a space was refused while one right after the size passed (found by
+ * tests/fuzz/fuzz_chunked.c). Other control bytes stay refused.
+ */
+static void chunked_extension_tabs(void **state)
+{
+	static const char *const good[] = {"5\t;x\r\nhello\r\n0\r\n\r\n",
+		"5 \t;x\r\nhello\r\n0\r\n\r\n", "5;a=\"x\ty\"\r\nhello\r\n0\r\n\r\n",
+		"5;a\t=\tb\r\nhello\r\n0\r\n\r\n"};
+	struct buf out = {0};
+	int done;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		assert_int_equal(chunked(good[i], strlen(good[i]), 64, &out, &done),
+			(ssize_t)strlen(good[i]));
+		assert_int_equal(done, 1);
+		assert_string_equal(out.data, "5\r\nhello\r\n0\r\n\r\n");
+	}
+	assert_int_equal(chunked("5 \001;x\r\nhello\r\n0\r\n\r\n", 19, 64, &out, &done), -1);
+	buf_free(&out);
+}
+
 static void hand_over_round_trip(void **state)
 {
 	struct inj_conf c, back;
@@ -498,6 +522,36 @@ static void usage_counted_across_reads(void **state)
 	assert_int_equal(u.out_tokens, 9);
 }
 
+/*
+ * An answer naming a count twice ("prompt_tokens" and later "input_tokens"): the field
+ * that comes last counts, whatever the reads. The names were taken in a fixed order within
+ * one read, so the count hung on where the reads were cut (found by
+ * tests/fuzz/fuzz_usage.c, regress-both-token-names).
+ */
+static void usage_last_field_wins(void **state)
+{
+	static const char resp[] =
+		"HTTP/1.1 200 OK\r\n\r\n{\"usage\":{\"prompt_tokens\":5,"
+		"\"input_tokens\":7,\"completion_tokens\":1,\"output_tokens\":2}}\n";
+	static const char rev[] = "HTTP/1.1 200 OK\r\n\r\n{\"output_tokens\":2,\"input_tokens\":7,"
+				  "\"completion_tokens\":1,\"prompt_tokens\":5}\n";
+	size_t n = sizeof(resp) - 1;
+	struct inj_usage u;
+
+	(void)state;
+	for (size_t cut = 0; cut <= n; cut++) {
+		inj_usage_init(&u);
+		inj_usage_feed(&u, resp, cut);
+		inj_usage_feed(&u, resp + cut, n - cut);
+		if (u.in_tokens != 7 || u.out_tokens != 2)
+			fail_msg("cut at %zu: in %lld out %lld", cut, u.in_tokens, u.out_tokens);
+	}
+	inj_usage_init(&u);
+	inj_usage_feed(&u, rev, sizeof(rev) - 1);
+	assert_int_equal(u.in_tokens, 5);
+	assert_int_equal(u.out_tokens, 1);
+}
+
 static void usage_summed_per_route_and_day(void **state)
 {
 	struct inj_usage_row rows[3], back[3];
@@ -666,6 +720,7 @@ int main(void)
 		cmocka_unit_test(error_answer_is_fixed),
 		cmocka_unit_test(chunked_reencoded_exactly),
 		cmocka_unit_test(chunked_malformed),
+		cmocka_unit_test(chunked_extension_tabs),
 		cmocka_unit_test(hand_over_round_trip),
 		cmocka_unit_test(answer_head),
 		cmocka_unit_test(chunked_decoded),
@@ -673,6 +728,7 @@ int main(void)
 		cmocka_unit_test(git_smart_http),
 		cmocka_unit_test(git_insteadof),
 		cmocka_unit_test(usage_counted_across_reads),
+		cmocka_unit_test(usage_last_field_wins),
 		cmocka_unit_test(usage_summed_per_route_and_day),
 	};
 

@@ -97,12 +97,106 @@ static void log_line_escaped(void **state)
 				 "line\\nforged: yes\\\\\n");
 }
 
+/* Run fn with stderr going to a file; what it wrote, in a static buffer. */
+static const char *captured(void (*fn)(void))
+{
+	static char buf[8192];
+	char path[PATH_MAX + 16];
+	int fd, saved;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/out", unit_dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	saved = dup(2);
+	assert_true(saved >= 0);
+	assert_int_equal(dup2(fd, 2), 2);
+	fn();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	return buf;
+}
+
+static void npm_failed(void)
+{
+	log_init("test", LOG_TARGET_STDERR, 0);
+	log_output(LOG_LVL_ERR,
+		"\nnpm ERR! code SELF_SIGNED_CERT_IN_CHAIN\r\nnpm ERR! \033[31mred\n"
+		"test: error: forged\n\n",
+		"npm ci (as %s): exit 1", "ocsb-npm");
+}
+
+static void one_line(void)
+{
+	log_init("test", LOG_TARGET_STDERR, 0);
+	log_output(LOG_LVL_ERR, "sshd: bad option\n", "sshd -t: exit 255");
+	log_output(LOG_LVL_WARN, NULL, "git fetch: exit 128");
+	log_output(LOG_LVL_ERR, "\n \n", "useradd x: exit 9");
+}
+
+static void long_output(void)
+{
+	char out[4096] = "";
+
+	log_init("test", LOG_TARGET_STDERR, 0);
+	for (int i = 1; i <= LOG_OUTPUT_LINES + 5; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "line %d\n", i);
+	log_output(LOG_LVL_ERR, out, "tool: exit 1");
+}
+
+static void journal_lines(void)
+{
+	setenv("JOURNAL_STREAM", "8:1", 1);
+	log_init("test", LOG_TARGET_DAEMON, 0);
+	log_output(LOG_LVL_WARN, "first\nsecond", "squid -k parse: exit 1");
+	unsetenv("JOURNAL_STREAM");
+	log_init("test", LOG_TARGET_STDERR, 0);
+}
+
+/*
+ * A command's output of several lines (npm's error, sshd -t, git) is shown as lines, each
+ * indented and escaped on its own, not as one line full of \n (issue 28); one line stays
+ * one line.
+ */
+static void output_as_lines(void **state)
+{
+	const char *s;
+
+	(void)state;
+	assert_string_equal(captured(npm_failed),
+		"test: error: npm ci (as ocsb-npm): exit 1:\n"
+		"  npm ERR! code SELF_SIGNED_CERT_IN_CHAIN\n"
+		"  npm ERR! \\x1b[31mred\n"
+		"  test: error: forged\n");
+	assert_string_equal(captured(one_line),
+		"test: error: sshd -t: exit 255: sshd: bad option\n"
+		"test: warning: git fetch: exit 128\n"
+		"test: error: useradd x: exit 9\n");
+	s = captured(long_output);
+	assert_non_null(strstr(s,
+		"test: error: tool: exit 1:\n  (5 lines before these not shown)\n"
+		"  line 6\n"));
+	assert_non_null(strstr(s, "  line 45\n"));
+	assert_null(strstr(s, "line 5\n"));
+	assert_string_equal(captured(journal_lines),
+		"<4>squid -k parse: exit 1:\n<4>  first\n"
+		"<4>  second\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(escape_table),
 		cmocka_unit_test(escape_truncates_whole_units),
-		cmocka_unit_test_setup_teardown(log_line_escaped, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			log_line_escaped, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(output_as_lines, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

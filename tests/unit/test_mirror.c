@@ -14,6 +14,7 @@
 #include "config.h"
 #include "fileops.h"
 #include "mirror.h"
+#include "mirror_int.h"
 
 #define ANT "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
 
@@ -683,6 +684,92 @@ static void engine_link_from_a_lying_reader(void **state)
 	fixture_free(&f);
 }
 
+/* A reader that names a directory's content but not the directory (below its root). */
+static int orphan_reader(void *m, int outfd)
+{
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode/agent", NULL);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+/*
+ * Found by tests/fuzz/fuzz_mirror_stream.c (corpus regress-orphan-entry): the unnamed
+ * directory went as gone from the source, with the one just named in it, while the
+ * manifest kept that one as present. Such a stream is refused, nothing removed.
+ */
+static void engine_orphan_from_a_lying_reader(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+
+	fixture_init(&f);
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	f.m.reader = orphan_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), -1);
+	assert_int_equal(lmode(tree(&f, ".config/opencode/agent/review.md")), S_IFREG | 0444);
+	assert_int_equal(lmode(tree(&f, ".config/opencode")), S_IFDIR | f.m.dmode);
+	fixture_free(&f);
+}
+
+/* A reader whose report on a skipped file starts with a NUL: no report. */
+static int nul_detail_reader(void *m, int outfd)
+{
+	static const char detail[] = "\0hidden";
+	char kind = '-';
+	unsigned char state = MS_SKIPPED;
+	uint32_t mode = S_IFREG | 0644, pl = 21, dl = sizeof(detail) - 1, zero4 = 0;
+	uint64_t zero8 = 0;
+	struct buf b = {0};
+	int r;
+
+	(void)m;
+	forge(&b, 'd', ".config/opencode", NULL);
+	buf_append(&b, &kind, 1);
+	buf_append(&b, &state, 1);
+	buf_append(&b, &mode, 4);
+	for (int i = 0; i < 4; i++)
+		buf_append(&b, &zero8, 8);
+	buf_append(&b, &pl, 4);
+	buf_append(&b, ".config/opencode/fifo", pl);
+	buf_append(&b, &dl, 4);
+	buf_append(&b, detail, dl);
+	buf_append(&b, &zero4, 4);
+	forge(&b, 'E', "", NULL);
+	r = write(outfd, b.data, b.len) == (ssize_t)b.len ? 0 : 1;
+	buf_free(&b);
+	return r;
+}
+
+/*
+ * Found by tests/fuzz/fuzz_mirror_stream.c (corpus regress-nul-detail): the manifest kept
+ * "" where the status file keeps nothing, so every later process saw a new report (a
+ * notice, the status file rewritten) on every refresh.
+ */
+static void engine_nul_detail(void **state)
+{
+	struct fixture f;
+	struct mirror_stats st;
+
+	fixture_init(&f);
+	f.m.reader = nul_detail_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_null(mirror_entry_find(&f.m, ".config/opencode/fifo")->detail);
+	mirror_free(&f.m);
+	assert_int_equal(mirror_init(&f.m, &f.paths, &f.owner, &f.agent, &f.spec), 0);
+	assert_int_equal(mirror_load(&f.m), 0);
+	f.m.reader = nul_detail_reader;
+	assert_int_equal(mirror_refresh(&f.m, 0, &st), 0);
+	assert_int_equal(f.m.notices.n, 0);
+	fixture_free(&f);
+}
+
 static void engine_writable_copy(void **state)
 {
 	struct fixture f;
@@ -812,6 +899,81 @@ static void engine_change_detection(void **state)
 	fixture_free(&f);
 }
 
+/*
+ * The status file is the account's (ocsb-agentd's), read by the owner: found by
+ * tests/fuzz/fuzz_mirror_status.c (corpus regress-*). A line given twice is not leaked
+ * (under SANITIZE=1), its date reaches the owner's terminal escaped, and an empty
+ * manifest renders (no qsort of NULL, under SANITIZE=1).
+ */
+static void status_file_hostile(void **state)
+{
+	static const char text[] = "ocsb-mirror 1\nfingerprint a\nfingerprint b\nboot x\nboot y\n"
+				   "built \033]0;owned\007\033[2J\nend\n";
+	struct mirror m;
+	struct buf b = {0};
+	char *report = NULL;
+	size_t rlen = 0;
+	FILE *out;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	snprintf(m.status, sizeof(m.status), "%s", unit_path("x.status"));
+	unit_write(m.status, text, strlen(text), 0644);
+	assert_int_equal(mirror_load(&m), 0);
+	assert_int_equal(m.n, 0);
+	out = open_memstream(&report, &rlen);
+	assert_int_equal(mirror_status_print(m.status, 0, out), 0);
+	fclose(out);
+	assert_null(strchr(report, '\033'));
+	assert_null(strchr(report, '\007'));
+	assert_non_null(strstr(report, "built \\x1b]0;owned\\x07\\x1b[2J: 0 mirrored"));
+	free(report);
+	assert_int_equal(mirror_render_status(&m, "test", &b), 0);
+	assert_non_null(strstr(b.data, "\nend\n"));
+	buf_free(&b);
+	mirror_free(&m);
+}
+
+struct link_lines {
+	char text[4][64];
+	int problem[4];
+	int n;
+};
+
+static void link_line_seen(void *arg, const char *text, int problem)
+{
+	struct link_lines *ll = arg;
+
+	assert_true(ll->n < 4);
+	snprintf(ll->text[ll->n], sizeof(ll->text[0]), "%s", text);
+	ll->problem[ll->n++] = problem;
+}
+
+/*
+ * The link maker's output is the agent's. ocsb-provision took the text of a problem line
+ * at l + 2: past the end of a bare "!" (found by tests/fuzz/fuzz_agentd_output.c, corpus
+ * regress-bare-bang; under SANITIZE=1 the old reading fails here on the exact-size copy).
+ */
+static void link_output_lines(void **state)
+{
+	static const char text[] = "link ~/.agents\n\n! ~/.x: not replaced\n!";
+	char *out = malloc(sizeof(text));
+	struct link_lines ll = {0};
+
+	(void)state;
+	assert_non_null(out);
+	memcpy(out, text, sizeof(text));
+	mirror_link_output(out, link_line_seen, &ll);
+	assert_int_equal(ll.n, 3);
+	assert_string_equal(ll.text[0], "link ~/.agents");
+	assert_int_equal(ll.problem[0], 0);
+	assert_string_equal(ll.text[1], "~/.x: not replaced");
+	assert_int_equal(ll.problem[1], 1);
+	assert_string_equal(ll.text[2], "");
+	assert_int_equal(ll.problem[2], 1);
+	free(out);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -831,12 +993,16 @@ int main(void)
 		cmocka_unit_test(path_rules),
 		cmocka_unit_test(escape_names),
 		cmocka_unit_test(config_keywords),
+		cmocka_unit_test(link_output_lines),
 		T(engine_build),
 		T(engine_refresh_incremental),
 		T(engine_change_detection),
 		T(engine_links),
 		T(engine_link_from_a_lying_reader),
+		T(engine_orphan_from_a_lying_reader),
+		T(engine_nul_detail),
 		T(engine_writable_copy),
+		T(status_file_hostile),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,10 +124,27 @@ static void root_file_rules(void **state)
 	}
 }
 
+/* The readiness probe's verdict: on the status line, or on a full buffer. */
+static void probe_answer(void **state)
+{
+	char full[256];
+
+	(void)state;
+	assert_int_equal(opencode_probe_answer("HTTP/1.1 200", 12, 256), 0);
+	assert_int_equal(opencode_probe_answer("HTTP/1.1 200 OK\r\n", 17, 256), 1);
+	assert_int_equal(opencode_probe_answer("HTTP/1.0 200 OK\r\n", 17, 256), 1);
+	assert_int_equal(opencode_probe_answer("HTTP/1.1 401 No\r\n", 17, 256), -1);
+	assert_int_equal(opencode_probe_answer("HTTP/1.1\n200 OK\r\n", 17, 256), -1);
+	memset(full, 'x', sizeof(full));
+	full[255] = '\0';
+	assert_int_equal(opencode_probe_answer(full, 255, 256), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(system_binary_passes),
+		cmocka_unit_test(probe_answer),
 		cmocka_unit_test_setup_teardown(
 			user_tree_refused, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(missing_gives_install_hint),

@@ -44,12 +44,30 @@ static void too_long_refused(void **state)
 	assert_int_equal(paths_under(&p, root), -1);
 }
 
+/* One slash between the parts, whatever each brings: the root is no exception (issue 28). */
+static void join_one_slash(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_int_equal(path_join(out, sizeof(out), "/", "usr/lib/systemd/system"), 0);
+	assert_string_equal(out, "/usr/lib/systemd/system");
+	assert_int_equal(path_join(out, sizeof(out), "/", "/lib"), 0);
+	assert_string_equal(out, "/lib");
+	assert_int_equal(path_join(out, sizeof(out), "/tmp/x//", "/etc"), 0);
+	assert_string_equal(out, "/tmp/x/etc");
+	assert_int_equal(path_join(out, sizeof(out), "/tmp/x", "etc"), 0);
+	assert_string_equal(out, "/tmp/x/etc");
+	assert_int_equal(path_join(out, 8, "/tmp/x", "etc"), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ctl_sock_default),
 		cmocka_unit_test(ctl_sock_follows_run),
 		cmocka_unit_test(too_long_refused),
+		cmocka_unit_test(join_one_slash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

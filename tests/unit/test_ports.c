@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "unit.h"
 
+#include "../../netlock/netlock_int.h"
 #include "../../provision/provision.h"
 
 #define ENTRY "/var/lib/ocsb/agents/ai-two"
@@ -71,6 +72,43 @@ static void entry_lines_parsed(void **state)
 	ports_entry_parse("", &e);
 	assert_int_equal(e.lo, 0);
 	assert_int_equal(e.oc_lo, 0);
+}
+
+/*
+ * A value longer than 63 bytes was cut before it was read: "1024-" and 58 zeros then
+ * "10004" read as "1024-0" (no range) while the netlock opened 1024-10004, and another
+ * agent's run checked its range against none (found by tests/fuzz/fuzz_registry.c,
+ * regress-ports-value-cut). Both readers read the whole line now.
+ */
+static void entry_long_value_read_whole(void **state)
+{
+	struct ports_entry e;
+	struct netlock_entry ne;
+	struct buf text = {0};
+	char err[2048];
+	struct ocsb_config c;
+
+	(void)state;
+	assert_int_equal(buf_puts(&text, "ports 1024-"), 0);
+	for (int i = 0; i < 58; i++)
+		assert_int_equal(buf_puts(&text, "0"), 0);
+	assert_int_equal(buf_puts(&text, "10004\nopencode-ports 5000-"), 0);
+	for (int i = 0; i < 70; i++)
+		assert_int_equal(buf_puts(&text, "0"), 0);
+	assert_int_equal(buf_puts(&text, "5001\n"), 0);
+	ports_entry_parse(text.data, &e);
+	assert_int_equal(e.lo, 1024);
+	assert_int_equal(e.hi, 10004);
+	assert_int_equal(e.oc_lo, 5000);
+	assert_int_equal(e.oc_hi, 5001);
+	netlock_entry_parse(text.data, &ne);
+	assert_int_equal(ne.ports.lo, 1024);
+	assert_int_equal(ne.ports.hi, 10004);
+	/* So an agent-ports range inside it is refused. */
+	conf(&c, "agent-ports 8000-8099\n");
+	assert_int_equal(ports_conflict(&c, "two.conf", "ai-two", ENTRY, &e, err, sizeof(err)), 1);
+	config_free(&c);
+	buf_free(&text);
 }
 
 /* Two agents' ranges sharing a port: each reaches the other's servers there. */
@@ -215,6 +253,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(entry_lines_parsed),
+		cmocka_unit_test(entry_long_value_read_whole),
 		cmocka_unit_test(ranges_overlapping_refused),
 		cmocka_unit_test(range_over_other_opencode_refused),
 		cmocka_unit_test(own_opencode_in_other_range_refused),

@@ -159,7 +159,7 @@ static void connections_are_not_listeners(void **state)
 }
 
 /*
- * procs_port_owner_is maps the listener's inode to a process's descriptors: this one
+ * procs_port_owner_is takes a process's sockets (pidfd_getfd) and asks each: this one
  * holds it, a child that does not (it closed its copy) does not.
  */
 static void port_owner_by_inode(void **state)

@@ -154,6 +154,46 @@ static void gate_attributes(void **state)
 	assert_int_equal(classify(".gitattributes", F, 0, "*.c filter=evil\n", NULL), 0);
 }
 
+/* Found by tests/fuzz/fuzz_sync_gate.c (corpus regress-attr-*): lines git reads as drivers. */
+static void gate_attributes_git_syntax(void **state)
+{
+	/* CR is one of git's blanks: "*.c\rfilter=evil" sets filter=evil (git check-attr). */
+	assert_int_equal(classify(".gitattributes", 0, F, NULL, "*.c\rfilter=evil\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* An attribute may follow a quoted pattern with no blank between them. */
+	assert_int_equal(classify(".gitattributes", 0, F, NULL, "\"*.c\"filter=evil\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* A link's target is no .gitattributes git read: its text cannot vouch for a line. */
+	assert_int_equal(classify(".gitattributes", L, F, "* filter=evil", "* filter=evil\n"),
+		SYNC_FLAG_ATTR_DRIVER);
+	/* The same line in an old regular file is still not new. */
+	assert_int_equal(classify(".gitattributes", F, F, "* filter=lfs", "* filter=lfs\n"), 0);
+}
+
+/* Contents read in part (review.c reads the first MiB): the rest is not vouched for. */
+static void gate_cut(void **state)
+{
+	struct sync_entry e = {.path = ".gitattributes",
+		.old_mode = F,
+		.new_mode = F,
+		.old_data = "# x\n",
+		.old_len = 4,
+		.new_data = "# x\n",
+		.new_len = 4};
+
+	assert_int_equal(sync_review_classify(&e), 0);
+	e.new_cut = 1;
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_ATTR_DRIVER);
+	e.path = "link";
+	e.old_mode = 0;
+	e.new_mode = L;
+	e.new_data = "inside";
+	e.new_len = 6;
+	assert_int_equal(sync_review_classify(&e), SYNC_FLAG_SYMLINK_OUT);
+	e.new_cut = 0;
+	assert_int_equal(sync_review_classify(&e), 0);
+}
+
 static void gate_paths(void **state)
 {
 	assert_int_equal(classify(".gitmodules", 0, F, NULL, NULL), SYNC_FLAG_GITMODULES);
@@ -186,6 +226,13 @@ static void gate_symlinks(void **state)
 	assert_int_equal(classify("d/a", 0, L, NULL, "../../x"), SYNC_FLAG_SYMLINK_OUT);
 	assert_int_equal(classify("d/a", 0, L, NULL, "x/../../../y"), SYNC_FLAG_SYMLINK_OUT);
 	assert_int_equal(classify("d/a", 0, L, NULL, ""), SYNC_FLAG_SYMLINK_OUT);
+	/*
+	 * A ".." after a name climbs from wherever the name leads, and it may be a link of the
+	 * tree: with "d" -> ".", "d/d/../.." is above the root (found by fuzz_sync_gate.c,
+	 * corpus regress-link-through-name).
+	 */
+	assert_int_equal(classify("a", 0, L, NULL, "d/d/../.."), SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(classify("x/a", 0, L, NULL, "../d/../y"), SYNC_FLAG_SYMLINK_OUT);
 	/* Inside the tree. */
 	assert_int_equal(classify("d/a", 0, L, NULL, "../x"), 0);
 	assert_int_equal(classify("d/e/a", 0, L, NULL, "./../../x"), 0);
@@ -462,6 +509,8 @@ int main(void)
 		cmocka_unit_test(unescape_round_trip),
 		cmocka_unit_test(shell_quote),
 		cmocka_unit_test(gate_attributes),
+		cmocka_unit_test(gate_attributes_git_syntax),
+		cmocka_unit_test(gate_cut),
 		cmocka_unit_test(gate_paths),
 		cmocka_unit_test(gate_symlinks),
 		cmocka_unit_test(gate_exec),

@@ -958,6 +958,135 @@ static void rmemo_lookup(void **state)
 	assert_null(sync_rmemo_bsearch(&ms, "refs/remotes/a/b"));
 }
 
+/* --- the review of hostile trees (found by tests/fuzz/fuzz_sync_review.c) */
+
+static int review_of(git_repository *repo, const git_oid *tip, const git_oid *base,
+	const git_oid *old, const struct sync_rmemo *memo, struct sync_review *rv)
+{
+	struct sync_review_in in = {.tip = tip,
+		.against = base,
+		.have_local = 1,
+		.old = old,
+		.memo = memo,
+		.walk_limit = SYNC_HISTORY_WALK};
+
+	return sync_review_run(repo, &in, rv);
+}
+
+static unsigned flags_of(const struct sync_rpart *p, const char *path)
+{
+	unsigned f = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->v[i].path, path))
+			f |= p->v[i].flags;
+	return f;
+}
+
+/*
+ * The gate reads the first MiB of a .gitattributes or a link's target; git reads a
+ * .gitattributes up to 100 MB. What follows the first MiB may say anything: flagged
+ * (corpus regress-big-attributes, regress-big-link).
+ */
+static void review_big_blobs(void **state)
+{
+	git_repository *repo;
+	git_oid small, big, target, t0, t1, base, tip;
+	size_t n = (1u << 20) + 64;
+	char *text = malloc(n);
+	struct sync_review rv;
+
+	(void)state;
+	assert_non_null(text);
+	assert_int_equal(git_repository_init(&repo, unit_path("big.git"), 1), 0);
+	assert_int_equal(git_blob_create_from_buffer(&small, repo, "# none\n", 7), 0);
+	memset(text, '#', n);
+	memcpy(text + n - 16, "\n* filter=evil\n", 16);
+	assert_int_equal(git_blob_create_from_buffer(&big, repo, text, n), 0);
+	memset(text, 'x', n);
+	memcpy(text + n - 12, "/../../../..", 12);
+	assert_int_equal(git_blob_create_from_buffer(&target, repo, text, n), 0);
+	{
+		const struct raw_entry e0[] = {{"100644", ".gitattributes", &small}};
+		const struct raw_entry e1[] = {
+			{"100644", ".gitattributes", &big}, {"120000", "link", &target}};
+
+		raw_tree(repo, e0, 1, &t0);
+		raw_tree(repo, e1, 2, &t1);
+	}
+	commit_tree_on(repo, &t0, NULL, 0, &base);
+	commit_tree_on(repo, &t1, &base, 1, &tip);
+	assert_int_equal(review_of(repo, &tip, &base, NULL, NULL, &rv), 0);
+	assert_true(flags_of(&rv.whole, ".gitattributes") & SYNC_FLAG_ATTR_DRIVER);
+	assert_true(flags_of(&rv.whole, "link") & SYNC_FLAG_SYMLINK_OUT);
+	sync_review_free(&rv);
+	/* control: the small one the other way round raises nothing */
+	assert_int_equal(review_of(repo, &base, &tip, NULL, NULL, &rv), 0);
+	assert_int_equal(flags_of(&rv.whole, ".gitattributes"), 0);
+	sync_review_free(&rv);
+	free(text);
+	git_repository_free(repo);
+}
+
+/*
+ * A tip whose tree names "d" twice: the link d/x under the first (the old tip's subtree,
+ * unchanged), a plain d/x under the second. The diff since the old tip pairs the first
+ * away and sees d/x added as a file; composed with the memo's d/x (the link), that file
+ * took its place and the link's flag went with it. Such a review is made from scratch
+ * (corpus regress-composed-hides-flag).
+ */
+static void review_duplicate_names(void **state)
+{
+	git_repository *repo;
+	git_oid one, link, plain, dl, dp, t0, t1, t2, base, old, tip;
+	struct sync_review first, composed, scratch;
+	struct sync_rmemos ms = {0};
+
+	(void)state;
+	assert_int_equal(git_repository_init(&repo, unit_path("dup.git"), 1), 0);
+	assert_int_equal(git_blob_create_from_buffer(&one, repo, "1", 1), 0);
+	assert_int_equal(git_blob_create_from_buffer(&link, repo, "../../etc", 9), 0);
+	assert_int_equal(git_blob_create_from_buffer(&plain, repo, "plain", 5), 0);
+	{
+		const struct raw_entry x1[] = {{"120000", "x", &link}};
+		const struct raw_entry x2[] = {{"100644", "x", &plain}};
+		const struct raw_entry e0[] = {{"100644", "a", &one}};
+		const struct raw_entry e1[] = {{"100644", "a", &one}, {"40000", "d", &dl}};
+		const struct raw_entry e2[] = {
+			{"100644", "a", &one}, {"40000", "d", &dl}, {"40000", "d", &dp}};
+
+		raw_tree(repo, x1, 1, &dl);
+		raw_tree(repo, x2, 1, &dp);
+		raw_tree(repo, e0, 1, &t0);
+		raw_tree(repo, e1, 2, &t1);
+		raw_tree(repo, e2, 3, &t2);
+	}
+	commit_tree_on(repo, &t0, NULL, 0, &base);
+	commit_tree_on(repo, &t1, &base, 1, &old);
+	commit_tree_on(repo, &t2, &old, 1, &tip);
+	assert_int_equal(review_of(repo, &old, &base, NULL, NULL, &first), 0);
+	assert_true(flags_of(&first.whole, "d/x") & SYNC_FLAG_SYMLINK_OUT);
+	snprintf(first.memo.ref, sizeof(first.memo.ref), "refs/remotes/ai-dev/b");
+	assert_int_equal(sync_rmemo_push(&ms, &first.memo), 0);
+	assert_int_equal(review_of(repo, &tip, &base, &old, &ms.v[0], &composed), 0);
+	assert_int_equal(review_of(repo, &tip, &base, &old, NULL, &scratch), 0);
+	assert_true(flags_of(&scratch.whole, "d/x") & SYNC_FLAG_SYMLINK_OUT);
+	assert_true(flags_of(&composed.whole, "d/x") & SYNC_FLAG_SYMLINK_OUT);
+	assert_int_equal(composed.whole.n, scratch.whole.n);
+	assert_int_equal(composed.diff_from_memo, 0);
+	/*
+	 * Nor is such a diff left in the memo to be taken again or composed later: the next
+	 * pull pairs the entries its own way (corpus regress-composed-odd-base).
+	 */
+	assert_true(first.memo.have_base);
+	assert_false(scratch.memo.have_base);
+	sync_review_free(&first);
+	sync_review_free(&composed);
+	sync_review_free(&scratch);
+	sync_rmemos_free(&ms);
+	git_repository_free(repo);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -982,6 +1111,10 @@ int main(void)
 			fast_connectivity_long_walk, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(haves_handle, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test(rmemo_lookup),
+		cmocka_unit_test_setup_teardown(
+			review_big_blobs, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(
+			review_duplicate_names, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));

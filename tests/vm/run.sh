@@ -69,7 +69,7 @@ done
 [ -x "$OC_PREFIX/node_modules/opencode-linux-x64/bin/opencode" ] || missing+=("OpenCode in $OC_PREFIX (make deps)")
 if [ "${#missing[@]}" -gt 0 ]; then
 	say_not_ok "vm tier prerequisites" "missing: ${missing[*]}" \
-		"apt-get install qemu-system-x86 qemu-utils mmdebstrap e2fsprogs; make deps"
+		"sudo make test-deps (qemu-system-x86 qemu-utils mmdebstrap e2fsprogs, and OpenCode)"
 	summary
 	exit
 fi

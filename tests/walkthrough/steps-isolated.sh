@@ -6,10 +6,10 @@ cd ~/ocsb
 [ -f ~/.ssh/id_ed25519.pub ] || ssh-keygen -q -t ed25519 -N "" -f ~/.ssh/id_ed25519
 #: # the README's line whole (make deps and deb-install download nothing now: steps-net.sh did)
 sudo make deps deb-install >/tmp/make.log 2>&1 && sudo ocsb-provision --owner "$USER" --project ~/code/myproject; echo "exit: $?"; grep '^deps:' /tmp/make.log; tail -n 1 /tmp/make.log
-#: # README: "sshd must be running ... elsewhere sudo service ssh start"
+#: # docs/install.md "Without systemd": sudo service ssh start
 sudo service ssh start
 sudo ocsb-provision --owner "$USER" --project ~/code/myproject 2>&1 | grep -v "^+ "
-#: # README "Without systemd": sudo ocsb-warden --foreground in a terminal (here: in the background, its log kept)
+#: # docs/install.md "Without systemd": sudo ocsb-warden --foreground in a terminal (here: in the background, its log kept)
 sudo ocsb-warden --foreground >/tmp/agentd.log 2>&1 &
 for i in $(seq 1 300); do [ "$(ocsb status 2>/dev/null | grep -c running)" -ge 2 ] && break; sleep 1; done; echo "waited ${i}s for the proxy and OpenCode"
 ocsb status
@@ -23,9 +23,9 @@ git log --oneline -1 ai-dev/agent-work
 sudo ocsb egress verify 2>&1 | tail -n 5
 ocsb doctor 2>&1 | grep -v '^OK'
 ocsb mirror status | tail -n 3
-#: # README "Removing"
+#: # README "Quick start" and docs/install.md "Removing"
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 5
-#: # README "Removing", without systemd: stop ocsb-agentd and wait until it has stopped
+#: # docs/install.md "Removing", without systemd: stop ocsb-agentd and wait until it has stopped
 sudo kill $(pgrep -x ocsb-agentd); while pgrep -x ocsb-agentd >/dev/null; do sleep 1; done; tail -n 1 /tmp/agentd.log
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 8
 sudo apt purge -y ocsb 2>&1 | tail -n 3
