@@ -98,6 +98,12 @@ static int confine_landlock(const struct sync_confine_in *in, long abi, char *er
 		snprintf(err, errlen, "Landlock rule for /dev/null: %s", strerror(-r));
 		goto fail;
 	}
+	/* git index-pack's temporary file names (git reads /dev/urandom, not getrandom). */
+	r = landlock_allow_path(rs, "/dev/urandom", OCSB_LANDLOCK_FS_READ_FILE, abi);
+	if (r < 0 && r != -ENOENT) {
+		snprintf(err, errlen, "Landlock rule for /dev/urandom: %s", strerror(-r));
+		goto fail;
+	}
 	r = landlock_enforce(rs);
 	if (r < 0)
 		snprintf(err, errlen, "applying Landlock: %s", strerror(-r));
@@ -256,7 +262,7 @@ static const int pretended[] = {
 /* isatty() and non-blocking mode; never TIOCSTI (input pushed into a terminal). */
 static const unsigned long ioctls[] = {TCGETS, TIOCGWINSZ, FIONREAD, FIONBIO, FIOCLEX, FIONCLEX};
 
-static int confine_seccomp(char *err, size_t errlen)
+static int confine_seccomp(int no_fork, char *err, size_t errlen)
 {
 	const unsigned long newns = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |
 		CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP;
@@ -270,7 +276,9 @@ static int confine_seccomp(char *err, size_t errlen)
 	}
 	/* A name this libseccomp or architecture lacks is skipped: not allowed is safe. */
 	for (size_t i = 0; i < ARRAY_SIZE(allowed); i++)
-		if (allowed[i] >= 0)
+		if (allowed[i] >= 0 &&
+			!(no_fork &&
+				(allowed[i] == SCMP_SYS(fork) || allowed[i] == SCMP_SYS(vfork))))
 			(void)seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
 	for (size_t i = 0; i < ARRAY_SIZE(refused) && r == 0; i++)
 		if (refused[i] >= 0)
@@ -278,10 +286,15 @@ static int confine_seccomp(char *err, size_t errlen)
 	for (size_t i = 0; i < ARRAY_SIZE(pretended) && r == 0; i++)
 		if (pretended[i] >= 0)
 			r = seccomp_rule_add(f, SCMP_ACT_ERRNO(0), pretended[i], 0);
-	/* fork for git rev-list, never into a new namespace; clone3's flags are out of reach. */
+	/*
+	 * fork for git rev-list, never into a new namespace; clone3's flags are out of reach
+	 * (ENOSYS: glibc falls back to clone). no_fork: threads only, so that nothing of the
+	 * process outlives it (the pack's verifier: no descendant keeps its files open).
+	 */
 	if (r == 0)
 		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
-			SCMP_A0_64(SCMP_CMP_MASKED_EQ, newns, 0));
+			SCMP_A0_64(SCMP_CMP_MASKED_EQ, newns | (no_fork ? CLONE_THREAD : 0),
+				no_fork ? CLONE_THREAD : 0));
 	/* Signals to itself only (abort, raise): not to the owner's other processes. */
 	if (r == 0)
 		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1,
@@ -344,7 +357,7 @@ int sync_confine(
 	out->abi = abi > 0 ? abi : 0;
 	out->net = abi >= 4;
 	out->scoped = abi >= 6;
-	if (confine_seccomp(err, errlen) < 0)
+	if (confine_seccomp(in->no_fork, err, errlen) < 0)
 		return -1;
 	out->seccomp = 1;
 	return 0;

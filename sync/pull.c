@@ -409,8 +409,42 @@ static int pull_reap(pid_t pid, int pidfd, time_t deadline)
 	}
 }
 
+/*
+ * The child's pack, checked by git index-pack in a process of its own (verify.c), into
+ * <objects>/ocsb-verified/pack (*ret_fd): what is moved in is that process's pack and
+ * index, never the child's. 0 or -1 (said).
+ */
+static int pull_verify(struct sync_ctx *x, const struct sync_confine_in *child_conf,
+	const char *objects, int packfd, int *ret_fd)
+{
+	char outdir[PATH_MAX + 32], outpack[PATH_MAX + 40];
+	struct sync_confine_in conf = *child_conf;
+	struct sync_verify_in in = {.gitdir = git_repository_path(x->repo),
+		.objects = objects,
+		.home = x->me.home,
+		.inpackfd = packfd,
+		.outdir = outdir,
+		.confine = &conf,
+		.deadline = x->conn.deadline + PULL_GRACE_S};
+	unsigned n = 0;
+	int r;
+
+	r = sync_verified_prepare(objects, outdir, sizeof(outdir), ret_fd);
+	if (r < 0) {
+		log_err("%s/%s: %s; no ref was written", objects, SYNC_VERIFIED, strerror(-r));
+		return -1;
+	}
+	snprintf(outpack, sizeof(outpack), "%s/pack", outdir);
+	conf.incoming = outpack;
+	conf.no_fork = 1;
+	if (sync_pack_verify(&in, &n) < 0)
+		return -1;
+	sync_trace("pack verified by git index-pack (%u)", n);
+	return 0;
+}
+
 /* Write the refs, move the pack in, apply the memos, remove deleted branches' refs. */
-static int pull_apply(struct sync_ctx *x, struct pull_io *p, int packfd, const char *objects,
+static int pull_apply(struct sync_ctx *x, struct pull_io *p, int verfd, const char *objects,
 	const char *tmps[2], struct strv *deleted)
 {
 	const char *common = git_repository_commondir(x->repo);
@@ -418,7 +452,7 @@ static int pull_apply(struct sync_ctx *x, struct pull_io *p, int packfd, const c
 	unsigned moved = 0;
 	int r;
 
-	r = sync_incoming_commit(packfd, objects, &moved);
+	r = sync_incoming_commit(verfd, objects, &moved);
 	if (r < 0) {
 		log_err("moving the fetched pack into %s/pack: %s; no ref was written", objects,
 			strerror(-r));
@@ -426,9 +460,9 @@ static int pull_apply(struct sync_ctx *x, struct pull_io *p, int packfd, const c
 	}
 	sync_trace("pack moved in (%u)", moved);
 	/*
-	 * The ids were checked by the child (every object there, the history complete): a
-	 * check here would read the pack and index the child wrote, i.e. parse what the
-	 * agent sent in the owner's process. Refs are written without looking at objects.
+	 * The ids were checked by the child (every object there, the history complete) and
+	 * the pack moved in is git index-pack's (pull_verify): a check here would parse what
+	 * the agent sent in the owner's process. Refs are written without looking at objects.
 	 */
 	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
 	for (size_t i = 0; i < p->ho.nb; i++) {
@@ -493,7 +527,8 @@ int sync_do_pull(struct sync_ctx *x)
 	struct sync_link *link = NULL;
 	struct timespec start;
 	int data[2] = {-1, -1}, ctl[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
-	int memo_fd[2] = {-1, -1}, lockfd = -1, packfd = -1, relay_failed = 0, st = -1, pidfd = -1;
+	int memo_fd[2] = {-1, -1}, lockfd = -1, packfd = -1, verfd = -1, relay_failed = 0, st = -1,
+	    pidfd = -1;
 	unsigned removed = 0;
 	pid_t pid = -1, parent = getpid();
 	int ret = -1, r;
@@ -690,7 +725,10 @@ int sync_do_pull(struct sync_ctx *x)
 			p.ho_err);
 		goto out;
 	}
-	if (pull_apply(x, &p, packfd, objects, tmps, &deleted) < 0)
+	if (pull_verify(x, &conf, objects, packfd, &verfd) < 0)
+		goto out;
+	sync_incoming_clear(packfd); /* the child's pack and index: git's copy goes in */
+	if (pull_apply(x, &p, verfd, objects, tmps, &deleted) < 0)
 		goto out;
 	tmp_review[0] = tmp_unrel[0] = '\0'; /* renamed or removed */
 	sync_print(x, &p.ho, &deleted);
@@ -729,6 +767,11 @@ out:
 	}
 	if (packfd >= 0)
 		close(packfd);
+	if (verfd >= 0) {
+		if (ret < 0)
+			sync_incoming_clear(verfd);
+		close(verfd);
+	}
 	sync_ho_free(&p.ho);
 	buf_free(&p.recbuf);
 	buf_free(&p.errbuf);

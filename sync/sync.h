@@ -230,6 +230,7 @@ struct sync_confine_in {
 	const char *const *read; /* the git directories and alternates: read only */
 	size_t nread;
 	const char *incoming; /* the quarantine's pack directory: the only one written */
+	int no_fork; /* threads only: no process of its own outlives it (the pack's verifier) */
 };
 struct sync_confined {
 	long abi; /* Landlock ABI applied, 0: none */
@@ -365,6 +366,33 @@ int sync_incoming_prepare(
 int sync_incoming_commit(int packfd, const char *objects_dir, unsigned *ret_moved);
 /* Empty the quarantine (a pull that failed keeps nothing the agent sent). */
 void sync_incoming_clear(int packfd);
+/*
+ * The verified packs' directory, <objects_dir>/ocsb-verified/pack (its path in ret_path),
+ * made like the quarantine and emptied; only the pack's verifier writes there, never the
+ * confined child. *ret_fd holds it. 0 or a negative errno.
+ */
+#define SYNC_VERIFIED "ocsb-verified"
+int sync_verified_prepare(const char *objects_dir, char *ret_path, size_t n, int *ret_fd);
+
+/* --- verify.c: the parent's check of the pack the confined child kept */
+struct sync_verify_in {
+	const char *gitdir; /* the repository (its config is read) */
+	const char *objects; /* its object store: alternate of the verifier's */
+	const char *home;
+	int inpackfd; /* the quarantine's pack directory (read) */
+	const char *outdir; /* <objects>/ocsb-verified: GIT_OBJECT_DIRECTORY */
+	const struct sync_confine_in *confine; /* its incoming: <outdir>/pack */
+	time_t deadline;
+};
+/*
+ * Each pack-<id>.pack of the quarantine fed, as bytes, to `git index-pack --stdin` in a
+ * process confined like the child (writes only outdir/pack, threads but no fork), which
+ * writes its own pack and index there: the ids the owner's store will trust are git's,
+ * computed from the contents, and an id the store has already must have the same content
+ * (git's collision check). The quarantine's indexes are never used. *ret_n counts the
+ * packs. 0, or -1 after one line that says why.
+ */
+int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n);
 
 /* --- check.c: pure functions on what the agent sends */
 /* 1 if name is a ref ocsb accepts from the agent (refs/heads/..., sane); else 0 + why. */

@@ -197,18 +197,15 @@ static int sync_own_dir(int dirfd, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
-int sync_incoming_prepare(
-	const char *objects_dir, char *ret_path, size_t n, int *ret_packfd, unsigned *ret_removed)
+/* <objects_dir>/name/pack, made and emptied; its descriptor, or -errno. */
+static int sync_work_dir(const char *objects_dir, const char *name, unsigned *ret_removed)
 {
 	int ofd, ifd, pfd;
 
-	*ret_removed = 0;
-	if (snprintf(ret_path, n, "%s/%s", objects_dir, SYNC_INCOMING) >= (int)n)
-		return -ENAMETOOLONG;
 	ofd = open(objects_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (ofd < 0)
 		return -errno;
-	ifd = sync_own_dir(ofd, SYNC_INCOMING);
+	ifd = sync_own_dir(ofd, name);
 	close(ofd);
 	if (ifd < 0)
 		return ifd;
@@ -217,7 +214,34 @@ int sync_incoming_prepare(
 	if (pfd < 0)
 		return pfd;
 	sync_empty_dir(pfd, ret_removed);
+	return pfd;
+}
+
+int sync_incoming_prepare(
+	const char *objects_dir, char *ret_path, size_t n, int *ret_packfd, unsigned *ret_removed)
+{
+	int pfd;
+
+	*ret_removed = 0;
+	if (snprintf(ret_path, n, "%s/%s", objects_dir, SYNC_INCOMING) >= (int)n)
+		return -ENAMETOOLONG;
+	pfd = sync_work_dir(objects_dir, SYNC_INCOMING, ret_removed);
+	if (pfd < 0)
+		return pfd;
 	*ret_packfd = pfd;
+	return 0;
+}
+
+int sync_verified_prepare(const char *objects_dir, char *ret_path, size_t n, int *ret_fd)
+{
+	int pfd;
+
+	if (snprintf(ret_path, n, "%s/%s", objects_dir, SYNC_VERIFIED) >= (int)n)
+		return -ENAMETOOLONG;
+	pfd = sync_work_dir(objects_dir, SYNC_VERIFIED, NULL);
+	if (pfd < 0)
+		return pfd;
+	*ret_fd = pfd;
 	return 0;
 }
 
@@ -314,7 +338,14 @@ int sync_incoming_commit(int packfd, const char *objects_dir, unsigned *ret_move
 			continue;
 		m = sync_move_new(packfd, dfd, e->d_name);
 		if (m == 0) {
-			m = sync_move_new(packfd, dfd, idx);
+			/* git 2.41+ writes a reverse index (.rev) too: before the index, as git. */
+			char rev[NAME_MAX + 1];
+
+			snprintf(rev, sizeof(rev), "%.*s.rev", 5 + GIT_OID_HEXSZ, e->d_name);
+			if (fstatat(packfd, rev, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				m = sync_move_new(packfd, dfd, rev);
+			if (m >= 0)
+				m = sync_move_new(packfd, dfd, idx);
 			if (m == 0)
 				(*ret_moved)++;
 		}

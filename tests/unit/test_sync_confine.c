@@ -10,8 +10,12 @@
 #define _GNU_SOURCE
 #include "sync_unit.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -272,12 +276,169 @@ static void confine_child(void **state)
 	assert_int_equal(system(p), 0);
 }
 
+/* --- the parent's check of the child's pack (sync/verify.c) */
+
+static char vscratch[] = "/tmp/ocsb-verify-XXXXXX";
+
+/* Run a shell line in vscratch; its first line of output into out (may be NULL). */
+static int sh(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int sh(char *out, size_t n, const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	FILE *f;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	if (out) {
+		out[0] = '\0';
+		if (fgets(out, (int)n, f))
+			out[strcspn(out, "\n")] = '\0';
+	}
+	while (fgetc(f) != EOF)
+		;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * The index of a one-object pack made to name the id `id` (40 hex) instead: what a turned
+ * child could leave (idx v2: the fan-out and the one id; offsets and CRC kept).
+ */
+static void forge_idx(const char *path, const char *id)
+{
+	unsigned char b[4096], raw[20];
+	int fd = open(path, O_RDWR);
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	n = read(fd, b, sizeof(b));
+	assert_true(n >= 8 + 1024 + 20);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(sscanf(id + 2 * i, "%2hhx", &raw[i]), 1);
+	for (int i = 0; i < 256; i++) {
+		uint32_t c = htonl(i >= raw[0] ? 1 : 0);
+
+		memcpy(b + 8 + 4 * i, &c, 4);
+	}
+	memcpy(b + 8 + 1024, raw, 20);
+	assert_int_equal(pwrite(fd, b, (size_t)n, 0), n);
+	close(fd);
+}
+
+static void verify_forged_index(void **state)
+{
+	char a[64], b[64], pk[64], out[256];
+	unsigned moved = 0;
+
+	(void)state;
+	if (access("/usr/bin/git", X_OK) != 0)
+		skip();
+	assert_non_null(mkdtemp(vscratch));
+	/* The owner's object A (loose); the agent's pack holds one blob, B. */
+	assert_int_equal(
+		sh(NULL, 0, "cd %s && git init -q o && git init -q --bare t", vscratch), 0);
+	assert_int_equal(
+		sh(a, sizeof(a), "cd %s/o && echo owner | git hash-object -w --stdin", vscratch),
+		0);
+	assert_int_equal(
+		sh(b, sizeof(b), "cd %s && echo agent | git --git-dir=t hash-object -w --stdin",
+			vscratch),
+		0);
+	assert_int_equal(sh(pk, sizeof(pk), "cd %s && echo %s | git --git-dir=t pack-objects t/p",
+				 vscratch, b),
+		0);
+	assert_int_equal(strlen(pk), 40);
+	/* The child's index names the owner's A for the agent's bytes. */
+	snprintf(out, sizeof(out), "%s/t/p-%s.idx", vscratch, pk);
+	forge_idx(out, a);
+	/* Positive control: that index, moved in as it is, makes A read as the agent's. */
+	assert_int_equal(
+		sh(NULL, 0,
+			"cd %s && cp -r o c && cp t/p-%s.pack c/.git/objects/pack/pack-%s.pack && "
+			"cp t/p-%s.idx c/.git/objects/pack/pack-%s.idx",
+			vscratch, pk, pk, pk, pk),
+		0);
+	assert_int_equal(sh(out, sizeof(out), "cd %s/c && git cat-file -p %s", vscratch, a), 0);
+	assert_string_equal(out, "agent");
+	/* Through the check: git's own index goes in, A stays the owner's, B is there. */
+	assert_int_equal(
+		sh(NULL, 0,
+			"cd %s && mkdir -p o/.git/objects/%s/pack && cp t/p-%s.pack "
+			"o/.git/objects/%s/pack/pack-%s.pack && cp t/p-%s.idx "
+			"o/.git/objects/%s/pack/pack-%s.idx",
+			vscratch, SYNC_INCOMING, pk, SYNC_INCOMING, pk, pk, SYNC_INCOMING, pk),
+		0);
+	/* sync_incoming_prepare empties the quarantine (those two): the files again after it. */
+	{
+		char objects[512], inc[600], outdir[600], outpack[640], gitdir[512];
+		const char *reads[] = {gitdir};
+		struct sync_confine_in conf = {.read = reads, .nread = 1, .no_fork = 1};
+		struct sync_verify_in in = {.gitdir = gitdir,
+			.objects = objects,
+			.inpackfd = -1,
+			.outdir = outdir,
+			.confine = &conf,
+			.deadline = time(NULL) + 60};
+		unsigned removed = 0, n = 0;
+		int vfd = -1;
+
+		snprintf(gitdir, sizeof(gitdir), "%s/o/.git/", vscratch);
+		snprintf(objects, sizeof(objects), "%s/o/.git/objects", vscratch);
+		assert_int_equal(
+			sync_incoming_prepare(objects, inc, sizeof(inc), &in.inpackfd, &removed),
+			0);
+		assert_int_equal(removed, 2);
+		assert_int_equal(sh(NULL, 0,
+					 "cd %s && cp t/p-%s.pack %s/pack/pack-%s.pack && cp "
+					 "t/p-%s.idx %s/pack/pack-%s.idx",
+					 vscratch, pk, inc, pk, pk, inc, pk),
+			0);
+		assert_int_equal(sync_verified_prepare(objects, outdir, sizeof(outdir), &vfd), 0);
+		snprintf(outpack, sizeof(outpack), "%s/pack", outdir);
+		conf.incoming = outpack;
+		assert_int_equal(sync_pack_verify(&in, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(sync_incoming_commit(vfd, objects, &moved), 0);
+		assert_int_equal(moved, 1);
+		close(vfd);
+		/* A pack whose bytes are damaged: refused, nothing moved. */
+		assert_int_equal(
+			sh(NULL, 0,
+				"cd %s && cp t/p-%s.pack %s/pack/pack-%s.pack && printf 'XXXX' | "
+				"dd of=%s/pack/pack-%s.pack bs=1 seek=20 conv=notrunc 2>/dev/null "
+				"&& cp t/p-%s.idx %s/pack/pack-%s.idx",
+				vscratch, pk, inc, pk, inc, pk, pk, inc, pk),
+			0);
+		assert_int_equal(sync_verified_prepare(objects, outdir, sizeof(outdir), &vfd), 0);
+		assert_int_equal(sync_pack_verify(&in, &n), -1);
+		close(vfd);
+		close(in.inpackfd);
+	}
+	assert_int_equal(sh(out, sizeof(out), "cd %s/o && git cat-file -p %s", vscratch, a), 0);
+	assert_string_equal(out, "owner");
+	assert_int_equal(sh(out, sizeof(out), "cd %s/o && git cat-file -p %s", vscratch, b), 0);
+	assert_string_equal(out, "agent");
+	assert_int_equal(sh(NULL, 0,
+				 "cd %s/o && for i in .git/objects/pack/*.idx; do git verify-pack "
+				 "$i || exit 1; done && git fsck >/dev/null 2>&1",
+				 vscratch),
+		0);
+	assert_int_equal(sh(NULL, 0, "rm -rf '%s'", vscratch), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(ho_round_trip),
 		cmocka_unit_test(ho_hostile),
 		cmocka_unit_test(confine_child),
+		cmocka_unit_test(verify_forged_index),
 	};
 
 	return sync_unit_run(tests, ARRAY_SIZE(tests));
