@@ -3,6 +3,7 @@
 #define OCSB_NETLOCK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util.h"
@@ -172,6 +173,33 @@ int netlock_guard_apply(
 	const struct netlock_spec *s, struct mnl_socket *owner, char *err, size_t errlen);
 /* Like netlock_verify, for the guard (its owner flag included). */
 int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen);
+
+/*
+ * The table as the kernel lists it, recorded by the batch that installed it
+ * (netlock_snap.c): ocsb-warden keeps it and compares the kernel's listing with it,
+ * byte for byte, instead of reading the rules (netlock_verify).
+ */
+struct netlock_snap {
+	uint32_t gen; /* the ruleset generation of the record; 0: none */
+	struct buf data; /* the kernel's messages for the table, as netlock_snap.c keeps them */
+};
+/*
+ * netlock_apply_sock, then the record, taken in the generation right after the batch's
+ * (no other batch in between; else up to three tries). nl may be NULL (a socket of its
+ * own). 0, or -1 with a one-line reason in err; snap is kept as it was on failure.
+ */
+int netlock_apply_snap(const struct netlock_spec *s, struct mnl_socket *nl,
+	struct netlock_snap *snap, char *err, size_t errlen);
+/* The same for the guard, through its owner socket. */
+int netlock_guard_apply_snap(const struct netlock_spec *s, struct mnl_socket *owner,
+	struct netlock_snap *snap, char *err, size_t errlen);
+/*
+ * The table now against the record: 0 the same (the generation unchanged, or every byte
+ * equal), 1 missing or altered (err says what differs first), -1 could not read it.
+ */
+int netlock_snap_check(
+	struct mnl_socket *nl, const struct netlock_snap *snap, char *err, size_t errlen);
+void netlock_snap_free(struct netlock_snap *snap);
 
 /*
  * An agent's uid: useradd's range for users (login.defs UID_MIN-UID_MAX). ocsb-provision

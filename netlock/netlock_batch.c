@@ -336,15 +336,3 @@ int netlock_guard_apply(
 	netlock_flags = 0;
 	return rc;
 }
-
-int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
-{
-	int rc;
-
-	netlock_name = NETLOCK_GUARD_TABLE;
-	netlock_flags = NFT_TABLE_F_OWNER;
-	rc = netlock_verify(s, err, errlen);
-	netlock_name = NETLOCK_TABLE;
-	netlock_flags = 0;
-	return rc;
-}

@@ -137,6 +137,7 @@ struct netlock_live_set {
 
 /* Shared by the files of the module; nothing outside it uses these. */
 size_t netlock_set_uids(const struct netlock_spec *s, uid_t *out);
+int netlock_uid_cmp(const void *a, const void *b); /* qsort of uid_t */
 struct nftnl_set *netlock_set_build(const struct netlock_spec *s);
 int netlock_set_read(struct mnl_socket *nl, struct netlock_live_set *ls);
 int netlock_set_compare(const struct netlock_live_set *ls, const struct netlock_spec *s,

@@ -2,7 +2,7 @@
 /*
  * What ocsb-provision and `ocsb doctor` read back from the live tables: whether the table
  * exists, the uids in its set, and ocsb-agentd's route ports from the guard. The warden,
- * which installs and verifies (netlock_batch.c, netlock_verify.c), needs none of it.
+ * which installs and records (netlock_batch.c, netlock_snap.c), needs none of it.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,6 +22,47 @@
 #include <libnftnl/table.h>
 #include "netlock.h"
 #include "netlock_int.h"
+
+static int netlock_table_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_table_info *ti = data;
+	struct nftnl_table *t = nftnl_table_alloc();
+
+	if (!t) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_table_nlmsg_parse(nlh, t) == 0 &&
+		netlock_streq(nftnl_table_get_str(t, NFTNL_TABLE_NAME), netlock_name)) {
+		ti->found = 1;
+		ti->flags = nftnl_table_get_u32(t, NFTNL_TABLE_FLAGS);
+	}
+	nftnl_table_free(t);
+	return MNL_CB_OK;
+}
+
+/* 1 found (flags in ti), 0 missing, -errno. */
+int netlock_get_table(struct mnl_socket *nl, struct netlock_table_info *ti)
+{
+	char req[512];
+	struct nlmsghdr *nlh;
+	struct nftnl_table *t = nftnl_table_alloc();
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	memset(ti, 0, sizeof(*ti));
+	nlh = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETTABLE, NFPROTO_INET, NLM_F_ACK, netlock_seq());
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, netlock_name);
+	nftnl_table_nlmsg_build_payload(nlh, t);
+	nftnl_table_free(t);
+	rc = netlock_query(nl, nlh, netlock_table_cb, ti);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc < 0)
+		return rc;
+	return ti->found ? 1 : -EPROTO;
+}
 
 int netlock_exists(void)
 {

@@ -3,9 +3,10 @@
  * The table as text (netlock.h): what `nft -f` would install (netlock_render_nft, for
  * ocsb-provision's dry run, the benches and the tests) and the rules as libnftnl prints them
  * (netlock_render_expr, the unit tests' comparison with nft's own encoding). The rule
- * text both share, netlock_rule_text, is in netlock.c: verify's messages use it too.
+ * text both share, netlock_rule_text, is here; verify's messages use it too.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,75 @@
 #include <libnftnl/rule.h>
 #include "netlock.h"
 #include "netlock_int.h"
+
+static const char *netlock_proto_name(unsigned proto)
+{
+	return proto == IPPROTO_UDP ? "udp" : "tcp";
+}
+
+int netlock_rule_text(const struct netlock_rule *r, struct buf *out)
+{
+	static const char *const verdicts[] = {
+		[NV_JUMP_AGENT] = "jump " NETLOCK_CHAIN_AGENT,
+		[NV_JUMP_INJECT] = "jump " NETLOCK_CHAIN_INJECT,
+		[NV_ACCEPT] = "accept",
+		[NV_REJECT_TCP_RESET] = "reject with tcp reset",
+		[NV_REJECT_ADMIN] = "reject with icmpx admin-prohibited",
+	};
+	int rc = 0;
+
+	for (size_t i = 0; i < r->nm && rc == 0; i++) {
+		const struct netlock_match *m = &r->m[i];
+
+		switch (m->kind) {
+		case NM_SKUID:
+			rc = buf_printf(out, "meta skuid %u ", m->a);
+			break;
+		case NM_SKUID_SET:
+			rc = buf_puts(out, "meta skuid @" NETLOCK_SET " ");
+			break;
+		case NM_CT_REPLY:
+			rc = buf_puts(out, "ct direction reply ");
+			break;
+		case NM_CT_ESTREL:
+			rc = buf_puts(out, "ct state established,related ");
+			break;
+		case NM_IP4_LOOPBACK:
+			rc = buf_puts(out, "ip daddr 127.0.0.1 ");
+			break;
+		case NM_IP4_SADDR_LOOPBACK:
+			rc = buf_puts(out, "ip saddr 127.0.0.1 ");
+			break;
+		case NM_DADDR: {
+			char a[INET6_ADDRSTRLEN];
+
+			if (!inet_ntop((int)m->a, m->addr, a, sizeof(a)))
+				return -EINVAL;
+			rc = buf_printf(out, "%s daddr %s ", m->a == AF_INET6 ? "ip6" : "ip", a);
+			break;
+		}
+		case NM_FIB_LOCAL:
+			rc = buf_puts(out, "fib daddr type local ");
+			break;
+		case NM_L4PROTO:
+			rc = buf_printf(out, "meta l4proto %s ", netlock_proto_name(m->a));
+			break;
+		case NM_DPORT:
+			rc = buf_printf(out, "%s dport %u ", netlock_proto_name(m->a), m->b);
+			break;
+		case NM_DPORT_RANGE:
+			rc = buf_printf(
+				out, "%s dport %u-%u ", netlock_proto_name(m->a), m->b, m->c);
+			break;
+		case NM_SPORT_RANGE:
+			rc = buf_printf(
+				out, "%s sport %u-%u ", netlock_proto_name(m->a), m->b, m->c);
+			break;
+		}
+	}
+	return rc ? rc : buf_puts(out, verdicts[r->v]);
+}
+
 
 static int netlock_chain_text(const struct netlock_rule *r, size_t n, const char *chain,
 	const char *head, struct buf *out)

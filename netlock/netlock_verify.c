@@ -32,6 +32,145 @@
 #include "netlock.h"
 #include "netlock_int.h"
 
+/* ---- the set, read back ---- */
+
+static int netlock_set_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_live_set *ls = data;
+	struct nftnl_set *set = nftnl_set_alloc();
+	const char *name;
+
+	if (!set) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_set_nlmsg_parse(nlh, set) < 0 ||
+		nftnl_set_get_u32(set, NFTNL_SET_FAMILY) != NFPROTO_INET ||
+		!netlock_streq(nftnl_set_get_str(set, NFTNL_SET_TABLE), netlock_name))
+		goto out;
+	name = netlock_str(nftnl_set_get_str(set, NFTNL_SET_NAME));
+	if (strcmp(name, NETLOCK_SET) != 0) {
+		ls->extra = 1;
+		snprintf(ls->extra_name, sizeof(ls->extra_name), "%s", name);
+		goto out;
+	}
+	ls->found = 1;
+	ls->key_type = nftnl_set_get_u32(set, NFTNL_SET_KEY_TYPE);
+	ls->key_len = nftnl_set_get_u32(set, NFTNL_SET_KEY_LEN);
+	ls->flags = nftnl_set_is_set(set, NFTNL_SET_FLAGS) ? nftnl_set_get_u32(set, NFTNL_SET_FLAGS)
+							     : 0;
+out:
+	nftnl_set_free(set);
+	return MNL_CB_OK;
+}
+
+static int netlock_elem_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct netlock_live_set *ls = data;
+	struct nftnl_set *set = nftnl_set_alloc();
+	struct nftnl_set_elems_iter *it;
+	struct nftnl_set_elem *e;
+
+	if (!set) {
+		errno = ENOMEM;
+		return MNL_CB_ERROR;
+	}
+	if (nftnl_set_elems_nlmsg_parse(nlh, set) < 0)
+		goto out;
+	it = nftnl_set_elems_iter_create(set);
+	/* _next returns the current element, then moves on. */
+	while (it && (e = nftnl_set_elems_iter_next(it)) != NULL) {
+		uint32_t len = 0, key;
+		const void *k = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
+
+		if (!k || len != sizeof(key)) {
+			ls->bad_key = 1;
+			continue;
+		}
+		memcpy(&key, k, sizeof(key));
+		if (ls->n < ARRAY_SIZE(ls->uid))
+			ls->uid[ls->n++] = (uid_t)key;
+		else
+			ls->overflow = 1;
+	}
+	if (it)
+		nftnl_set_elems_iter_destroy(it);
+out:
+	nftnl_set_free(set);
+	return MNL_CB_OK;
+}
+
+/* The table's sets, and the elements of `agents`. 0 (ls->found says whether), or -errno. */
+int netlock_set_read(struct mnl_socket *nl, struct netlock_live_set *ls)
+{
+	char req[512];
+	struct nlmsghdr *nlh;
+	struct nftnl_set *set = nftnl_set_alloc();
+	int rc;
+
+	memset(ls, 0, sizeof(*ls));
+	if (!set)
+		return -ENOMEM;
+	nftnl_set_set_str(set, NFTNL_SET_TABLE, netlock_name);
+	nlh = nftnl_nlmsg_build_hdr(req, NFT_MSG_GETSET, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
+	nftnl_set_nlmsg_build_payload(nlh, set);
+	rc = netlock_query(nl, nlh, netlock_set_cb, ls);
+	if (rc == 0 && ls->found) {
+		nftnl_set_set_str(set, NFTNL_SET_NAME, NETLOCK_SET);
+		nlh = nftnl_nlmsg_build_hdr(
+			req, NFT_MSG_GETSETELEM, NFPROTO_INET, NLM_F_DUMP, netlock_seq());
+		nftnl_set_elems_nlmsg_build_payload(nlh, set);
+		rc = netlock_query(nl, nlh, netlock_elem_cb, ls);
+		qsort(ls->uid, ls->n, sizeof(ls->uid[0]), netlock_uid_cmp);
+	}
+	nftnl_set_free(set);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* 0 equal, 1 different (err says how). */
+int netlock_set_compare(const struct netlock_live_set *ls, const struct netlock_spec *s,
+	char *err, size_t errlen)
+{
+	uid_t want[NETLOCK_MAX_AGENTS + 1];
+	size_t n = netlock_set_uids(s, want), i = 0, k = 0;
+
+	if (ls->extra) {
+		netlock_seterr(err, errlen, "unexpected set %s in table inet %s", ls->extra_name,
+			netlock_name);
+		return 1;
+	}
+	if (!ls->found) {
+		netlock_seterr(err, errlen, "set %s missing in table inet %s", NETLOCK_SET,
+			netlock_name);
+		return 1;
+	}
+	if (ls->key_type != NETLOCK_SET_KEY_TYPE || ls->key_len != sizeof(uint32_t) ||
+		ls->flags != 0 || ls->bad_key || ls->overflow) {
+		netlock_seterr(err, errlen,
+			"set %s differs: want type uid (%d), 4-byte keys, no flags; have type %u, "
+			"%u-byte keys, flags 0x%x%s",
+			NETLOCK_SET, NETLOCK_SET_KEY_TYPE, ls->key_type, ls->key_len, ls->flags,
+			ls->overflow ? ", too many elements" : "");
+		return 1;
+	}
+	/* Both ascending: the first difference names a missing or an extra uid. */
+	while (i < n || k < ls->n) {
+		if (k == ls->n || (i < n && want[i] < ls->uid[k])) {
+			netlock_seterr(err, errlen, "set %s lacks uid %u (an agent without netlock)",
+				NETLOCK_SET, (unsigned)want[i]);
+			return 1;
+		}
+		if (i == n || ls->uid[k] < want[i]) {
+			netlock_seterr(err, errlen, "set %s has an extra uid %u", NETLOCK_SET,
+				(unsigned)ls->uid[k]);
+			return 1;
+		}
+		i++;
+		k++;
+	}
+	return 0;
+}
+
 /* ---- verify ---- */
 
 struct netlock_live_chain {
@@ -438,4 +577,16 @@ int netlock_verify_sock(
 	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen)
 {
 	return netlock_verify_on(s, nl, err, errlen);
+}
+
+int netlock_guard_verify(const struct netlock_spec *s, char *err, size_t errlen)
+{
+	int rc;
+
+	netlock_name = NETLOCK_GUARD_TABLE;
+	netlock_flags = NFT_TABLE_F_OWNER;
+	rc = netlock_verify(s, err, errlen);
+	netlock_name = NETLOCK_TABLE;
+	netlock_flags = 0;
+	return rc;
 }

@@ -517,8 +517,8 @@ static int npm_reap(uid_t uid, gid_t gid)
  * `npm ci` of the pinned lockfile as the npm account, in stage/npm (its own, holding
  * root's package.json and lockfile) with HOME, TMPDIR and the cache in stage/home.
  */
-static int run_npm(
-	const char *npm, const char *stage, const struct pins *pins, uid_t uid, gid_t gid)
+static int run_npm(const char *npm, const char *stage, const struct pins *pins, uid_t uid,
+	gid_t gid, const char *keep_log)
 {
 	char home[PATH_MAX], work[PATH_MAX], env_home[PATH_MAX + 8], env_tmp[PATH_MAX + 8];
 	char env_cache[PATH_MAX + 24], how[64], path[PATH_MAX];
@@ -581,6 +581,8 @@ static int run_npm(
 	if (res.status != 0) {
 		log_output(LOG_LVL_ERR, res.output, "npm ci (as %s): %s", NPM_USER,
 			spawn_describe(&res, how, sizeof(how)));
+		if (path_join(path, sizeof(path), home, ".npm/_logs") == 0)
+			npm_explain(res.output, path, keep_log);
 		r = -EIO;
 	}
 	spawn_result_free(&res);
@@ -633,7 +635,7 @@ out:
 static int install(const char *prefix, const char *version, const struct pins *pins)
 {
 	char parent[PATH_MAX], stem[NAME_MAX], stage[PATH_MAX], staged[PATH_MAX], bin[PATH_MAX];
-	char err[1024], got[64];
+	char err[1024], got[64], keep[PATH_MAX];
 	const char *base = path_base(prefix);
 	char npm[PATH_MAX], node[PATH_MAX];
 	struct stat st;
@@ -679,7 +681,10 @@ static int install(const char *prefix, const char *version, const struct pins *p
 		log_err("%s: %s", stage, strerror(errno));
 		goto out;
 	}
-	if (run_npm(npm, stage, pins, uid, gid) < 0 || take_over(stage, staged, pins) < 0)
+	/* npm's log of a failed run outlives the stage: next to the prefix, root's. */
+	if (snprintf(keep, sizeof(keep), "%s/%s-npm.log", parent, base) >= (int)sizeof(keep))
+		goto out;
+	if (run_npm(npm, stage, pins, uid, gid, keep) < 0 || take_over(stage, staged, pins) < 0)
 		goto out;
 	/* Root made every entry; this proves it stays so (no group/other write, no set-id). */
 	if (tree_check(staged, 0, err, sizeof(err)) <= 0) {
@@ -713,6 +718,9 @@ static int install(const char *prefix, const char *version, const struct pins *p
 		log_err("moving %s to %s: %s", staged, prefix, strerror(errno));
 	else if (fsync(dfd) < 0)
 		log_warn("%s: fsync: %s", parent, strerror(errno));
+	/* A failed run's log is of no use once a run worked. */
+	if (r == 0)
+		unlinkat(dfd, path_base(keep), 0);
 	close(dfd);
 out:
 	if (fo_rmtree(stage) < 0)

@@ -266,6 +266,13 @@ int opencode_version_ok(const char *v);
 int opencode_install(struct prov *p, const char *version);
 int opencode_preflight(struct prov *p, int installing);
 int opencode_ensure(struct prov *p, int installed_now);
+/* npm_fail.c: after a failed `npm ci`: its log kept, the cause named when known. */
+enum npm_cause { NPM_CAUSE_OTHER, NPM_CAUSE_TLS, NPM_CAUSE_NET };
+enum npm_cause npm_cause(const char *out);
+/* The newest *.log of npm's log directory copied to dest (root's, 0600): 0 or -errno. */
+int npm_keep_log(const char *logs, const char *dest);
+/* Both, logged: npm's output, its log directory, where to keep the log. */
+void npm_explain(const char *out, const char *logs, const char *keep);
 
 /* secrets.c: agentd's sealing key pair and the agent's profile hook */
 int secrets_render_hook(const char *agent, uid_t uid, const char *run, struct buf *out);

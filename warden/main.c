@@ -240,6 +240,7 @@ static int setup(struct warden *w)
 {
 	sigset_t set;
 	char err[1024], self[4096];
+	struct netlock_snap guard = {0}; /* proof it was installed; nobody else can change it */
 	ssize_t n;
 
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -278,20 +279,20 @@ static int setup(struct warden *w)
 	if (!w->nl_sock)
 		log_warn("netlock: no kept netfilter socket (%s): each restore opens its own",
 			strerror(errno));
-	if (netlock_apply(&w->nl, err, sizeof(err)) < 0 ||
-		netlock_verify(&w->nl, err, sizeof(err)) != 0) {
+	if (netlock_apply_snap(&w->nl, w->nl_sock, &w->snap, err, sizeof(err)) < 0) {
 		log_err("netlock: %s: nothing of the agent is started", err);
 		return -1;
 	}
 	/* The guard: the same rules in a table only our socket may touch (design.md, 4). */
 	w->guard_sock = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
 	if (!w->guard_sock || mnl_socket_bind(w->guard_sock, 0, MNL_SOCKET_AUTOPID) < 0 ||
-		netlock_guard_apply(&w->nl, w->guard_sock, err, sizeof(err)) < 0 ||
-		netlock_guard_verify(&w->nl, err, sizeof(err)) != 0) {
+		netlock_guard_apply_snap(&w->nl, w->guard_sock, &guard, err, sizeof(err)) < 0) {
 		log_err("netlock guard: %s: nothing of the agent is started",
 			w->guard_sock ? err : strerror(errno));
+		netlock_snap_free(&guard);
 		return -1;
 	}
+	netlock_snap_free(&guard);
 	log_info("netlock: tables inet %s and %s verified for uid %u", NETLOCK_TABLE,
 		NETLOCK_GUARD_TABLE, (unsigned)w->agent.uid);
 	w->freeze_timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -341,8 +342,7 @@ static void reload(struct warden *w)
 	w->nl.n_uports = nl.n_uports;
 	if (netlock_guard_apply(&w->nl, w->guard_sock, err, sizeof(err)) < 0)
 		log_err("netlock guard: %s", err);
-	if (netlock_verify(&w->nl, err, sizeof(err)) != 0)
-		netwatch_enforce(w, "configuration reloaded");
+	netwatch_update(w, "configuration reloaded");
 	if (w->cg.mode != CG_NONE) {
 		config_limits(&w->cfg, &w->limits.memory_max, &w->limits.tasks_max,
 			&w->limits.cpu_percent);

@@ -179,33 +179,54 @@ void netwatch_event(struct warden *w)
 			netwatch_enforce(w, "the agents registry changed");
 		return;
 	}
-	netwatch_registry(w);
+	if (netwatch_registry(w)) {
+		netwatch_enforce(w, "the agents registry changed");
+		return;
+	}
 	t0 = mono_us();
-	if (netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0)
+	if (netlock_snap_check(w->nl_sock, &w->snap, err, sizeof(err)) == 0)
 		return;
 	w->found_ms = (double)(mono_us() - t0) / 1e3;
 	netwatch_enforce(w, err);
 	w->found_ms = 0;
 }
 
+/* The table as w->nl says, installed and recorded (netlock_snap.c): 0, or -1 and err. */
+static int install(struct warden *w, char *err, size_t errlen)
+{
+	if (fault_netlock(w, err, errlen) < 0)
+		return -1;
+	return netlock_apply_snap(&w->nl, w->nl_sock, &w->snap, err, errlen);
+}
+
+int netwatch_update(struct warden *w, const char *why)
+{
+	char err[512];
+
+	if (install(w, err, sizeof(err)) == 0) {
+		log_info("netlock: %s: applied", why);
+		return 0;
+	}
+	snprintf(w->netlock_error, sizeof(w->netlock_error), "%s", err);
+	log_err("%s; applying failed: %s: freezing every process of %s", why, err, w->agent.name);
+	freeze_agent(w);
+	return -1;
+}
+
 int netwatch_enforce(struct warden *w, const char *why)
 {
 	char err[512];
-	long long t0 = mono_us(), t1 = 0;
+	long long t0 = mono_us();
 
-	if (fault_netlock(w, err, sizeof(err)) == 0 &&
-		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 && (t1 = mono_us()) &&
-		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
-		long long t2 = mono_us();
+	if (install(w, err, sizeof(err)) == 0) {
+		double apply_ms = (double)(mono_us() - t0) / 1e3;
 
-		w->last_restore_ms = (double)(t2 - t0) / 1e3;
+		w->last_restore_ms = apply_ms;
 		w->restores++;
 		w->netlock_error[0] = '\0';
-		/* The parts: the read-back that found it gone, the apply, the read-back after. */
-		log_warn(
-			"%s: restored in %.2f ms (restore #%u; found %.2f, apply %.2f, check %.2f)",
-			why, w->last_restore_ms, w->restores, w->found_ms, (double)(t1 - t0) / 1e3,
-			(double)(t2 - t1) / 1e3);
+		/* The parts: the read-back that found it altered, the apply and its record. */
+		log_warn("%s: restored in %.2f ms (restore #%u; found %.2f, apply and record %.2f)",
+			why, w->last_restore_ms, w->restores, w->found_ms, apply_ms);
 		if (w->frozen)
 			thaw_agent(w);
 		return 0;
@@ -409,9 +430,7 @@ void freeze_tick(struct warden *w)
 	} else {
 		procs_signal_uid(w->agent.uid, SIGSTOP, 0);
 	}
-	if (fault_netlock(w, err, sizeof(err)) == 0 &&
-		netlock_apply_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0 &&
-		netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0) {
+	if (install(w, err, sizeof(err)) == 0) {
 		w->restores++;
 		w->netlock_error[0] = '\0';
 		log_warn("netlock: restored after a freeze");

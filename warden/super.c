@@ -108,9 +108,7 @@ static int apply(struct warden *w, const char *why)
 
 	if (netlock_guard_apply(&w->nl, w->guard_sock, err, sizeof(err)) < 0)
 		log_err("netlock guard: %s", err);
-	if (netlock_verify_sock(&w->nl, w->nl_sock, err, sizeof(err)) == 0)
-		return 0;
-	return netwatch_enforce(w, why) < 0 ? -EIO : 0;
+	return netwatch_update(w, why) < 0 ? -EIO : 0;
 }
 
 static int do_routes(struct warden *w, const struct wp_routes *r)

@@ -72,6 +72,7 @@ struct warden {
 	uid_t proxy_uid;
 	gid_t proxy_gid;
 	struct netlock_spec nl;
+	struct netlock_snap snap; /* the table as the kernel listed it once installed */
 	struct proxy proxy;
 	struct sandbox sb;
 #ifdef OCSB_TEST_BUILD
@@ -135,6 +136,8 @@ int netwatch_open(struct warden *w);
 int netwatch_agents(struct warden *w);
 void netwatch_event(struct warden *w);
 int netwatch_enforce(struct warden *w, const char *why);
+/* w->nl changed (a request, a reload): install it; a failure freezes the agent. */
+int netwatch_update(struct warden *w, const char *why);
 void freeze_tick(struct warden *w);
 int freeze_agent(struct warden *w);
 int thaw_agent(struct warden *w);

@@ -74,16 +74,16 @@ python3 "$LOAD" probe "${LOAD_TRIALS:-200}" >"$E2E_SCRATCH/probe.out"
 kill "$RESTARTER" "$LOADER" 2>/dev/null
 wait "$RESTARTER" "$LOADER" 2>/dev/null
 stats "restore from outside, loaded (50 clients, mirror refresh of 10,000 files, OpenCode restarts)" <"$E2E_SCRATCH/probe.out"
-# agentd's own part of each loaded restore, from its log: the read-back that found the table
-# gone, the apply, the read-back after (what is left of the figure above is the wake-up).
+# the warden's own part of each loaded restore, from its log: the read-back that found the
+# table altered, and the apply with its record (what is left of the figure above is the wake-up).
 grep 'restored in' "$E2E_SCRATCH/agentd.log" | tail -n +$((n1 + 1)) |
-	sed -nE 's/.*restored in ([0-9.]+) ms.*found ([0-9.]+), apply ([0-9.]+), check ([0-9.]+).*/\1 \2 \3 \4/p' >"$E2E_SCRATCH/parts"
+	sed -nE 's/.*restored in ([0-9.]+) ms.*found ([0-9.]+), apply and record ([0-9.]+).*/\1 \2/p' >"$E2E_SCRATCH/parts"
 k=1
-for part in apply+check found apply check; do
+for part in apply+record found; do
 	cut -d' ' -f$k "$E2E_SCRATCH/parts" | sort -n | awk -v part="$part" '{a[NR] = $1} END {
 		if (NR == 0) exit
 		p99 = int(NR * 0.99); if (p99 < NR * 0.99) p99++
-		printf "# loaded, agentd'"'"'s own %s: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d restores)\n", part, a[int(NR * 0.5) + 1], a[p99], a[NR], NR }'
+		printf "# loaded, the warden'"'"'s own %s: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d restores)\n", part, a[int(NR * 0.5) + 1], a[p99], a[NR], NR }'
 	k=$((k + 1))
 done
 # agentd logs (-v) every handler that held its loop 10 ms or more: how many, how long, which

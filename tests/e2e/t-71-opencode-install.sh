@@ -86,6 +86,16 @@ echo "uid \$(id -u) gid \$(id -g) groups \$(id -G)" >$T/report/ids
 # Something npm leaves running: root must stop it before it takes the tree over.
 setsid sleep 600 </dev/null >/dev/null 2>&1 &
 echo \$! >$T/report/bg
+if [ "\$(cat $T/tamper 2>/dev/null)" = tls ]; then
+	# npm behind a TLS-inspecting proxy whose CA it does not have: its words and its log.
+	log=\$npm_config_cache/_logs/2026-12-06T11_00_00_000Z-debug-0.log
+	mkdir -p "\${log%/*}"
+	echo "verbose stack Error: self-signed certificate in certificate chain" >"\$log"
+	echo "npm ERR! code SELF_SIGNED_CERT_IN_CHAIN" >&2
+	echo "npm ERR! request to https://registry.npmjs.org/opencode-ai failed, reason: self-signed certificate in certificate chain" >&2
+	echo "npm ERR! A complete log of this run can be found in: \$log" >&2
+	exit 1
+fi
 $NPM "\$@" || exit
 bin=$BIN_REL
 case \$(cat $T/tamper 2>/dev/null) in
@@ -161,6 +171,24 @@ check_output "--install-opencode reinstalls it" "^OpenCode $V: $T/opt/a/opencode
 	install_to $T/opt/a
 check_output "  ... and then it is the pinned tree" '^ocsb-provision: 0 differences' \
 	install_to $T/opt/a --check
+
+# --- npm fails behind a TLS-inspecting proxy: the cause, the file to change, its log kept
+echo tls >$T/tamper
+mkdir -m 0755 $T/opt/t
+check_fails_output "untrusted certificate: the cause and npm's machine-wide config named" \
+	"npm does not trust the certificate the registry answered with .* cafile=/path/to/ca.pem in npm's machine-wide config \(.npm config get globalconfig. names it" \
+	install_to $T/opt/t
+check_fails_output "  ... npm's output shown line by line, not with \\n" '^ +npm ERR! code SELF_SIGNED_CERT_IN_CHAIN$' \
+	install_to $T/opt/t
+check_fails_output "  ... where npm's log is kept" "npm's log of this run is kept in $T/opt/t/opencode-npm.log" \
+	install_to $T/opt/t
+check_output "  ... and it is npm's log" 'self-signed certificate in certificate chain' cat $T/opt/t/opencode-npm.log
+check_output "  ... root's alone" '^600 root$' stat -c '%a %U' $T/opt/t/opencode-npm.log
+check "  ... nothing was installed" test ! -e $T/opt/t/opencode
+rm -f $T/tamper
+check_output "positive control: without the proxy it installs" "^OpenCode $V: $T/opt/t/opencode/$BIN_REL\$" \
+	install_to $T/opt/t
+check "  ... and the failed run's log is gone" test ! -e $T/opt/t/opencode-npm.log
 
 # --- only the version the pins name
 check_fails_output "another version than the pinned one is refused" \

@@ -95,6 +95,43 @@ check "SIGKILL: a new supervisor starts OpenCode again" wait_for 60 oc_running
 check_output "and the old OpenCode was stopped first (one left)" '^1$' \
 	bash -c "pgrep -u '$AGENT' -f fakeoc | wc -l"
 
+# The table altered in place, not deleted: the warden compares the kernel's listing with
+# what it recorded when it installed the table (netlock_snap.c) and puts it back. The guard
+# holds the agent meanwhile: the connect loop above runs through all of it.
+restores() { grep -c 'restored in' "$LOG"; }
+altered() { # altered WHAT RESTORED-TEST NFT-ARGS...: alter the table, wait for the restore
+	local what=$1 back=$2 before
+	shift 2
+	before=$(restores)
+	check "$what: done" nft "$@"
+	check "$what: found and restored" wait_for 5 bash -c \
+		"[ \$(grep -c 'restored in' '$LOG') -gt $before ] && $back"
+}
+uid=$(id -u "$AGENT")
+rejects() { nft list chain inet ocsb agent | grep -c 'reject with icmpx admin-prohibited'; }
+n_rej=$(rejects)
+altered "an accept inserted first in chain agent" \
+	"! nft list chain inet ocsb agent | grep -qE '^[[:space:]]*accept\$'" \
+	insert rule inet ocsb agent accept
+altered "the agent's uid deleted from the set" \
+	"nft list set inet ocsb agents | grep -qw $uid" \
+	delete element inet ocsb agents "{ $uid }"
+altered "a chain added" "! nft list chain inet ocsb extra >/dev/null 2>&1" \
+	add chain inet ocsb extra
+h=$(nft -a list chain inet ocsb agent | grep 'reject with icmpx admin-prohibited' | tail -n 1 | sed 's/.*# handle //')
+altered "the last rule of chain agent deleted" "[ \$(nft list chain inet ocsb agent | grep -c 'reject with icmpx admin-prohibited') = $n_rej ]" \
+	delete rule inet ocsb agent handle "$h"
+altered "a rule appended to chain output" "! nft list chain inet ocsb output | grep -q 0x00000077" \
+	add rule inet ocsb output meta mark 0x77 accept
+check_output "each is logged with what differed" 'table inet ocsb altered \(first difference: (a rule|the set.s elements|the table|a chain|a set|a part missing|an addition)\)' \
+	cat "$LOG"
+grep 'altered:' "$LOG" | tail -n 5 | sed 's/^/# /'
+before=$(restores)
+nft add table inet unrelated && nft add chain inet unrelated c && nft add rule inet unrelated c accept
+sleep 1.5
+check_output "positive control: another table's change restores nothing" "^$before\$" restores
+nft delete table inet unrelated
+
 touch /tmp/stop-loop
 wait "$LOOP"
 read -r tries ok </tmp/loop-count

@@ -1050,6 +1050,93 @@ static void live_apply_verify_remove(void **state)
 	assert_int_not_equal(netlock_exists(), 1);
 }
 
+/*
+ * The warden's check (netlock_snap.c), live: every hand edit the rule-by-rule verify names
+ * above is seen as an alteration of the recorded table, and a change elsewhere is not.
+ */
+static int fn_live_snap(void *arg, int outfd)
+{
+	static const char *const edits[][3] = {
+		{"add", "rule", "inet ocsb agent accept"},
+		{"flush", "chain", "inet ocsb agent"},
+		{"insert", "rule", "inet ocsb agent tcp dport 22 accept"},
+		{"add", "chain", "inet ocsb output { policy drop; }"},
+		{"add", "table", "inet ocsb { flags dormant; }"},
+		{"add", "chain", "inet ocsb extra"},
+		{"delete", "element", "inet ocsb agents { 65534 }"},
+		{"add", "element", "inet ocsb agents { 4242 }"},
+		{"delete", "table", "inet ocsb"},
+	};
+	const struct netlock_spec *s = &spec_all;
+	struct netlock_snap snap = {0};
+	char err[1024], out[4096], cmd[256];
+	int r;
+
+	(void)arg;
+	if (enter_userns_netns(outfd) < 0)
+		return 2;
+	r = netlock_snap_check(NULL, &snap, err, sizeof(err));
+	LCHECK(outfd, r == 1 && strstr(err, "nothing recorded"), "%d %s", r, err);
+	LCHECK(outfd, netlock_apply_snap(s, NULL, &snap, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, snap.gen != 0 && snap.data.len > 0, "a record");
+	/* The record is the table we built: the independent reading agrees. */
+	LCHECK(outfd, netlock_verify(s, err, sizeof(err)) == 0, "%s", err);
+	LCHECK(outfd, netlock_snap_check(NULL, &snap, err, sizeof(err)) == 0, "%s", err);
+	for (size_t i = 0; i < ARRAY_SIZE(edits); i++) {
+		snprintf(cmd, sizeof(cmd), "%s %s %s", edits[i][0], edits[i][1], edits[i][2]);
+		LCHECK(outfd, run_nft(cmd, NULL, NULL, NULL, NULL, out, sizeof(out)) == 0,
+			"nft %s: %s", cmd, out);
+		LCHECK(outfd, netlock_verify(s, err, sizeof(err)) == 1, "verify sees: %s", cmd);
+		r = netlock_snap_check(NULL, &snap, err, sizeof(err));
+		LCHECK(outfd,
+			r == 1 && (strstr(err, "netlock: table inet ocsb altered (first difference: ") ==
+					  err ||
+					  strcmp(err, "netlock: table inet ocsb missing") == 0),
+			"nft %s: %d %s", cmd, r, err);
+		dprintf(outfd, "# %s: %s\n", cmd, err);
+		LCHECK(outfd, netlock_apply_snap(s, NULL, &snap, err, sizeof(err)) == 0, "%s", err);
+		LCHECK(outfd, netlock_snap_check(NULL, &snap, err, sizeof(err)) == 0, "%s", err);
+		LCHECK(outfd, netlock_verify(s, err, sizeof(err)) == 0, "%s", err);
+	}
+	/* Positive control: another table's batch changes the generation, not our table. */
+	LCHECK(outfd,
+		run_nft("add table inet other", NULL, NULL, NULL, NULL, out, sizeof(out)) == 0 &&
+			run_nft("add chain inet other c", NULL, NULL, NULL, NULL, out, sizeof(out)) ==
+				0,
+		"%s", out);
+	r = netlock_snap_check(NULL, &snap, err, sizeof(err));
+	LCHECK(outfd, r == 0, "another table: %d %s", r, err);
+	/* The guard is recorded the same way, through its owner socket. */
+	{
+		struct mnl_socket *owner = mnl_socket_open(NETLINK_NETFILTER);
+		struct netlock_snap g = {0};
+
+		LCHECK(outfd, owner && mnl_socket_bind(owner, 0, MNL_SOCKET_AUTOPID) == 0,
+			"socket");
+		LCHECK(outfd, netlock_guard_apply_snap(s, owner, &g, err, sizeof(err)) == 0, "%s",
+			err);
+		LCHECK(outfd, g.gen > snap.gen && g.data.len > 0, "guard gen %u, table %u",
+			g.gen, snap.gen);
+		LCHECK(outfd, netlock_guard_verify(s, err, sizeof(err)) == 0, "%s", err);
+		/* The guard's batch is not a change of the plain table. */
+		LCHECK(outfd, netlock_snap_check(NULL, &snap, err, sizeof(err)) == 0, "%s", err);
+		netlock_snap_free(&g);
+		mnl_socket_close(owner);
+	}
+	netlock_snap_free(&snap);
+	return 0;
+}
+
+static void live_snap(void **state)
+{
+	struct spawn_opts o = {.timeout_ms = 60000};
+	struct spawn_result r;
+
+	assert_int_equal(spawn_fn(fn_live_snap, NULL, &o, &r), 0);
+	child_report(&r, "live snap");
+	spawn_result_free(&r);
+}
+
 /* ocsb-inject's chain, live: verified with the rest, its absence and its presence told. */
 static int fn_live_inject(void *arg, int outfd)
 {
@@ -1174,6 +1261,7 @@ int main(void)
 		cmocka_unit_test(answer_after_deadline),
 		cmocka_unit_test(kept_socket),
 		cmocka_unit_test(live_inject_chain),
+		cmocka_unit_test(live_snap),
 		DIR_TEST(oracle_nft_encoding),
 		DIR_TEST(live_apply_verify_remove),
 	};

@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include "opencode.h"
+#include "../../provision/provision.h"
 
 /*
  * opencode_bin_check decides whether root (agentd) may start a binary as the agent.
@@ -140,6 +141,46 @@ static void probe_answer(void **state)
 	assert_int_equal(opencode_probe_answer(full, 255, 256), -1);
 }
 
+/* A failed npm ci: the cause told from npm's own words, its log kept from the stage. */
+static void npm_failure_causes(void **state)
+{
+	assert_int_equal(npm_cause("npm ERR! code SELF_SIGNED_CERT_IN_CHAIN\n"
+				   "npm ERR! request to https://registry.npmjs.org/opencode-ai "
+				   "failed, reason: self-signed certificate in certificate chain\n"),
+		NPM_CAUSE_TLS);
+	assert_int_equal(npm_cause("npm ERR! code UNABLE_TO_GET_ISSUER_CERT_LOCALLY\n"),
+		NPM_CAUSE_TLS);
+	assert_int_equal(npm_cause("npm ERR! code ENOTFOUND\nnpm ERR! network request to "
+				   "https://registry.npmjs.org failed\n"),
+		NPM_CAUSE_NET);
+	assert_int_equal(npm_cause("npm ERR! code EINTEGRITY\n"), NPM_CAUSE_OTHER);
+	assert_int_equal(npm_cause(""), NPM_CAUSE_OTHER);
+	assert_int_equal(npm_cause(NULL), NPM_CAUSE_OTHER);
+}
+
+static void npm_log_kept(void **state)
+{
+	char logs[4096], keep[4096], data[16] = "";
+	FILE *f;
+
+	snprintf(logs, sizeof(logs), "%s", unit_path("logs"));
+	snprintf(keep, sizeof(keep), "%s", unit_path("opencode-npm.log"));
+	assert_int_equal(npm_keep_log(logs, keep), -ENOENT);
+	assert_int_equal(mkdir(logs, 0700), 0);
+	assert_int_equal(npm_keep_log(logs, keep), -ENOENT);
+	unit_write(unit_path("logs/2026-12-06T10_00_00_000Z-debug-0.log"), "old\n", 4, 0600);
+	unit_write(unit_path("logs/2026-12-06T11_00_00_000Z-debug-0.log"), "new\n", 4, 0600);
+	unit_write(unit_path("logs/notes.txt"), "no\n", 3, 0600);
+	assert_int_equal(npm_keep_log(logs, keep), 0);
+	assert_non_null(f = fopen(keep, "re"));
+	assert_int_equal(fread(data, 1, sizeof(data) - 1, f), 4);
+	fclose(f);
+	assert_string_equal(data, "new\n");
+	/* npm's account wrote the directory: a link as the newest log is not followed. */
+	assert_int_equal(symlink("/etc/passwd", unit_path("logs/2026-12-06T12_00_00_000Z-debug-0.log")), 0);
+	assert_int_equal(npm_keep_log(logs, keep), -ELOOP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +191,8 @@ int main(void)
 		cmocka_unit_test(missing_gives_install_hint),
 		cmocka_unit_test(bad_forms),
 		cmocka_unit_test(root_file_rules),
+		cmocka_unit_test(npm_failure_causes),
+		cmocka_unit_test_setup_teardown(npm_log_kept, unit_setup_dir, unit_teardown_dir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
