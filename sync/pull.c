@@ -24,6 +24,7 @@
  * the owner's repository (invariant 5).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -56,7 +57,39 @@ struct pull_io {
 	struct sync_ho ho;
 	char ho_err[256]; /* the first handover error */
 	int said; /* the child wrote an error line */
+	/* The pack's check (verify.c), fed upload-pack's band 1 while the child downloads. */
+	struct sync_band band;
+	struct sync_verifier ver;
+	const struct sync_verify_in *vin; /* borrowed */
+	int vstarted, vfailed;
+	char vwhy[640];
 };
+
+/* Band 1's bytes: the pack, to git index-pack (started with the first of them). */
+static void pull_pack_bytes(void *arg, const char *s, size_t n)
+{
+	struct pull_io *p = arg;
+
+	if (p->vfailed)
+		return;
+	if (!p->vstarted) {
+		if (sync_verify_start(&p->ver, p->vin, p->vwhy, sizeof(p->vwhy)) < 0) {
+			p->vfailed = 1;
+			return;
+		}
+		p->vstarted = 1;
+		sync_trace("pack check started (git index-pack, confined)");
+	}
+	sync_verify_feed(&p->ver, s, n);
+}
+
+/* What the remote sent, as the parent relays it to the child. */
+static void pull_on_remote(void *arg, const char *s, size_t n)
+{
+	struct pull_io *p = arg;
+
+	sync_band_feed(&p->band, s, n, pull_pack_bytes, p);
+}
 
 /*
  * A line of the child's stderr for the terminal: the child's log lines are escaped by the
@@ -409,37 +442,61 @@ static int pull_reap(pid_t pid, int pidfd, time_t deadline)
 	}
 }
 
-/*
- * The child's pack, checked by git index-pack in a process of its own (verify.c), into
- * <objects>/ocsb-verified/pack (*ret_fd): what is moved in is that process's pack and
- * index, never the child's. 0 or -1 (said).
- */
-static int pull_verify(struct sync_ctx *x, const struct sync_confine_in *child_conf,
-	const char *objects, int packfd, int *ret_fd)
+/* 1 if the quarantine holds a pack the child kept. */
+static int pull_child_has_pack(int packfd)
 {
-	char outdir[PATH_MAX + 32], outpack[PATH_MAX + 40];
-	struct sync_confine_in conf = *child_conf;
-	struct sync_verify_in in = {.gitdir = git_repository_path(x->repo),
-		.objects = objects,
-		.home = x->me.home,
-		.inpackfd = packfd,
-		.outdir = outdir,
-		.confine = &conf,
-		.deadline = x->conn.deadline + PULL_GRACE_S};
-	unsigned n = 0;
-	int r;
+	int fd = dup(packfd), found = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
 
-	r = sync_verified_prepare(objects, outdir, sizeof(outdir), ret_fd);
-	if (r < 0) {
-		log_err("%s/%s: %s; no ref was written", objects, SYNC_VERIFIED, strerror(-r));
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 1; /* unknown: as if there were one */
+	}
+	rewinddir(d);
+	while (!found && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+
+		found = l > 5 && !strcmp(e->d_name + l - 5, ".pack");
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The pack's check's verdict (verify.c): git index-pack, fed upload-pack's pack as the
+ * parent relayed it, wrote its own pack and index into <objects>/ocsb-verified/pack;
+ * those, never the child's, are moved in. 0 or -1 (said).
+ */
+static int pull_check_pack(struct sync_ctx *x, struct pull_io *p, int packfd)
+{
+	char id[GIT_OID_HEXSZ + 1], why[640];
+
+	if (p->vfailed) {
+		log_err("checking the fetched pack: %s; no ref was written", p->vwhy);
 		return -1;
 	}
-	snprintf(outpack, sizeof(outpack), "%s/pack", outdir);
-	conf.incoming = outpack;
-	conf.no_fork = 1;
-	if (sync_pack_verify(&in, &n) < 0)
+	if (p->band.bad) {
+		log_err("checking the fetched pack: the agent's answer is not in pkt-lines; no "
+			"ref was written");
 		return -1;
-	sync_trace("pack verified by git index-pack (%u)", n);
+	}
+	if (!p->vstarted) {
+		/* Nothing was downloaded; a pack the child kept all the same is not used. */
+		if (pull_child_has_pack(packfd)) {
+			log_err("checking the fetched pack: the download's pack was not in the "
+				"agent's answer as the parent relayed it; no ref was written");
+			return -1;
+		}
+		return 0;
+	}
+	if (sync_verify_finish(&p->ver, x->conn.deadline + PULL_GRACE_S, id, sizeof(id), why,
+		    sizeof(why)) < 0) {
+		log_err("checking the fetched pack: %s; no ref was written", why);
+		return -1;
+	}
+	sync_trace("pack verified by git index-pack (%zu bytes)", p->ver.fed);
 	return 0;
 }
 
@@ -520,10 +577,13 @@ int sync_do_pull(struct sync_ctx *x)
 		tmp_review[PATH_MAX + 64], tmp_unrel[PATH_MAX + 64];
 	const char *tmps[2] = {tmp_review, tmp_unrel};
 	struct strv reads = {0}, deleted = {0};
-	struct sync_confine_in conf = {0};
+	struct sync_confine_in conf = {0}, vconf;
+	struct sync_verify_in vin;
+	char verdir[PATH_MAX + 32], verpack[PATH_MAX + 40];
 	struct sync_fetch_io io;
 	struct sync_relay rl = {.data = -1, .ctl = -1, .extra = {-1, -1}};
-	struct pull_io p = {.x = x, .rec = -1, .err = -1};
+	struct pull_io p = {
+		.x = x, .rec = -1, .err = -1, .ver = {.pid = -1, .in = -1, .out = -1, .err = -1}};
 	struct sync_link *link = NULL;
 	struct timespec start;
 	int data[2] = {-1, -1}, ctl[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
@@ -556,6 +616,12 @@ int sync_do_pull(struct sync_ctx *x)
 	if (removed)
 		log_info("removed %u temporary file%s left by an interrupted pull", removed,
 			removed == 1 ? "" : "s");
+	/* The pack's check writes here; the child cannot (its Landlock rules). */
+	r = sync_verified_prepare(objects, verdir, sizeof(verdir), &verfd);
+	if (r < 0) {
+		log_err("%s/%s: %s", objects, SYNC_VERIFIED, strerror(-r));
+		goto out;
+	}
 	/* The connectivity check runs git: fail before downloading anything without it. */
 	if (sync_git_check() < 0)
 		goto out;
@@ -574,6 +640,19 @@ int sync_do_pull(struct sync_ctx *x)
 	conf.nread = reads.n;
 	snprintf(inpack, sizeof(inpack), "%s/pack", incoming);
 	conf.incoming = inpack;
+	/* The pack's check: confined the same, writing only its own directory, no fork. */
+	vconf = conf;
+	snprintf(verpack, sizeof(verpack), "%s/pack", verdir);
+	vconf.incoming = verpack;
+	vconf.no_fork = 1;
+	vin = (struct sync_verify_in){.gitdir = gitdir,
+		.objects = objects,
+		.home = x->me.home,
+		.inpackfd = packfd,
+		.outdir = verdir,
+		.confine = &vconf,
+		.deadline = x->conn.deadline + PULL_GRACE_S};
+	p.vin = &vin;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) < 0 ||
 		pipe2(ctl, O_CLOEXEC) < 0 || pipe2(rec, O_CLOEXEC) < 0 ||
 		pipe2(err, O_CLOEXEC) < 0) {
@@ -619,6 +698,7 @@ int sync_do_pull(struct sync_ctx *x)
 	rl.extra[0] = rec[0];
 	rl.extra[1] = err[0];
 	rl.on_extra = pull_on_input;
+	rl.on_remote = pull_on_remote;
 	rl.arg = &p;
 	/*
 	 * The SSH session, in this process (the key or ssh-agent are the owner's): while it
@@ -644,6 +724,9 @@ int sync_do_pull(struct sync_ctx *x)
 		close(rl.ctl), rl.ctl = -1;
 	close(rl.data), rl.data = -1;
 	sync_trace("relay ended%s", relay_failed ? " (by the parent)" : "");
+	/* The pack is whole: git index-pack resolves it while the child checks and reviews. */
+	if (p.ver.in >= 0)
+		close(p.ver.in), p.ver.in = -1;
 	/* While the child checks and reviews: what earlier versions' downloads left. */
 	r = sync_clean_tmp_packs(objects, &start, &removed);
 	if (r < 0)
@@ -725,7 +808,7 @@ int sync_do_pull(struct sync_ctx *x)
 			p.ho_err);
 		goto out;
 	}
-	if (pull_verify(x, &conf, objects, packfd, &verfd) < 0)
+	if (pull_check_pack(x, &p, packfd) < 0)
 		goto out;
 	sync_incoming_clear(packfd); /* the child's pack and index: git's copy goes in */
 	if (pull_apply(x, &p, verfd, objects, tmps, &deleted) < 0)
@@ -767,6 +850,8 @@ out:
 	}
 	if (packfd >= 0)
 		close(packfd);
+	if (p.vstarted)
+		sync_verify_kill(&p.ver); /* reaped already when it finished */
 	if (verfd >= 0) {
 		if (ret < 0)
 			sync_incoming_clear(verfd);

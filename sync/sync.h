@@ -121,6 +121,8 @@ struct sync_relay {
 	int data, ctl;
 	int extra[2];
 	int (*on_extra)(void *arg, int fd);
+	/* Each chunk the remote sent, as it is relayed (may be NULL). */
+	void (*on_remote)(void *arg, const char *p, size_t n);
 	void *arg;
 	char why[1024];
 };
@@ -136,6 +138,18 @@ enum sync_pkt_type { SYNC_PKT_DATA, SYNC_PKT_FLUSH };
  */
 long sync_pkt_parse(const char *buf, size_t avail, enum sync_pkt_type *ret_type,
 	const char **ret_data, size_t *ret_len);
+/*
+ * The pack in upload-pack's answer (side-band-64k): fed the bytes as they come, calls
+ * emit with band 1's payloads, the band byte dropped; the rest is skipped. Zero it to
+ * start; bad set (for good) on a malformed length.
+ */
+struct sync_band {
+	char hdr[4];
+	size_t hlen, left;
+	int band, bad;
+};
+void sync_band_feed(struct sync_band *d, const char *p, size_t n,
+	void (*emit)(void *arg, const char *p, size_t n), void *arg);
 /* Frame len bytes as one pkt-line into out; the packet's length, or -1 if it cannot. */
 long sync_pkt_format(char *out, size_t n, const char *data, size_t len);
 /*
@@ -393,6 +407,22 @@ struct sync_verify_in {
  * packs. 0, or -1 after one line that says why.
  */
 int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n);
+/*
+ * The same check on a stream (the pull feeds it the pack as upload-pack sends it, while
+ * the child downloads): start it, feed it, then finish, which ends its input and says
+ * the name of the pack it wrote (ret_id, 40 hex). -1 with why set; kill ends it early.
+ */
+struct sync_verifier {
+	pid_t pid;
+	int in, out, err; /* owned */
+	size_t fed;
+};
+int sync_verify_start(
+	struct sync_verifier *v, const struct sync_verify_in *in, char *why, size_t whylen);
+void sync_verify_feed(struct sync_verifier *v, const char *p, size_t n);
+int sync_verify_finish(struct sync_verifier *v, time_t deadline, char *ret_id, size_t idlen,
+	char *why, size_t whylen);
+void sync_verify_kill(struct sync_verifier *v);
 
 /* --- check.c: pure functions on what the agent sends */
 /* 1 if name is a ref ocsb accepts from the agent (refs/heads/..., sane); else 0 + why. */

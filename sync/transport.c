@@ -546,6 +546,8 @@ int sync_link_relay(struct sync_link *l, struct sync_relay *rl)
 				inlen = (size_t)n;
 				inoff = 0;
 				c->bytes_read += (uint64_t)n;
+				if (rl->on_remote)
+					rl->on_remote(rl->arg, in, (size_t)n);
 				if (!l->traced)
 					sync_trace("first %d bytes read after the last write", n);
 				l->traced = 1;

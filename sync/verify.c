@@ -82,24 +82,28 @@ static int verify_drain(int fd, char *b, size_t n, size_t *len)
 	return 0;
 }
 
-/*
- * One pack: its bytes (from packfd) into git index-pack --stdin; its answer ("pack\t<id>")
- * in ret_id. 0, or -1 with why set.
- */
-static int verify_one(const struct sync_verify_in *in, int packfd, char *ret_id, size_t idlen,
-	char *why, size_t whylen)
+static void verify_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int sync_verify_start(
+	struct sync_verifier *v, const struct sync_verify_in *in, char *why, size_t whylen)
 {
 	char gitdir_arg[PATH_MAX + 16], home[PATH_MAX + 8], objdir[PATH_MAX + 32],
-		alt[PATH_MAX + 48], out[256] = "", err[512] = "", rep[256] = "";
-	char *argv[] = {VERIFY_GIT, gitdir_arg, "index-pack", "--stdin", NULL};
+		alt[PATH_MAX + 48], rep[256] = "";
+	/* --fix-thin: the stream upload-pack sends may name bases the owner's store has. */
+	char *argv[] = {VERIFY_GIT, gitdir_arg, "index-pack", "--stdin", "--fix-thin", NULL};
 	char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", home, objdir, alt,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", NULL};
 	int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, repp[2] = {-1, -1};
-	size_t outlen = 0, errlen = 0, replen = 0, bufoff = 0, buflen = 0;
-	char buf[65536];
-	int st = 0, ret = -1, in_eof = 0, out_eof = 0, err_eof = 0;
-	pid_t pid = -1;
+	size_t replen = 0;
 
+	memset(v, 0, sizeof(*v));
+	v->pid = -1;
+	v->in = v->out = v->err = -1;
 	snprintf(gitdir_arg, sizeof(gitdir_arg), "--git-dir=%s", in->gitdir);
 	snprintf(home, sizeof(home), "HOME=%s", in->home ? in->home : "/");
 	/* Its store is the verified directory; the owner's is an alternate (read only). */
@@ -108,19 +112,19 @@ static int verify_one(const struct sync_verify_in *in, int packfd, char *ret_id,
 	if (pipe2(inp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
 		pipe2(repp, O_CLOEXEC) < 0) {
 		snprintf(why, whylen, "pipe: %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
-	pid = fork();
-	if (pid < 0) {
+	v->pid = fork();
+	if (v->pid < 0) {
 		snprintf(why, whylen, "fork: %s", strerror(errno));
-		goto out;
+		goto fail;
 	}
-	if (pid == 0)
+	if (v->pid == 0)
 		verify_child(in, argv, envp, inp[0], outp[1], errp[1], repp[1]);
-	close(inp[0]), inp[0] = -1;
-	close(outp[1]), outp[1] = -1;
-	close(errp[1]), errp[1] = -1;
-	close(repp[1]), repp[1] = -1;
+	verify_close(&inp[0]);
+	verify_close(&outp[1]);
+	verify_close(&errp[1]);
+	verify_close(&repp[1]);
 	/* Confinement or exec failed: its text, then EOF. */
 	for (;;) {
 		ssize_t r = read(repp[0], rep + replen, sizeof(rep) - 1 - replen);
@@ -130,72 +134,99 @@ static int verify_one(const struct sync_verify_in *in, int packfd, char *ret_id,
 		if (r <= 0 || (replen += (size_t)r) + 1 >= sizeof(rep))
 			break;
 	}
+	verify_close(&repp[0]);
 	rep[replen] = '\0';
 	if (replen) {
 		snprintf(why, whylen, "%s", rep);
-		goto out;
+		goto fail;
 	}
-	fcntl(inp[1], F_SETFL, O_NONBLOCK);
-	while (!out_eof || !err_eof) {
-		struct pollfd pf[3];
+	v->in = inp[1];
+	v->out = outp[0];
+	v->err = errp[0];
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		verify_close(&inp[i]);
+		verify_close(&outp[i]);
+		verify_close(&errp[i]);
+		verify_close(&repp[i]);
+	}
+	sync_verify_kill(v);
+	return -1;
+}
+
+void sync_verify_feed(struct sync_verifier *v, const char *p, size_t n)
+{
+	while (n && v->in >= 0) {
+		ssize_t w = write(v->in, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			/* It stopped reading (a refusal, EPIPE): finish says why. */
+			verify_close(&v->in);
+			return;
+		}
+		p += w, n -= (size_t)w;
+		v->fed += (size_t)w;
+	}
+}
+
+void sync_verify_kill(struct sync_verifier *v)
+{
+	if (v->pid > 0) {
+		kill(v->pid, SIGKILL);
+		while (waitpid(v->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	v->pid = -1;
+	verify_close(&v->in);
+	verify_close(&v->out);
+	verify_close(&v->err);
+}
+
+int sync_verify_finish(struct sync_verifier *v, time_t deadline, char *ret_id, size_t idlen,
+	char *why, size_t whylen)
+{
+	char out[256] = "", err[512] = "";
+	size_t outlen = 0, errlen = 0;
+	int st = 0;
+
+	verify_close(&v->in); /* the end of the pack */
+	while (v->out >= 0 || v->err >= 0) {
+		struct pollfd pf[2];
 		nfds_t n = 0;
-		int k;
 
-		if (time(NULL) > in->deadline) {
+		if (time(NULL) > deadline) {
 			snprintf(why, whylen, "time limit reached (raise it with --timeout)");
-			goto out;
+			sync_verify_kill(v);
+			return -1;
 		}
-		if (!in_eof && bufoff == buflen) {
-			ssize_t r = read(packfd, buf, sizeof(buf));
-
-			if (r < 0 && errno != EINTR) {
-				snprintf(why, whylen, "reading the pack: %s", strerror(errno));
-				goto out;
-			}
-			if (r == 0) {
-				in_eof = 1;
-				close(inp[1]), inp[1] = -1;
-			} else if (r > 0) {
-				bufoff = 0, buflen = (size_t)r;
-			}
-		}
-		if (inp[1] >= 0)
-			pf[n++] = (struct pollfd){.fd = inp[1], .events = POLLOUT};
-		if (!out_eof)
-			pf[n++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-		if (!err_eof)
-			pf[n++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+		if (v->out >= 0)
+			pf[n++] = (struct pollfd){.fd = v->out, .events = POLLIN};
+		if (v->err >= 0)
+			pf[n++] = (struct pollfd){.fd = v->err, .events = POLLIN};
 		if (poll(pf, n, 1000) < 0) {
 			if (errno == EINTR)
 				continue;
 			snprintf(why, whylen, "poll: %s", strerror(errno));
-			goto out;
+			sync_verify_kill(v);
+			return -1;
 		}
 		for (nfds_t i = 0; i < n; i++) {
 			if (!pf[i].revents)
 				continue;
-			if (pf[i].fd == inp[1]) {
-				ssize_t w = write(inp[1], buf + bufoff, buflen - bufoff);
-
-				if (w > 0) {
-					bufoff += (size_t)w;
-				} else if (w < 0 && errno != EAGAIN && errno != EINTR) {
-					/* It stopped reading (a refusal): its stderr says why. */
-					in_eof = 1;
-					close(inp[1]), inp[1] = -1;
-				}
-			} else if (pf[i].fd == outp[0]) {
-				k = verify_drain(outp[0], out, sizeof(out), &outlen);
-				out_eof = k != 0;
-			} else {
-				k = verify_drain(errp[0], err, sizeof(err), &errlen);
-				err_eof = k != 0;
+			if (pf[i].fd == v->out) {
+				if (verify_drain(v->out, out, sizeof(out), &outlen) != 0)
+					verify_close(&v->out);
+			} else if (verify_drain(v->err, err, sizeof(err), &errlen) != 0) {
+				verify_close(&v->err);
 			}
 		}
 	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(v->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	pid = -1;
+	v->pid = -1;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char line[200], esc[400];
 		size_t l = strcspn(err, "\n");
@@ -207,34 +238,17 @@ static int verify_one(const struct sync_verify_in *in, int packfd, char *ret_id,
 		else
 			snprintf(why, whylen, "git index-pack refused it: %s",
 				esc[0] ? esc : "no message");
-		goto out;
+		return -1;
 	}
 	/* "pack\t<id>\n": the name it gave what it wrote. */
 	if (strncmp(out, "pack\t", 5) != 0 ||
 		strspn(out + 5, "0123456789abcdef") != GIT_OID_HEXSZ ||
 		out[5 + GIT_OID_HEXSZ] != '\n') {
 		snprintf(why, whylen, "git index-pack gave no pack name");
-		goto out;
+		return -1;
 	}
 	snprintf(ret_id, idlen, "%.*s", GIT_OID_HEXSZ, out + 5);
-	ret = 0;
-out:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
-	for (int i = 0; i < 2; i++) {
-		if (inp[i] >= 0)
-			close(inp[i]);
-		if (outp[i] >= 0)
-			close(outp[i]);
-		if (errp[i] >= 0)
-			close(errp[i]);
-		if (repp[i] >= 0)
-			close(repp[i]);
-	}
-	return ret;
+	return 0;
 }
 
 int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n)
@@ -253,9 +267,11 @@ int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n)
 	}
 	rewinddir(d);
 	while (ret == 0 && (e = readdir(d))) {
-		char why[640], id[GIT_OID_HEXSZ + 1];
+		char why[640], id[GIT_OID_HEXSZ + 1], buf[65536];
+		struct sync_verifier v;
 		size_t l = strlen(e->d_name);
 		struct stat st;
+		ssize_t r;
 		int pfd;
 
 		/* Only what libgit2's indexer names a kept pack; its index is ignored. */
@@ -272,15 +288,22 @@ int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n)
 			ret = -1;
 			break;
 		}
-		/* Blocking reads from here on (O_NONBLOCK only kept a FIFO from hanging open). */
-		fcntl(pfd, F_SETFL, 0);
-		if (verify_one(in, pfd, id, sizeof(id), why, sizeof(why)) < 0) {
+		if (sync_verify_start(&v, in, why, sizeof(why)) < 0) {
+			log_err("checking the fetched pack: %s; no ref was written", why);
+			close(pfd);
+			ret = -1;
+			break;
+		}
+		while ((r = read(pfd, buf, sizeof(buf))) > 0 || (r < 0 && errno == EINTR))
+			if (r > 0)
+				sync_verify_feed(&v, buf, (size_t)r);
+		close(pfd);
+		if (sync_verify_finish(&v, in->deadline, id, sizeof(id), why, sizeof(why)) < 0) {
 			log_err("checking the fetched pack: %s; no ref was written", why);
 			ret = -1;
 		} else {
 			(*ret_n)++;
 		}
-		close(pfd);
 	}
 	closedir(d);
 	return ret;
