@@ -273,15 +273,9 @@ void sync_band_feed(struct sync_band *d, const char *p, size_t n,
 				continue;
 			d->hlen = 0;
 			for (int i = 0; i < 4; i++) {
-				int c = (unsigned char)d->hdr[i], v;
+				int v = sync_hexval(d->hdr[i]);
 
-				if (c >= '0' && c <= '9')
-					v = c - '0';
-				else if (c >= 'a' && c <= 'f')
-					v = c - 'a' + 10;
-				else if (c >= 'A' && c <= 'F')
-					v = c - 'A' + 10;
-				else {
+				if (v < 0) {
 					d->bad = 1;
 					return;
 				}
