@@ -198,8 +198,13 @@ static int sync_attr_name_inert(const char *n, size_t l)
  */
 static int sync_attr_line_risky(const char *l, size_t len, int going)
 {
+	const char *nul = memchr(l, '\0', len);
 	size_t i = 0;
 	int quoted = 0;
+
+	/* git parses a line as a C string: nothing after a NUL in it counts, quotes included. */
+	if (nul)
+		len = (size_t)(nul - l);
 
 	while (i < len && sync_attr_blank(l[i]))
 		i++;

@@ -178,6 +178,16 @@ static void gate_attributes_macros_and_unsets(void **state)
 		SYNC_FLAG_ATTR_DRIVER);
 	assert_int_equal(classify(".gitattributes", 0, F, NULL, "\"a b\"filter=x\n"),
 		SYNC_FLAG_ATTR_DRIVER);
+	/* git parses a line up to a NUL in it: a quote closed after it closes nothing. */
+	{
+		static const char nd[] = "\"x filter=y\0\" -z\n";
+		struct sync_entry e = {.path = ".gitattributes",
+			.new_mode = F,
+			.new_data = nd,
+			.new_len = sizeof(nd) - 1};
+
+		assert_int_equal(sync_review_classify(&e), SYNC_FLAG_ATTR_DRIVER);
+	}
 	/* Positive controls: what git defines itself and runs nothing is not flagged. */
 	assert_int_equal(classify(".gitattributes", 0, F, NULL,
 				 "* text=auto eol=lf\n*.png binary\n*.md linguist-documentation\n"
