@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileops.h"
 #include "sync.h"
 
 #define MEMO_NAME "ocsb-sync.unrelated"
@@ -96,8 +97,7 @@ static int memo_parse_line(char *line, struct sync_memo *m)
 int sync_memo_load(const char *gitdir, struct sync_memos *ms)
 {
 	char path[4096], *buf = NULL;
-	struct stat st;
-	ssize_t got;
+	size_t got = 0;
 	int fd, r = 0;
 
 	ms->v = NULL;
@@ -106,16 +106,10 @@ int sync_memo_load(const char *gitdir, struct sync_memos *ms)
 		return 0;
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return 0; /* none yet, or a symlink: no memo */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MEMO_MAX_BYTES ||
-		!(buf = malloc((size_t)st.st_size + 1)))
-		goto out;
-	got = read(fd, buf, (size_t)st.st_size);
-	if (got < 0)
-		goto out;
-	buf[got] = '\0';
-	r = sync_memo_parse(buf, ms);
-out:
+		return 0; /* none yet, or a link: no memo */
+	/* Not a regular file, or too big: no memo either. */
+	if (fo_read_fd(fd, MEMO_MAX_BYTES, &buf, &got) == 0)
+		r = sync_memo_parse(buf, ms);
 	free(buf);
 	close(fd);
 	return r;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileops.h"
 #include "sync.h"
 
 #define RMEMO_NAME "ocsb-sync.review"
@@ -267,7 +268,6 @@ int sync_rmemo_parse(char *buf, size_t len, struct sync_rmemos *ms)
 int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
 {
 	char path[4096], *buf = NULL;
-	struct stat st;
 	size_t got = 0;
 	int fd, r = 0;
 
@@ -278,19 +278,9 @@ int sync_rmemo_load(const char *gitdir, struct sync_rmemos *ms)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return 0; /* none yet, or a link: no memo */
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RMEMO_MAX_BYTES ||
-		!(buf = malloc((size_t)st.st_size + 1)))
-		goto out;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	buf[got] = '\0';
-	r = sync_rmemo_parse(buf, got, ms);
-out:
+	/* Not a regular file, or too big: no memo either. */
+	if (fo_read_fd(fd, RMEMO_MAX_BYTES, &buf, &got) == 0)
+		r = sync_rmemo_parse(buf, got, ms);
 	free(buf);
 	close(fd);
 	return r;

@@ -15,7 +15,7 @@ $(BUILDDIR)/fuzz/fuzz_sync_gate: tests/fuzz/fuzz_util.h
 
 # The memo files a pull reads back: ocsb-sync.review and ocsb-sync.unrelated.
 FUZZ_TARGETS += sync_memo
-FUZZ_SRC_sync_memo := sync/rmemo.c sync/related.c sync/review.c sync/diff.c sync/check.c \
+FUZZ_SRC_sync_memo := sync/rmemo.c sync/related.c sync/review.c sync/diff.c sync/check.c common/fileops.c \
 	common/log.c common/util.c
 FUZZ_LIBS_sync_memo = $(FUZZ_SYNC_LIBS)
 $(BUILDDIR)/fuzz/fuzz_sync_memo: tests/fuzz/fuzz_util.h
@@ -23,7 +23,7 @@ $(BUILDDIR)/fuzz/fuzz_sync_memo: tests/fuzz/fuzz_util.h
 # The review of what the agent committed: raw trees in an in-memory repository, the tree
 # diff against libgit2's, the review from scratch against the gate, and from its memos.
 FUZZ_TARGETS += sync_review
-FUZZ_SRC_sync_review := sync/review.c sync/diff.c sync/check.c sync/rmemo.c sync/related.c \
+FUZZ_SRC_sync_review := sync/review.c sync/diff.c sync/check.c sync/rmemo.c sync/related.c common/fileops.c \
 	common/log.c common/util.c
 FUZZ_LIBS_sync_review = $(FUZZ_SYNC_LIBS)
 $(BUILDDIR)/fuzz/fuzz_sync_review: tests/fuzz/fuzz_util.h
