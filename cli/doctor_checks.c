@@ -818,6 +818,28 @@ static void check_abstract(struct doctor *dr, long abi)
 	}
 }
 
+/*
+ * ocsb sync pull reads what the agent sent in a confined child (sync/confine.c): Landlock
+ * keeps it to the project's .git; without Landlock it has seccomp and no_new_privs only.
+ */
+static void check_sync_confine(struct doctor *dr, long abi)
+{
+	if (TESTHOOK_ENV("OCSB_TEST_SYNC_NO_LANDLOCK"))
+		abi = 0; /* a test build: as on a kernel without Landlock */
+	if (abi > 0)
+		doctor_add(dr, DR_OK, "sync-confine", NULL,
+			"ocsb sync pull reads the agent's data in a child confined by Landlock "
+			"(ABI %ld: the project's .git read-only, writes to its quarantine only%s), "
+			"seccomp (no network but the relayed ssh channel) and no_new_privs",
+			abi, abi >= 4 ? ", no TCP" : "");
+	else
+		doctor_add(dr, DR_WARN, "sync-confine",
+			"a kernel with Landlock (>= 5.13, lsm=landlock)",
+			"this kernel has no Landlock: ocsb sync pull reads the agent's data in a "
+			"child with seccomp and no_new_privs only, which can read and write every "
+			"file you can (sync runs unconfined there and says so)");
+}
+
 /* What OpenCode gets that the agent's ssh sessions do not: said plainly. */
 void doctor_check_sessions(struct doctor *dr)
 {
@@ -874,6 +896,7 @@ void doctor_check_sessions(struct doctor *dr)
 			"kernel command line",
 			dr->c->cfg.agent);
 	check_abstract(dr, abi);
+	check_sync_confine(dr, abi);
 	if (session_ns && !hidepid)
 		doctor_add(dr, DR_OK, "proc", NULL,
 			"OpenCode and the agent's ssh sessions mount their own /proc with hidepid "

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/close_range.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +36,12 @@ __attribute__((noreturn)) static void sync_git_child(
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+	/*
+	 * git dies with its parent: the pull's confined child may not signal anything but
+	 * itself, so its way of stopping git is to end.
+	 */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		goto fail;
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (nullfd < 0 || dup2(infd >= 0 ? infd : nullfd, 0) < 0 ||
 		dup2(outfd >= 0 ? outfd : nullfd, 1) < 0 || (errfd >= 0 && dup2(errfd, 2) < 0))
@@ -70,7 +77,7 @@ static void sync_close_pair(int p[2])
 }
 
 int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
-	const char *const *args, unsigned flags)
+	const char *const *args, const char *const *env, unsigned flags)
 {
 	/*
 	 * A built environment: no inherited GIT_DIR, GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_*
@@ -79,7 +86,7 @@ int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
 	 */
 	char gitdir_arg[4200], home_env[4200];
 	const char *argv[SYNC_GIT_MAX_ARGS + 3];
-	char *envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", home_env, NULL};
+	char *envp[SYNC_GIT_MAX_ARGS + 4] = {"PATH=/usr/bin:/bin", "LC_ALL=C", home_env};
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, rep[2] = {-1, -1};
 	int k = 0, r, cerr = 0;
 
@@ -101,6 +108,11 @@ int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
 		argv[k++] = args[i];
 	}
 	argv[k] = NULL;
+	for (int i = 0, e = 3; env && env[i]; i++) {
+		if (e >= SYNC_GIT_MAX_ARGS + 3)
+			return -1;
+		envp[e++] = (char *)env[i];
+	}
 	if (pipe2(rep, O_CLOEXEC) < 0 || ((flags & SYNC_GIT_STDIN) && pipe2(in, O_CLOEXEC) < 0) ||
 		((flags & SYNC_GIT_STDOUT) && pipe2(out, O_CLOEXEC) < 0) ||
 		((flags & SYNC_GIT_STDERR) && pipe2(err, O_CLOEXEC) < 0)) {
@@ -160,8 +172,14 @@ int sync_git_finish(struct sync_git *g, int kill_it)
 		close(g->err), g->err = -1;
 	if (g->pid <= 0)
 		return -1;
-	if (kill_it)
-		kill(g->pid, SIGKILL);
+	/*
+	 * The pull's confined child may signal only itself: git is then left to die with
+	 * it (PR_SET_PDEATHSIG), which happens as soon as the child reports the failure.
+	 */
+	if (kill_it && kill(g->pid, SIGKILL) < 0 && errno != ESRCH) {
+		g->pid = -1;
+		return -1;
+	}
 	while (waitpid(g->pid, &st, 0) < 0 && errno == EINTR)
 		;
 	g->pid = -1;

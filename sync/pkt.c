@@ -254,3 +254,54 @@ int sync_report_finish(struct sync_report *r)
 	}
 	return refused;
 }
+
+/*
+ * The pack's bytes in upload-pack's answer: every pkt-line whose payload starts with band
+ * 1 (side-band-64k), the band byte dropped. The advertisement, ACK/NAK lines and bands 2
+ * and 3 start with other bytes and are skipped. Framing is checked as sync_pkt_parse
+ * does; a bad length stops the demux for good (d->bad).
+ */
+void sync_band_feed(struct sync_band *d, const char *p, size_t n,
+	void (*emit)(void *arg, const char *p, size_t n), void *arg)
+{
+	while (n && !d->bad) {
+		if (d->left == 0) {
+			long len = 0;
+
+			d->hdr[d->hlen++] = *p++, n--;
+			if (d->hlen < 4)
+				continue;
+			d->hlen = 0;
+			for (int i = 0; i < 4; i++) {
+				int v = sync_hexval(d->hdr[i]);
+
+				if (v < 0) {
+					d->bad = 1;
+					return;
+				}
+				len = len * 16 + v;
+			}
+			if (len == 0)
+				continue; /* flush */
+			if (len < 5 || len > SYNC_PKT_MAX) {
+				d->bad = 1;
+				return;
+			}
+			d->left = (size_t)len - 4;
+			d->band = -1;
+			continue;
+		}
+		if (d->band < 0) {
+			d->band = (unsigned char)*p++, n--;
+			d->left--;
+			continue;
+		}
+		{
+			size_t k = n < d->left ? n : d->left;
+
+			if (d->band == 1)
+				emit(arg, p, k);
+			p += k, n -= k, d->left -= k;
+		}
+	}
+}

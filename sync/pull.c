@@ -1,15 +1,42 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ocsb sync pull: fetch the agent's branches into refs/remotes/<agent>/, review each one
- * (review.c) and report it as text or JSON. Nothing but objects and those refs (with
- * their reflogs) is written to the owner's repository (invariant 5).
+ * ocsb sync pull, the owner's side. Least authority for what the agent wrote (issue 27):
+ * this process holds every right the owner has (the sync key, ssh-agent, the home, the
+ * terminal) and never parses a byte the agent sent. It
+ *
+ * 1. takes the pull's lock, empties the quarantine (objects/ocsb-incoming/pack) and makes
+ *    the files the memos' new content will go to;
+ * 2. forks the child (fetch.c), which confines itself (confine.c: Landlock, seccomp,
+ *    no_new_privs) before it reads anything, then reads the refs and memos;
+ * 3. meanwhile opens the SSH session (pinned host key, the sync key or ssh-agent: the key
+ *    is read here, after the fork, so no copy of it is ever in the child's memory), starts
+ *    git-upload-pack, and relays the channel's bytes to the child over a socket pair,
+ *    keeping the time limit and the byte bound itself;
+ * 4. reads the child's stderr (each line escaped before it reaches the terminal) and its
+ *    handover (handover.c: every field checked);
+ * 5. when the child ended well and the handover checks: moves the quarantine's packs into
+ *    objects/pack (never over an existing name), writes refs/remotes/NS/BRANCH from the
+ *    old id the child saw to the new one (git_reference_create_matching: nothing else is
+ *    overwritten), renames the memo files over the memos, removes the refs of deleted
+ *    branches that still name what the child saw, and prints the summary or the JSON.
+ *
+ * Nothing but objects, those refs (with their reflogs) and ocsb's own files is written to
+ * the owner's repository (invariant 5).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,140 +46,154 @@
 #include "sync.h"
 #include "util.h"
 
-#define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
+#define PULL_MAX_ALTERNATES 16
+#define PULL_GRACE_S 30 /* past the deadline, the child is killed */
 
-struct sync_flagrec {
-	char branch[SYNC_REF_MAX + 1];
-	char path[1024]; /* escaped */
-	unsigned flag;
-	int is_new; /* also raised by what is new since the last pull */
+/* What the parent reads from the child while it runs. */
+struct pull_io {
+	struct sync_ctx *x;
+	int rec, err;
+	struct buf recbuf, errbuf; /* partial lines */
+	struct sync_ho ho;
+	char ho_err[256]; /* the first handover error */
+	int said; /* the child wrote an error line */
+	/* The pack's check (verify.c), fed upload-pack's band 1 while the child downloads. */
+	struct sync_band band;
+	struct sync_verifier ver;
+	const struct sync_verify_in *vin; /* borrowed */
+	int vstarted, vfailed;
+	char vwhy[640];
 };
 
-struct sync_branch {
-	char name[SYNC_REF_MAX + 1]; /* after refs/heads/, validated */
-	git_oid tip, old;
-	int have_old;
-	const char *state; /* new, updated, forced, up to date */
-	size_t ahead, behind; /* against the owner's branch of the same name */
-	int have_local;
-	size_t commits; /* since the review base */
-	int have_base;
-	git_oid base;
-	size_t files, ins, del;
-	int have_since; /* since the last pull: old -> tip */
-	size_t since_commits, since_files, since_ins, since_del;
-};
-
-static int sync_push_flag(struct sync_flagrec **v, size_t *n, const char *branch, const char *path,
-	unsigned flags, unsigned newflags)
+/* Band 1's bytes: the pack, to git index-pack (started with the first of them). */
+static void pull_pack_bytes(void *arg, const char *s, size_t n)
 {
-	for (unsigned f = 1; f < (1u << SYNC_FLAG_COUNT); f <<= 1) {
-		struct sync_flagrec *nv;
+	struct pull_io *p = arg;
 
-		if (!(flags & f))
-			continue;
-		nv = realloc(*v, (*n + 1) * sizeof(**v));
-		if (!nv)
-			return -1;
-		*v = nv;
-		snprintf(nv[*n].branch, sizeof(nv[*n].branch), "%s", branch);
-		sync_escape(path, strlen(path), nv[*n].path, sizeof(nv[*n].path));
-		nv[*n].flag = f;
-		nv[*n].is_new = (newflags & f) != 0;
-		(*n)++;
-	}
-	return 0;
-}
-
-/* The flags the since-last-pull diff raises on path (both parts are in path order). */
-static unsigned sync_since_flags(const struct sync_rpart *since, size_t *pos, const char *path)
-{
-	unsigned f = 0;
-
-	while (*pos < since->n && strcmp(since->v[*pos].path, path) < 0)
-		(*pos)++;
-	for (size_t k = *pos; k < since->n && !strcmp(since->v[k].path, path); k++)
-		f |= since->v[k].flags;
-	return f;
-}
-
-static void sync_stat_lines(const struct sync_rpart *p, struct buf *stat)
-{
-	for (size_t i = 0; i < p->n && i <= SYNC_STAT_FILES; i++) {
-		const struct sync_rfile *d = &p->v[i];
-		char esc[1024];
-
-		if (i == SYNC_STAT_FILES) {
-			buf_printf(stat, "    ... %zu more files\n", p->n - i);
-			break;
+	if (p->vfailed)
+		return;
+	if (!p->vstarted) {
+		if (sync_verify_start(&p->ver, p->vin, p->vwhy, sizeof(p->vwhy)) < 0) {
+			p->vfailed = 1;
+			return;
 		}
-		sync_escape(d->path, strlen(d->path), esc, sizeof(esc));
-		buf_printf(stat, "    %s | +%zu -%zu%s\n", esc, d->add, d->del,
-			d->unreadable	    ? " (unreadable)"
-				: d->binary ? " (binary)"
-					    : "");
+		p->vstarted = 1;
+		sync_trace("pack check started (git index-pack, confined)");
 	}
+	sync_verify_feed(&p->ver, s, n);
 }
 
-/* Say why the review of branch b failed: r from sync_review_run, msg libgit2's error then. */
-static void sync_review_failed(
-	struct sync_ctx *x, const struct sync_branch *b, int r, const char *msg)
+/* What the remote sent, as the parent relays it to the child. */
+static void pull_on_remote(void *arg, const char *s, size_t n)
 {
-	if (r == SYNC_DIFF_TOO_BIG)
-		/* log_err escapes the name (the agent's) itself. */
-		log_err("%s/%s changes more than %d paths, or nests trees too deep, to be reviewed "
-			"(%s): look at it with git before you check it out",
-			x->ns, b->name, SYNC_REVIEW_MAX_PATHS, msg);
-	else
-		log_err("reviewing the fetched branch: %s", msg[0] ? msg : "unknown libgit2 error");
+	struct pull_io *p = arg;
+
+	sync_band_feed(&p->band, s, n, pull_pack_bytes, p);
 }
 
 /*
- * Review branch b (review.c): its base, counts, diffstat and flags, the whole branch and
- * what is new since the last pull. Says nothing: a failure (r < 0 from sync_review_run,
- * -1 out of memory) is reported by the caller once the history is known to be complete.
+ * A line of the child's stderr for the terminal: the child's log lines are escaped by the
+ * child, but the child is not trusted; every unsafe code point is escaped again (a
+ * backslash is left as it is, so an honest line reads the same).
  */
-static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
-	const struct sync_review_in *in, struct sync_review *rv, struct sync_flagrec **fl,
-	size_t *nfl, struct buf *stat)
+static void pull_print_line(struct pull_io *p, const char *s, size_t len)
 {
-	size_t pos = 0;
-	int r;
+	const unsigned char *u = (const unsigned char *)s;
+	char out[4 * 2048 + 1];
+	size_t o = 0;
 
-	r = sync_review_run(x->repo, in, rv);
-	if (r < 0)
-		return r;
-	b->have_base = rv->have_base;
-	if (rv->have_base)
-		git_oid_cpy(&b->base, &rv->base);
-	b->commits = rv->commits;
-	b->ahead = rv->ahead;
-	b->behind = rv->behind;
-	b->files = rv->whole.n;
-	b->ins = rv->whole.ins;
-	b->del = rv->whole.del;
-	b->have_since = rv->have_since;
-	b->since_commits = rv->since_commits;
-	b->since_files = rv->since.n;
-	b->since_ins = rv->since.ins;
-	b->since_del = rv->since.del;
-	for (size_t i = 0; i < rv->whole.n; i++) {
-		const struct sync_rfile *d = &rv->whole.v[i];
-		unsigned nf;
+	if (p->x->progress_shown)
+		fputc('\n', stderr), p->x->progress_shown = 0;
+	for (size_t i = 0; i < len && o + 5 < sizeof(out);) {
+		unsigned cp;
+		size_t l = log_utf8_decode(u + i, len - i, &cp);
 
-		if (!d->flags)
+		if (!l || log_cp_unsafe(cp)) {
+			o += (size_t)snprintf(out + o, sizeof(out) - o, "\\x%02x", u[i]);
+			i++;
 			continue;
-		/* New since the last pull: the same path raises the same flag in old -> tip. */
-		nf = !rv->have_since ? (b->have_old ? 0 : d->flags)
-				     : sync_since_flags(&rv->since, &pos, d->path);
-		if (sync_push_flag(fl, nfl, b->name, d->path, d->flags, nf & d->flags) < 0) {
-			git_error_set_oom();
-			return -1;
+		}
+		if (o + l >= sizeof(out))
+			break;
+		memcpy(out + o, s + i, l);
+		o += l;
+		i += l;
+	}
+	out[o] = '\0';
+	if (strstr(out, "error: "))
+		p->said = 1;
+	fprintf(stderr, "%s\n", out);
+}
+
+static void pull_record(struct pull_io *p, const char *line, size_t len)
+{
+	struct sync_ctx *x = p->x;
+	int k;
+
+	if (p->ho_err[0])
+		return;
+	k = sync_ho_feed(&p->ho, line, len, p->ho_err, sizeof(p->ho_err));
+	if (k < 0)
+		return;
+	if (k == SYNC_HO_PROGRESS && x->tty && !x->o->json) {
+		fprintf(stderr, "\rreceiving objects: %llu/%llu, %.1f MiB\033[K",
+			p->ho.prog_objects, p->ho.prog_total,
+			(double)p->ho.prog_bytes / (1024.0 * 1024.0));
+		x->progress_shown = 1;
+	} else if (k == SYNC_HO_REMOTE && x->tty && !x->o->json) {
+		fprintf(stderr, "\rremote: %s\033[K\n", p->ho.remote);
+	}
+}
+
+/*
+ * Read what fd has: complete lines are handled, a partial one kept (a line longer than
+ * the bound is an error on the handover, cut in two on stderr). 0, 1 at its end, -1 when
+ * the handover broke.
+ */
+static int pull_on_input(void *arg, int fd)
+{
+	struct pull_io *p = arg;
+	int is_rec = fd == p->rec;
+	struct buf *b = is_rec ? &p->recbuf : &p->errbuf;
+	char chunk[65536];
+	ssize_t r = read(fd, chunk, sizeof(chunk));
+	size_t start = 0;
+
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r <= 0) {
+		if (!is_rec && b->len)
+			pull_print_line(p, b->data, b->len);
+		if (is_rec && b->len && !p->ho_err[0])
+			snprintf(p->ho_err, sizeof(p->ho_err), "a record without its newline");
+		b->len = 0;
+		return 1;
+	}
+	if (buf_append(b, chunk, (size_t)r) < 0) {
+		snprintf(p->ho_err, sizeof(p->ho_err), "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < b->len; i++) {
+		if (b->data[i] != '\n')
+			continue;
+		if (is_rec)
+			pull_record(p, b->data + start, i - start);
+		else
+			pull_print_line(p, b->data + start, i - start);
+		start = i + 1;
+	}
+	memmove(b->data, b->data + start, b->len - start);
+	b->len -= start;
+	if (b->len > SYNC_HO_LINE_MAX) {
+		if (is_rec) {
+			snprintf(p->ho_err, sizeof(p->ho_err), "a record over %d bytes",
+				SYNC_HO_LINE_MAX);
+		} else {
+			pull_print_line(p, b->data, b->len);
+			b->len = 0;
 		}
 	}
-	if (stat)
-		sync_stat_lines(&rv->whole, stat);
-	return 0;
+	return is_rec && p->ho_err[0] ? -1 : 0;
 }
 
 /*
@@ -243,179 +284,316 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 		printf(",\"since_last_pull\":null}");
 }
 
-/*
- * Connectivity: libgit2 neither checks that a fetched pack is complete nor fetches a tip
- * whose commit object it already has, so a hostile agent can send a commit without its
- * tree (or send it once, then advertise it again). Before any ref is written, every
- * object a fetched tip reaches must be in the store, the owner's own refs trusted:
- * `git rev-list --objects --quiet --stdin --not --branches --tags --remotes`, the check
- * git fetch itself runs (it fails on a missing commit, tree or blob). git rather than a
- * libgit2 walk: libgit2 1.5 rebuilds every tree from the whole of its delta chain (it
- * caches no intermediate base), 8 s against about 1 s for 20,000 commits. A small fetch
- * on top of the owner's refs is checked without git first (sync_fast_connected: the
- * subtrees and blobs that differ from each commit's parent), which saves the ~70 ms of
- * rev-list marking every ref's whole tree.
- */
-/* The incomplete-history error, once: what, for which branch, and what to do. */
-static void sync_incomplete(struct sync_ctx *x, const char *bad, const char *why)
+static void sync_print(struct sync_ctx *x, const struct sync_ho *h, const struct strv *deleted)
 {
-	char raw[300];
+	if (x->o->json) {
+		printf("{\"agent\":");
+		json_fput_str(stdout, x->cfg.agent);
+		printf(",\"project\":");
+		json_fput_str(stdout, x->project);
+		printf(",\"branches\":[");
+		for (size_t i = 0; i < h->nb; i++)
+			sync_print_branch_json(x, &h->br[i], i == 0);
+		printf("],\"deleted\":[");
+		for (size_t i = 0; i < deleted->n; i++) {
+			const char *tab = strchr(deleted->v[i], '\t');
 
-	log_err("%s sent an incomplete history%s%s%s: %s; no ref was written (a broken or "
-		"hostile agent repository: check it with 'git fsck' on the agent's side; "
-		"the unreferenced objects received go with 'git gc --prune=now')",
-		x->cfg.agent, bad ? " for branch \"" : "", bad ? bad : "", bad ? "\"" : "",
-		sync_unescape(why, raw, sizeof(raw)));
+			char name[SYNC_HO_LINE_MAX];
+
+			snprintf(name, sizeof(name), "%.*s", (int)(tab - deleted->v[i]),
+				deleted->v[i]);
+			printf("%s{\"name\":", i ? "," : "");
+			json_fput_str(stdout, name);
+			printf(",\"old\":\"%s\"}", tab + 1);
+		}
+		printf("],\"skipped\":[");
+		for (size_t i = 0; i < h->skipped.n; i++) {
+			const char *tab = strchr(h->skipped.v[i], '\t');
+
+			char name[SYNC_HO_LINE_MAX];
+
+			snprintf(name, sizeof(name), "%.*s", (int)(tab - h->skipped.v[i]),
+				h->skipped.v[i]);
+			printf("%s{\"name\":", i ? "," : "");
+			json_fput_str(stdout, name);
+			printf(",\"reason\":");
+			json_fput_str(stdout, tab + 1);
+			printf("}");
+		}
+		printf("],\"review\":[");
+		for (size_t i = 0; i < h->nfl; i++) {
+			printf("%s{\"branch\":", i ? "," : "");
+			json_fput_str(stdout, h->fl[i].branch);
+			printf(",\"path\":");
+			json_fput_str(stdout, h->fl[i].path);
+			printf(",\"flag\":\"%s\",\"why\":", sync_flag_name(h->fl[i].flag));
+			json_fput_str(stdout, sync_flag_text(h->fl[i].flag));
+			printf(",\"new\":%s}", h->fl[i].is_new ? "true" : "false");
+		}
+		printf("]}\n");
+		return;
+	}
+	if (!h->nb && !deleted->n)
+		printf("%s has no branches to fetch\n", x->cfg.agent);
+	for (size_t i = 0; i < h->nb; i++)
+		sync_print_branch_text(x, &h->br[i], h->stat[i].data ? h->stat[i].data : "");
+	for (size_t i = 0; i < deleted->n; i++) {
+		const char *tab = strchr(deleted->v[i], '\t');
+
+		printf("%s/%.*s: deleted (the agent removed it; was %.7s)\n", x->ns,
+			(int)(tab - deleted->v[i]), deleted->v[i], tab + 1);
+	}
+	for (size_t i = 0; i < h->skipped.n; i++) {
+		const char *tab = strchr(h->skipped.v[i], '\t');
+
+		printf("skipped: \"%.*s\" (%s)\n", (int)(tab - h->skipped.v[i]), h->skipped.v[i],
+			tab + 1);
+	}
+	if (!h->nfl) {
+		printf("REVIEW GATE: nothing flagged\n");
+	} else {
+		printf("REVIEW GATE: %zu risky change%s: read them before you check out, "
+		       "merge, build or open the branch in an editor\n",
+			h->nfl, h->nfl == 1 ? "" : "s");
+		for (size_t i = 0; i < h->nfl; i++)
+			printf("  [%s] %s/%s: %s: %s%s\n", sync_flag_name(h->fl[i].flag), x->ns,
+				h->fl[i].branch, h->fl[i].path, sync_flag_text(h->fl[i].flag),
+				h->fl[i].is_new ? " (new since your last pull)" : "");
+	}
 }
 
 /*
- * Start the check: 0 with *g running git rev-list (sync_check_finish gives its verdict),
- * 0 with g->pid < 0 when it is decided already (complete), -1 when it failed (said).
- * known: what the owner's refs name (sync_refs_load); NULL leaves the check to git.
+ * The object stores objects/info/alternates names (the child reads objects there too):
+ * absolute, or relative to the objects directory. At most PULL_MAX_ALTERNATES.
  */
-static int sync_check_start(struct sync_ctx *x, const struct sync_branch *br, size_t nb,
-	const struct sync_oidset *known, struct sync_git *g)
+static void pull_alternates(const char *objects, struct strv *out)
 {
-	static const char *const args[] = {"rev-list", "--objects", "--quiet", "--stdin", "--not",
-		"--branches", "--tags", "--remotes", NULL};
-	struct buf tips = {0};
-	char why[300] = "", hex[GIT_OID_HEXSZ + 1];
-	const char *bad = NULL;
-	int r, ret = -1;
+	char path[PATH_MAX + 32], *text = NULL;
 
-	g->pid = -1;
-	g->in = g->out = g->err = -1;
-	if (!nb)
-		return 0;
-	for (size_t i = 0; i < nb; i++) {
-		git_commit *c;
+	if (snprintf(path, sizeof(path), "%s/info/alternates", objects) >= (int)sizeof(path) ||
+		fo_read(path, 1 << 16, &text, NULL) < 0)
+		return;
+	for (char *s = text, *save = NULL, *l; (l = strtok_r(s, "\n", &save)); s = NULL) {
+		char full[PATH_MAX + 1];
 
-		/* The tip itself: a commit (not a blob or tree under a branch name). */
-		if (git_commit_lookup(&c, x->repo, &br[i].tip) < 0) {
-			bad = br[i].name;
-			snprintf(why, sizeof(why), "missing commit %s",
-				git_oid_tostr(hex, sizeof(hex), &br[i].tip));
-			goto out;
-		}
-		git_commit_free(c);
-		if (buf_printf(&tips, "%s\n", git_oid_tostr(hex, sizeof(hex), &br[i].tip)) < 0) {
-			log_err("out of memory");
-			goto out;
-		}
+		if (!l[0] || l[0] == '#' || out->n >= PULL_MAX_ALTERNATES)
+			continue;
+		if (l[0] == '/')
+			snprintf(full, sizeof(full), "%s", l);
+		else if (snprintf(full, sizeof(full), "%s/%s", objects, l) >= (int)sizeof(full))
+			continue;
+		strv_push(out, full);
 	}
-	git_error_clear();
-	/*
-	 * A few new commits on top of the owner's refs (known: the commits they name, read
-	 * before this pull wrote any ref): checked here, without running git.
-	 */
-	if (known) {
-		git_oid *ids = calloc(nb, sizeof(*ids));
-		char raw[600];
-
-		if (!ids) {
-			log_err("out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < nb; i++)
-			git_oid_cpy(&ids[i], &br[i].tip);
-		r = sync_fast_connected_known(x->repo, ids, nb, known, raw, sizeof(raw));
-		free(ids);
-		if (r != 0) {
-			if (r < 0)
-				sync_escape(raw, strlen(raw), why, sizeof(why));
-			ret = r > 0 ? 0 : -1;
-			goto out;
-		}
-	}
-	if (sync_git_start(g, git_repository_path(x->repo), x->me.home, args,
-		    SYNC_GIT_STDIN | SYNC_GIT_STDERR) < 0) {
-		log_err("cannot check the fetched history: no ref was written");
-		goto out;
-	}
-	/* A few KiB of ids: rev-list reads them all before it writes anything. */
-	if (fo_write_all(g->in, tips.data, tips.len) < 0) {
-		log_err("writing to git rev-list: %s", strerror(errno));
-		sync_git_finish(g, 1);
-		g->pid = -1;
-		goto out;
-	}
-	close(g->in);
-	g->in = -1;
-	ret = 0;
-out:
-	if (ret < 0 && why[0])
-		sync_incomplete(x, bad, why);
-	buf_free(&tips);
-	return ret;
+	free(text);
 }
 
-/* rev-list's verdict (g from sync_check_start): 0 complete, -1 not (said). */
-static int sync_check_finish(struct sync_ctx *x, struct sync_git *g)
+/* A fresh file for a memo's new content, written by the child. -1 when it cannot be made. */
+static int pull_memo_file(const char *common, const char *name, char *tmp, size_t n)
 {
-	char why[300], msg[1024];
-	int r, st;
+	int fd;
 
-	if (g->pid < 0)
-		return 0;
-	r = sync_git_read_err(g, msg, sizeof(msg), x->conn.deadline);
-	st = sync_git_finish(g, r < 0);
-	g->pid = -1;
-	if (r == -ETIMEDOUT) {
-		log_err("time limit reached while checking the fetched history (raise it with "
-			"--timeout): no ref was written");
+	if (sync_gitdir_path(common, name, ".tmp", tmp, n) < 0)
+		return -1;
+	(void)unlink(tmp);
+	/* Under the pull's lock; O_NOFOLLOW: a planted link is not written through. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd;
+}
+
+/* What the child decided for a memo: its file renamed over it, removed, or left. */
+static void pull_memo_apply(
+	const char *common, const char *name, const char *tmp, enum sync_ho_memo what)
+{
+	char path[PATH_MAX + 64];
+	int r = 0;
+
+	if (sync_gitdir_path(common, name, "", path, sizeof(path)) < 0)
+		return;
+	if (what == SYNC_HO_MEMO_WRITE && rename(tmp, path) < 0)
+		r = -errno;
+	else if (what == SYNC_HO_MEMO_REMOVE && unlink(path) < 0 && errno != ENOENT)
+		r = -errno;
+	if (what != SYNC_HO_MEMO_WRITE || r < 0)
+		(void)unlink(tmp);
+	if (r < 0)
+		log_warn("%s%s: %s (the next pull may be slower)", common, name, strerror(-r));
+}
+
+/* Wait for the child until deadline (then kill it): its wait status, or -1. */
+static int pull_reap(pid_t pid, int pidfd, time_t deadline)
+{
+	int st = 0;
+
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+		if (r == pid)
+			return st;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (time(NULL) > deadline) {
+			kill(pid, SIGKILL);
+			deadline = time(NULL) + 3600;
+		}
+		/* The pidfd says when it has exited; without one, short naps. */
+		if (pidfd < 0 || poll(&p, 1, 1000) < 0)
+			usleep(1000);
+	}
+}
+
+/* 1 if the quarantine holds a pack the child kept. */
+static int pull_child_has_pack(int packfd)
+{
+	int fd = dup(packfd), found = 0;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 1; /* unknown: as if there were one */
+	}
+	rewinddir(d);
+	while (!found && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+
+		found = l > 5 && !strcmp(e->d_name + l - 5, ".pack");
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * The pack's check's verdict (verify.c): git index-pack, fed upload-pack's pack as the
+ * parent relayed it, wrote its own pack and index into <objects>/ocsb-verified/pack;
+ * those, never the child's, are moved in. 0 or -1 (said).
+ */
+static int pull_check_pack(struct sync_ctx *x, struct pull_io *p, int packfd)
+{
+	char id[GIT_OID_HEXSZ + 1], why[640];
+
+	if (p->vfailed) {
+		log_err("checking the fetched pack: %s; no ref was written", p->vwhy);
 		return -1;
 	}
-	if (r == 0 && st == 0)
-		return 0;
-	/* git's first line ("fatal: bad tree object ...", "missing blob object ..."). */
-	{
-		char *line = msg, *nl = strchr(msg, '\n');
-
-		if (nl)
-			*nl = '\0';
-		if (!strncmp(line, "fatal: ", 7) || !strncmp(line, "error: ", 7))
-			line += 7;
-		if (!line[0]) {
-			snprintf(msg, sizeof(msg), "git rev-list failed (status %d)", st);
-			line = msg;
-		}
-		sync_escape(line, strlen(line), why, sizeof(why));
+	if (p->band.bad) {
+		log_err("checking the fetched pack: the agent's answer is not in pkt-lines; no "
+			"ref was written");
+		return -1;
 	}
-	sync_incomplete(x, NULL, why);
-	return -1;
+	if (!p->vstarted) {
+		/* Nothing was downloaded; a pack the child kept all the same is not used. */
+		if (pull_child_has_pack(packfd)) {
+			log_err("checking the fetched pack: the download's pack was not in the "
+				"agent's answer as the parent relayed it; no ref was written");
+			return -1;
+		}
+		return 0;
+	}
+	if (sync_verify_finish(&p->ver, x->conn.deadline + PULL_GRACE_S, id, sizeof(id), why,
+		    sizeof(why)) < 0) {
+		log_err("checking the fetched pack: %s; no ref was written", why);
+		return -1;
+	}
+	sync_trace("pack verified by git index-pack (%zu bytes)", p->ver.fed);
+	return 0;
+}
+
+/* Write the refs, move the pack in, apply the memos, remove deleted branches' refs. */
+static int pull_apply(struct sync_ctx *x, struct pull_io *p, int verfd, const char *objects,
+	const char *tmps[2], struct strv *deleted)
+{
+	const char *common = git_repository_commondir(x->repo);
+	char prefix[SYNC_REF_MAX + 20];
+	unsigned moved = 0;
+	int r;
+
+	r = sync_incoming_commit(verfd, objects, &moved);
+	if (r < 0) {
+		log_err("moving the fetched pack into %s/pack: %s; no ref was written", objects,
+			strerror(-r));
+		return -1;
+	}
+	sync_trace("pack moved in (%u)", moved);
+	/*
+	 * The ids were checked by the child (every object there, the history complete) and
+	 * the pack moved in is git index-pack's (pull_verify): a check here would parse what
+	 * the agent sent in the owner's process. Refs are written without looking at objects.
+	 */
+	git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+	for (size_t i = 0; i < p->ho.nb; i++) {
+		struct sync_branch *b = &p->ho.br[i];
+		char track[SYNC_REF_MAX + 160], msg[128];
+		git_reference *nref = NULL;
+
+		if (!strcmp(b->state, "up to date"))
+			continue;
+		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
+		snprintf(msg, sizeof(msg), "ocsb sync pull: %s",
+			!strcmp(b->state, "forced") ? "forced-update" : b->state);
+		/* From what the child saw to the new tip, nothing else: a new ref is new. */
+		r = b->have_old ? git_reference_create_matching(
+					  &nref, x->repo, track, &b->tip, 1, &b->old, msg)
+				: git_reference_create(&nref, x->repo, track, &b->tip, 0, msg);
+		if (r < 0) {
+			sync_git_fail(x, track);
+			return -1;
+		}
+		git_reference_free(nref);
+		sync_ensure_reflog(x, track, &b->tip, msg);
+	}
+	sync_trace("refs written");
+	pull_memo_apply(common, "ocsb-sync.review", tmps[0], p->ho.memo_review);
+	pull_memo_apply(common, "ocsb-sync.unrelated", tmps[1], p->ho.memo_unrelated);
+	sync_trace("memos saved");
+	/* Branches the agent deleted: their refs go if they still name what the child saw. */
+	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
+	for (size_t k = 0; k < p->ho.deleted.n; k++) {
+		const char *line = p->ho.deleted.v[k], *tab = strchr(line, '\t');
+		char full[SYNC_REF_MAX + 200];
+		git_reference *ref;
+		git_oid id;
+
+		snprintf(full, sizeof(full), "%s%.*s", prefix, (int)(tab - line), line);
+		if (git_oid_fromstr(&id, tab + 1) < 0 ||
+			git_reference_lookup(&ref, x->repo, full) < 0)
+			continue;
+		if (git_reference_type(ref) == GIT_REFERENCE_DIRECT &&
+			git_oid_equal(git_reference_target(ref), &id) &&
+			git_reference_delete(ref) == 0)
+			strv_push(deleted, line);
+		git_reference_free(ref);
+	}
+	git_error_clear();
+	return 0;
 }
 
 int sync_do_pull(struct sync_ctx *x)
 {
-	const git_remote_head **heads;
-	size_t nheads, nb = 0, nfl = 0, nskipped = 0;
-	struct sync_branch *br = NULL;
-	struct sync_flagrec *fl = NULL;
-	struct strv specs = {0}, skipped = {0}, deleted = {0};
-	struct buf *bstat = NULL;
-	git_remote_callbacks cb;
-	git_fetch_options fo;
-	git_reference *ref;
-	char prefix[SYNC_REF_MAX + 20], objects[PATH_MAX];
 	const char *common = git_repository_commondir(x->repo);
+	const char *gitdir = git_repository_path(x->repo);
+	char objects[PATH_MAX], incoming[PATH_MAX + 64], inpack[PATH_MAX + 80],
+		tmp_review[PATH_MAX + 64], tmp_unrel[PATH_MAX + 64];
+	const char *tmps[2] = {tmp_review, tmp_unrel};
+	struct strv reads = {0}, deleted = {0};
+	struct sync_confine_in conf = {0}, vconf;
+	struct sync_verify_in vin;
+	char verdir[PATH_MAX + 32], verpack[PATH_MAX + 40];
+	struct sync_fetch_io io;
+	struct sync_relay rl = {.data = -1, .ctl = -1, .extra = {-1, -1}};
+	struct pull_io p = {
+		.x = x, .rec = -1, .err = -1, .ver = {.pid = -1, .in = -1, .out = -1, .err = -1}};
+	struct sync_link *link = NULL;
 	struct timespec start;
-	struct sync_memos memo = {0}, memo2 = {0};
-	struct sync_rmemos rmemo = {0}, rmemo2 = {0};
-	struct sync_reftab tracked = {0}, locals = {0};
-	struct sync_oidset known = {0};
-	struct sync_allrefs all = {0};
-	git_repository *dlrepo = NULL;
-	git_remote *dlremote = NULL, *rem = x->remote;
-	int known_ok = 0;
-	git_oid head_id;
-	int have_head = 0;
-	int rmemo_dirty = 0, review_r = 0;
-	struct sync_git check = {.pid = -1, .in = -1, .out = -1, .err = -1};
-	const struct sync_branch *review_bad = NULL;
-	char review_err[512];
+	int data[2] = {-1, -1}, ctl[2] = {-1, -1}, rec[2] = {-1, -1}, err[2] = {-1, -1};
+	int memo_fd[2] = {-1, -1}, lockfd = -1, packfd = -1, verfd = -1, relay_failed = 0, st = -1,
+	    pidfd = -1;
 	unsigned removed = 0;
-	int ret = -1, lockfd = -1, r;
+	pid_t pid = -1, parent = getpid();
+	int ret = -1, r;
 
+	tmp_review[0] = tmp_unrel[0] = '\0';
 	/* One pull at a time: the clean-up below must not remove a live download. */
 	clock_gettime(CLOCK_REALTIME, &start);
 	r = sync_repo_lock(common, &lockfd);
@@ -429,392 +607,261 @@ int sync_do_pull(struct sync_ctx *x)
 		log_err("%socsb-sync.lock: %s", common, strerror(-r));
 		goto out;
 	}
-	/*
-	 * The SSH handshake and the agent's upload-pack start (200-300 ms, the other side's
-	 * work mostly) overlap reading this repository's refs and memos.
-	 */
-	(void)sync_preconnect(&x->conn, "git-upload-pack");
 	snprintf(objects, sizeof(objects), "%sobjects", common);
+	r = sync_incoming_prepare(objects, incoming, sizeof(incoming), &packfd, &removed);
+	if (r < 0) {
+		log_err("%s/%s: %s", objects, SYNC_INCOMING, strerror(-r));
+		goto out;
+	}
+	if (removed)
+		log_info("removed %u temporary file%s left by an interrupted pull", removed,
+			removed == 1 ? "" : "s");
+	/* The pack's check writes here; the child cannot (its Landlock rules). */
+	r = sync_verified_prepare(objects, verdir, sizeof(verdir), &verfd);
+	if (r < 0) {
+		log_err("%s/%s: %s", objects, SYNC_VERIFIED, strerror(-r));
+		goto out;
+	}
+	/* The connectivity check runs git: fail before downloading anything without it. */
+	if (sync_git_check() < 0)
+		goto out;
+	memo_fd[0] = pull_memo_file(common, "ocsb-sync.review", tmp_review, sizeof(tmp_review));
+	memo_fd[1] = pull_memo_file(common, "ocsb-sync.unrelated", tmp_unrel, sizeof(tmp_unrel));
+	if (memo_fd[0] < 0 || memo_fd[1] < 0) {
+		log_err("%s: cannot make the memo files: %s", common, strerror(errno));
+		goto out;
+	}
+	/* What the child may read: the git directories and the alternates' stores. */
+	strv_push(&reads, common);
+	if (strcmp(gitdir, common) != 0)
+		strv_push(&reads, gitdir);
+	pull_alternates(objects, &reads);
+	conf.read = (const char *const *)reads.v;
+	conf.nread = reads.n;
+	snprintf(inpack, sizeof(inpack), "%s/pack", incoming);
+	conf.incoming = inpack;
+	/* The pack's check: confined the same, writing only its own directory, no fork. */
+	vconf = conf;
+	snprintf(verpack, sizeof(verpack), "%s/pack", verdir);
+	vconf.incoming = verpack;
+	vconf.no_fork = 1;
+	vin = (struct sync_verify_in){.gitdir = gitdir,
+		.objects = objects,
+		.home = x->me.home,
+		.inpackfd = packfd,
+		.outdir = verdir,
+		.confine = &vconf,
+		.deadline = x->conn.deadline + PULL_GRACE_S};
+	p.vin = &vin;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) < 0 ||
+		pipe2(ctl, O_CLOEXEC) < 0 || pipe2(rec, O_CLOEXEC) < 0 ||
+		pipe2(err, O_CLOEXEC) < 0) {
+		log_err("pipe: %s", strerror(errno));
+		goto out;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	/*
+	 * The child may close its end while the remote still sends (a last flush after the
+	 * pack): that is EPIPE on the relay's write, not a signal that ends the pull.
+	 */
+	signal(SIGPIPE, SIG_IGN);
+	sync_trace("locked, quarantine ready; forking the confined child");
+	pid = fork();
+	if (pid < 0) {
+		log_err("fork: %s", strerror(errno));
+		goto out;
+	}
+	if (pid == 0) {
+		io = (struct sync_fetch_io){.data = data[1],
+			.ctl = ctl[0],
+			.rec = rec[1],
+			.err = err[1],
+			.memo_review = memo_fd[0],
+			.memo_unrelated = memo_fd[1],
+			.lockfd = lockfd,
+			.incoming = incoming,
+			.confine = &conf};
+		sync_fetch_child(x, &io, parent);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	close(data[1]), data[1] = -1;
+	close(ctl[0]), ctl[0] = -1;
+	close(rec[1]), rec[1] = -1;
+	close(err[1]), err[1] = -1;
+	close(memo_fd[0]), memo_fd[0] = -1;
+	close(memo_fd[1]), memo_fd[1] = -1;
+	p.rec = rec[0];
+	p.err = err[0];
+	rl.data = data[0];
+	rl.ctl = ctl[1];
+	rl.extra[0] = rec[0];
+	rl.extra[1] = err[0];
+	rl.on_extra = pull_on_input;
+	rl.on_remote = pull_on_remote;
+	rl.arg = &p;
+	/*
+	 * The SSH session, in this process (the key or ssh-agent are the owner's): while it
+	 * opens, the child reads the refs and memos.
+	 */
+	sync_trace("ssh: git-upload-pack: connection opening meanwhile");
+	link = sync_link_new(&x->conn);
+	if (!link || sync_link_open(link, "git-upload-pack") < 0) {
+		/* The child reports it ("connecting to the agent: ..."), as before. */
+		snprintf(rl.why, sizeof(rl.why), "%s",
+			x->conn.err[0] ? x->conn.err : "out of memory");
+		ssize_t w = write(rl.ctl, rl.why, strlen(rl.why));
+
+		(void)w; /* a child already gone has nothing to report */
+		shutdown(rl.data, SHUT_RDWR);
+		relay_failed = 1;
+	} else {
+		relay_failed = sync_link_relay(link, &rl) < 0;
+	}
+	sync_link_free(link);
+	link = NULL;
+	if (rl.ctl >= 0)
+		close(rl.ctl), rl.ctl = -1;
+	close(rl.data), rl.data = -1;
+	sync_trace("relay ended%s", relay_failed ? " (by the parent)" : "");
+	/* The pack is whole: git index-pack resolves it while the child checks and reviews. */
+	if (p.ver.in >= 0)
+		close(p.ver.in), p.ver.in = -1;
+	/* While the child checks and reviews: what earlier versions' downloads left. */
 	r = sync_clean_tmp_packs(objects, &start, &removed);
 	if (r < 0)
 		log_warn("%s/pack: cannot remove temporary packs: %s", objects, strerror(-r));
 	if (removed)
 		log_info("removed %u temporary pack%s left by an interrupted pull", removed,
 			removed == 1 ? "" : "s");
+	/* The child's last words and its handover, until both pipes end. */
+	while (rl.extra[0] >= 0 || rl.extra[1] >= 0) {
+		struct pollfd pf[2];
+		int n = 0;
 
-	if (sync_memo_load(common, &memo) < 0 || sync_rmemo_load(common, &rmemo) < 0)
-		goto out;
-	sync_rmemos_sort(&rmemo);
-	sync_trace("locked, temporary packs checked, memos loaded");
-
-	/* The connectivity check runs git: fail before downloading anything without it. */
-	if (sync_git_check() < 0)
-		goto out;
-	snprintf(prefix, sizeof(prefix), "refs/remotes/%s/", x->ns);
-	if (sync_refs_load(x->repo, prefix, &tracked, &locals, &all, &known, &known_ok) < 0)
-		goto out;
-	have_head = git_reference_name_to_id(&head_id, x->repo, "HEAD") == 0;
-	git_error_clear();
-	/*
-	 * The download negotiates with the refs just read, from memory (haves.c); should
-	 * that handle not be made, the ordinary remote does the same, reading them again.
-	 */
-	if (sync_haves_repo(&dlrepo, x->repo, (const char *const *)all.names, all.ids, all.n) ==
-		0) {
-		git_remote_create_options ro;
-
-		git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
-		ro.repository = dlrepo;
-		ro.flags =
-			GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
-		if (git_remote_create_with_opts(&dlremote, x->url, &ro) == 0)
-			rem = dlremote;
-	}
-	git_error_clear();
-	sync_trace("refs read (%zu), download handle %s", all.n,
-		rem == dlremote ? "in memory" : "the repository");
-	sync_callbacks(x, &cb);
-	if (git_remote_connect(rem, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
-		sync_git_fail(x, "connecting to the agent");
-		goto out;
-	}
-	sync_trace("connected, advertisement read");
-	if (git_remote_ls(&heads, &nheads, rem) < 0) {
-		sync_git_fail(x, "listing the agent's branches");
-		goto out;
-	}
-	if (nheads > SYNC_MAX_ADVERTISED) {
-		log_err("%s advertises %zu refs, more than %d: refusing", x->cfg.agent, nheads,
-			SYNC_MAX_ADVERTISED);
-		goto out;
-	}
-	br = calloc(nheads ? nheads : 1, sizeof(*br));
-	bstat = calloc(nheads ? nheads : 1, sizeof(*bstat));
-	if (!br || !bstat)
-		goto out;
-	/*
-	 * Every advertised branch name is checked before anything is fetched. A bad name is
-	 * skipped loudly (named, escaped, on stderr and in the JSON), the good ones are
-	 * still fetched: one hostile ref must not hold the owner's review hostage.
-	 */
-	for (size_t i = 0; i < nheads; i++) {
-		const char *n = heads[i]->name;
-		char why[128], spec[2 * SYNC_REF_MAX + 64];
-
-		if (strncmp(n, "refs/heads/", 11) != 0)
-			continue; /* HEAD, tags, other namespaces: not exchanged */
-		if (!sync_ref_name_ok(n, why, sizeof(why))) {
-			char esc[1100], line[1300];
-
-			sync_escape(n, strlen(n), esc, sizeof(esc));
-			log_warn("skipped the agent's ref \"%s\": %s", n, why);
-			snprintf(line, sizeof(line), "%s\t%s", esc, why);
-			strv_push(&skipped, line);
-			nskipped++;
-			continue;
+		for (int i = 0; i < 2; i++)
+			if (rl.extra[i] >= 0)
+				pf[n++] = (struct pollfd){.fd = rl.extra[i], .events = POLLIN};
+		if (time(NULL) > x->conn.deadline + PULL_GRACE_S) {
+			kill(pid, SIGKILL);
+			if (!p.said)
+				log_err("time limit reached: the confined child did not finish "
+					"(raise "
+					"it with --timeout); no ref was written");
+			p.said = 1;
+			break;
 		}
-		snprintf(br[nb].name, sizeof(br[nb].name), "%s", n + 11);
-		git_oid_cpy(&br[nb].tip, &heads[i]->oid);
-		snprintf(spec, sizeof(spec), "+%s:refs/remotes/%s/%s", n, x->ns, n + 11);
-		strv_push(&specs, spec);
-		nb++;
-	}
-	if (nb) {
-		char glob[SYNC_REF_MAX + 64], *globv[1] = {glob};
-		git_strarray arr = {.strings = specs.v, .count = specs.n};
+		if (poll(pf, (nfds_t)n, 1000) < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			int k = pf[i].fd == rl.extra[0] ? 0 : 1;
 
-		/*
-		 * libgit2 matches every advertised ref against every refspec: 500 branches
-		 * among 3,500 refs made 1.75 million matches. When no branch name was
-		 * skipped, one glob wants exactly the same objects (refs are written below,
-		 * by name, either way).
-		 */
-		if (!nskipped && nb > 1) {
-			snprintf(glob, sizeof(glob), "+refs/heads/*:refs/remotes/%s/*", x->ns);
-			arr.strings = globv;
-			arr.count = 1;
-		}
-
-		git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
-		fo.callbacks = cb;
-		fo.prune = GIT_FETCH_NO_PRUNE;
-		fo.update_fetchhead = 0;
-		fo.download_tags = GIT_REMOTE_DOWNLOAD_TAGS_NONE;
-		/* Objects only: refs are written below, one by one, after the checks. */
-		if (git_remote_download(rem, &arr, &fo) < 0) {
-			sync_git_fail(x, "fetching from the agent");
-			goto out;
-		}
-		/* A transport error libgit2 recovered from is not the cause of a later failure. */
-		x->conn.err[0] = '\0';
-		if (x->progress_shown)
-			fputc('\n', stderr), x->progress_shown = 0;
-	}
-	sync_trace("downloaded (%zu branches)", nb);
-	git_remote_disconnect(rem);
-	x->conn.err[0] = '\0';
-	sync_trace("disconnected");
-	/*
-	 * Before any ref is written the fetched history must be complete (git rev-list, or
-	 * the in-process check for a few commits). The review reads the same objects and
-	 * runs meanwhile, on the other core: what it finds is used, and any ref written,
-	 * only once the history is known complete; a review that fails on an incomplete
-	 * history is reported as that.
-	 */
-	if (sync_check_start(x, br, nb, known_ok ? &known : NULL, &check) < 0)
-		goto out;
-	sync_trace(
-		"history check started (%s)", check.pid >= 0 ? "git rev-list" : "in-process, done");
-	for (size_t i = 0; i < nb; i++) {
-		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 160];
-		const struct sync_refent *te, *le;
-
-		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
-		if ((te = sync_reftab_find(&tracked, b->name)) && te->direct) {
-			git_oid_cpy(&b->old, &te->id);
-			b->have_old = 1;
-		}
-		if (!b->have_old)
-			b->state = "new";
-		else if (git_oid_equal(&b->old, &b->tip))
-			b->state = "up to date";
-		else if (git_graph_descendant_of(x->repo, &b->tip, &b->old) == 1)
-			b->state = "updated";
-		else
-			b->state = "forced";
-		/*
-		 * Review base: where the agent's work starts from the owner's point of view,
-		 * the owner's branch of that name; without one, the owner's HEAD, so a second
-		 * pull still shows what the branch carries; without common history, what
-		 * changed since the last pull.
-		 */
-		{
-			struct sync_review_in in = {.tip = &b->tip,
-				.old = b->have_old ? &b->old : NULL,
-				.memo = sync_rmemo_bsearch(&rmemo, track),
-				.walk_limit = SYNC_HISTORY_WALK};
-			struct sync_review rv;
-
-			if ((le = sync_reftab_find(&locals, b->name)) &&
-				!git_oid_is_zero(&le->id)) {
-				b->have_local = 1;
-				in.against = &le->id;
-				in.have_local = 1;
-			} else if (have_head) {
-				const struct sync_memo *m = sync_memo_find(&memo, track);
-
-				in.against = &head_id;
-				in.unrelated_hint = m &&
-					sync_still_unrelated(x->repo, &m->tip, &b->tip, &m->against,
-						&head_id, SYNC_MEMO_WALK) == 1;
-			}
-			git_error_clear();
-			r = sync_review_branch(x, b, &in, &rv, &fl, &nfl, &bstat[i]);
+			if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			r = pull_on_input(&p, pf[i].fd);
 			if (r < 0) {
-				const git_error *e = git_error_last();
-
-				snprintf(review_err, sizeof(review_err), "%s",
-					e && e->message ? e->message : "");
-				review_r = r;
-				review_bad = b;
-				sync_review_free(&rv);
+				kill(pid, SIGKILL); /* a child that breaks the format is done */
+				rl.extra[0] = rl.extra[1] = -1;
 				break;
 			}
-			if (!in.have_local && in.against && (in.unrelated_hint || rv.unrelated))
-				(void)sync_memo_add(&memo2, track, &b->tip, in.against);
-			if (rv.have_memo) {
-				const struct sync_rmemo *om = in.memo;
-
-				snprintf(rv.memo.ref, sizeof(rv.memo.ref), "%s", track);
-				if (!om || !git_oid_equal(&om->tip, &rv.memo.tip) ||
-					!git_oid_equal(&om->against, &rv.memo.against) ||
-					om->have_base != rv.memo.have_base ||
-					(om->have_base && !git_oid_equal(&om->base, &rv.memo.base)))
-					rmemo_dirty = 1;
-				if (sync_rmemo_push(&rmemo2, &rv.memo) < 0)
-					rmemo_dirty = 1; /* a missing entry costs speed only */
-			}
-			sync_review_free(&rv);
+			if (r > 0)
+				rl.extra[k] = -1;
 		}
 	}
-	sync_trace("reviewed");
-	if (sync_check_finish(x, &check) < 0)
-		goto out;
-	sync_trace("history checked");
-	if (review_bad) {
-		sync_review_failed(x, review_bad, review_r, review_err);
-		goto out;
-	}
-	for (size_t i = 0; i < nb; i++) {
-		struct sync_branch *b = &br[i];
-		char track[SYNC_REF_MAX + 160], msg[128];
-		git_reference *nref = NULL;
-
-		if (!strcmp(b->state, "up to date"))
-			continue;
-		snprintf(track, sizeof(track), "refs/remotes/%s/%s", x->ns, b->name);
-		snprintf(msg, sizeof(msg), "ocsb sync pull: %s",
-			!strcmp(b->state, "forced") ? "forced-update" : b->state);
-		if (git_reference_create(&nref, x->repo, track, &b->tip, 1, msg) < 0) {
-			sync_git_fail(x, track);
-			goto out;
-		}
-		git_reference_free(nref);
-		sync_ensure_reflog(x, track, &b->tip, msg);
-	}
-	sync_trace("refs written");
-
-	/* What this pull learnt replaces its namespace's memo; other agents' entries stay. */
-	for (size_t i = 0; i < memo.n; i++)
-		if (strncmp(memo.v[i].ref, prefix, strlen(prefix)) != 0)
-			(void)sync_memo_add(
-				&memo2, memo.v[i].ref, &memo.v[i].tip, &memo.v[i].against);
-	{
-		/* rmemo2 holds this pull's branches so far: found by bisection over their order. */
-		size_t n2 = rmemo2.n, *ord = sync_rmemos_order(&rmemo2);
-
-		for (size_t i = 0; i < rmemo.n; i++) {
-			if (strncmp(rmemo.v[i].ref, prefix, strlen(prefix)) != 0) {
-				if (sync_rmemo_push(&rmemo2, &rmemo.v[i]) < 0)
-					rmemo_dirty = 1;
-			} else if (!ord || !sync_rmemos_has(&rmemo2, ord, n2, rmemo.v[i].ref)) {
-				rmemo_dirty = 1; /* a branch gone (or no memory): rewritten */
-			}
-		}
-		free(ord);
-	}
-	if (rmemo_dirty) {
-		r = sync_rmemo_save(common, &rmemo2);
-		if (r < 0)
-			log_warn("%s%s: %s (the next pull may be slower)", common,
-				"ocsb-sync.review", strerror(-r));
-	}
-	/* Unchanged: not rewritten (an empty one is saved: that removes a stale file). */
-	r = memo2.n && sync_memos_equal(&memo, &memo2) ? 0 : sync_memo_save(common, &memo2);
-	if (r < 0)
-		log_warn("%s%s: %s (the next pull may be slower)", common, "ocsb-sync.unrelated",
-			strerror(-r));
-	sync_trace("memos saved%s", rmemo_dirty ? " (review memo rewritten)" : "");
 	/*
-	 * Agent branches that disappeared: remove their remote-tracking refs, and say so
-	 * (the table was read before this pull wrote refs: it has no new name).
+	 * A complete handover is the child's success (its exit status says no more: a
+	 * turned child can exit 0 too); it is reaped at the end, its teardown meanwhile.
+	 * Without one, its end says what happened.
 	 */
-	for (size_t k = 0; k < tracked.n; k++) {
-		const struct sync_refent *e = &tracked.v[k];
-		char full[SYNC_REF_MAX + 200], hex[GIT_OID_HEXSZ + 1], line[SYNC_REF_MAX + 200];
-		int found = 0;
-
-		if (!e->direct)
-			continue;
-		for (size_t i = 0; i < nb && !found; i++)
-			found = !strcmp(e->name, br[i].name);
-		if (found)
-			continue;
-		snprintf(full, sizeof(full), "%s%s", prefix, e->name);
-		if (git_reference_lookup(&ref, x->repo, full) == 0) {
-			if (git_reference_type(ref) == GIT_REFERENCE_DIRECT) {
-				git_oid_tostr(hex, sizeof(hex), git_reference_target(ref));
-				snprintf(line, sizeof(line), "%s\t%s", e->name, hex);
-				if (git_reference_delete(ref) == 0)
-					strv_push(&deleted, line);
-			}
-			git_reference_free(ref);
-		}
-	}
-	git_error_clear();
-
-	if (x->o->json) {
-		printf("{\"agent\":");
-		json_fput_str(stdout, x->cfg.agent);
-		printf(",\"project\":");
-		json_fput_str(stdout, x->project);
-		printf(",\"branches\":[");
-		for (size_t i = 0; i < nb; i++)
-			sync_print_branch_json(x, &br[i], i == 0);
-		printf("],\"deleted\":[");
-		for (size_t i = 0; i < deleted.n; i++) {
-			char *tab = strchr(deleted.v[i], '\t');
-			*tab = '\0';
-			printf("%s{\"name\":", i ? "," : "");
-			json_fput_str(stdout, deleted.v[i]);
-			printf(",\"old\":\"%s\"}", tab + 1);
-		}
-		printf("],\"skipped\":[");
-		for (size_t i = 0; i < skipped.n; i++) {
-			char *tab = strchr(skipped.v[i], '\t');
-			*tab = '\0';
-			printf("%s{\"name\":", i ? "," : "");
-			json_fput_str(stdout, skipped.v[i]);
-			printf(",\"reason\":");
-			json_fput_str(stdout, tab + 1);
-			printf("}");
-		}
-		printf("],\"review\":[");
-		for (size_t i = 0; i < nfl; i++) {
-			printf("%s{\"branch\":", i ? "," : "");
-			json_fput_str(stdout, fl[i].branch);
-			printf(",\"path\":");
-			json_fput_str(stdout, fl[i].path);
-			printf(",\"flag\":\"%s\",\"why\":", sync_flag_name(fl[i].flag));
-			json_fput_str(stdout, sync_flag_text(fl[i].flag));
-			printf(",\"new\":%s}", fl[i].is_new ? "true" : "false");
-		}
-		printf("]}\n");
+	if (!p.ho.ended || p.ho_err[0]) {
+		st = pull_reap(pid, pidfd, x->conn.deadline + PULL_GRACE_S);
+		pid = -1;
 	} else {
-		if (!nb && !deleted.n)
-			printf("%s has no branches to fetch\n", x->cfg.agent);
-		for (size_t i = 0; i < nb; i++)
-			sync_print_branch_text(x, &br[i], bstat[i].data ? bstat[i].data : "");
-		for (size_t i = 0; i < deleted.n; i++) {
-			char *tab = strchr(deleted.v[i], '\t');
-			*tab = '\0';
-			printf("%s/%s: deleted (the agent removed it; was %.7s)\n", x->ns,
-				deleted.v[i], tab + 1);
-		}
-		for (size_t i = 0; i < skipped.n; i++) {
-			char *tab = strchr(skipped.v[i], '\t');
-			*tab = '\0';
-			printf("skipped: \"%s\" (%s)\n", skipped.v[i], tab + 1);
-		}
-		if (!nfl) {
-			printf("REVIEW GATE: nothing flagged\n");
-		} else {
-			printf("REVIEW GATE: %zu risky change%s: read them before you check out, "
-			       "merge, build or open the branch in an editor\n",
-				nfl, nfl == 1 ? "" : "s");
-			for (size_t i = 0; i < nfl; i++)
-				printf("  [%s] %s/%s: %s: %s%s\n", sync_flag_name(fl[i].flag),
-					x->ns, fl[i].branch, fl[i].path, sync_flag_text(fl[i].flag),
-					fl[i].is_new ? " (new since your last pull)" : "");
-		}
+		st = 0;
 	}
+	if (x->progress_shown)
+		fputc('\n', stderr), x->progress_shown = 0;
+	sync_trace("child done (%s)", pid > 0 ? "handover complete" : "ended");
+	if (p.ho_err[0]) {
+		log_err("the confined process that read the agent's data broke the handover (%s): "
+			"nothing was written",
+			p.ho_err);
+		goto out;
+	}
+	if (st < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		if (st >= 0 && WIFSIGNALED(st))
+			log_err("the confined process that read the agent's data died (signal %d): "
+				"nothing was written",
+				WTERMSIG(st));
+		else if (!p.said)
+			log_err("the confined process that read the agent's data failed: nothing "
+				"was written");
+		goto out;
+	}
+	if (relay_failed) {
+		log_err("%s", rl.why);
+		goto out;
+	}
+	if (sync_ho_finish(&p.ho, p.ho_err, sizeof(p.ho_err)) < 0) {
+		log_err("the confined process that read the agent's data broke the handover (%s): "
+			"nothing was written",
+			p.ho_err);
+		goto out;
+	}
+	if (pull_check_pack(x, &p, packfd) < 0)
+		goto out;
+	sync_incoming_clear(packfd); /* the child's pack and index: git's copy goes in */
+	if (pull_apply(x, &p, verfd, objects, tmps, &deleted) < 0)
+		goto out;
+	tmp_review[0] = tmp_unrel[0] = '\0'; /* renamed or removed */
+	sync_print(x, &p.ho, &deleted);
 	/* For scripts and hooks: a flag is a distinct outcome, not a failure of the pull. */
 	sync_trace("deleted refs checked, printed");
-	ret = x->o->strict && nfl ? 1 : 0;
+	ret = x->o->strict && p.ho.nfl ? 1 : 0;
 out:
-	sync_memos_free(&memo);
-	sync_memos_free(&memo2);
-	sync_rmemos_free(&rmemo);
-	sync_rmemos_free(&rmemo2);
-	sync_reftab_free(&tracked);
-	sync_reftab_free(&locals);
-	sync_oidset_free(&known);
-	sync_allrefs_free(&all);
-	git_remote_free(dlremote);
-	git_repository_free(dlrepo);
-	if (bstat)
-		for (size_t i = 0; i < nheads; i++)
-			buf_free(&bstat[i]);
-	free(bstat);
-	free(br);
-	free(fl);
-	strv_free(&specs);
-	strv_free(&skipped);
+	if (pid > 0 && ret < 0) {
+		kill(pid, SIGKILL);
+		pull_reap(pid, pidfd, time(NULL) + 5);
+	} else if (pid > 0) {
+		/*
+		 * It handed over and is exiting (it closed the lock first), while this process
+		 * wrote the refs and printed: reaped now (its resources, git rev-list's
+		 * included, are counted as this process's children's).
+		 */
+		pull_reap(pid, pidfd, time(NULL) + 5);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	if (ret < 0 && packfd >= 0)
+		sync_incoming_clear(packfd); /* a failed pull keeps nothing the agent sent */
+	for (int i = 0; i < 2; i++) {
+		if (tmps[i][0])
+			(void)unlink(tmps[i]);
+		if (memo_fd[i] >= 0)
+			close(memo_fd[i]);
+		if (data[i] >= 0)
+			close(data[i]);
+		if (ctl[i] >= 0)
+			close(ctl[i]);
+		if (rec[i] >= 0)
+			close(rec[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	if (packfd >= 0)
+		close(packfd);
+	if (p.vstarted)
+		sync_verify_kill(&p.ver); /* reaped already when it finished */
+	if (verfd >= 0) {
+		if (ret < 0)
+			sync_incoming_clear(verfd);
+		close(verfd);
+	}
+	sync_ho_free(&p.ho);
+	buf_free(&p.recbuf);
+	buf_free(&p.errbuf);
+	strv_free(&reads);
 	strv_free(&deleted);
-	if (check.pid >= 0)
-		sync_git_finish(&check, 1);
-	sync_preconnect_drop(&x->conn);
 	if (lockfd >= 0)
 		close(lockfd);
 	return ret;

@@ -135,7 +135,8 @@ static int sync_send_pack(struct sync_conn *c, struct sync_link *l, git_odb *odb
 	args[k++] = o->progress ? "--progress" : "-q";
 	args[k] = NULL;
 	/* As the owner (this process), on the owner's repository: nothing of the agent's runs. */
-	if (sync_git_start(&g, o->gitdir, o->home, args, SYNC_GIT_STDIN | SYNC_GIT_STDOUT) < 0)
+	if (sync_git_start(&g, o->gitdir, o->home, args, NULL, SYNC_GIT_STDIN | SYNC_GIT_STDOUT) <
+		0)
 		goto out;
 	/* pack-objects --revs reads all of stdin before it writes: no deadlock. */
 	if (fo_write_all(g.in, revs.data, revs.len) < 0) {

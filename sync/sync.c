@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "fileops.h"
 #include "log.h"
 #include "paths.h"
 #include "sync.h"
@@ -47,6 +49,12 @@ void sync_git_fail(struct sync_ctx *x, const char *what)
 
 /* --- callbacks (payload: struct sync_ctx, whose first member is the sync_conn) */
 
+/* The pull's child: a record for the parent, which prints it (handover.c). */
+static void sync_to_parent(struct sync_ctx *x, const char *rec, size_t len)
+{
+	(void)fo_write_all(x->rec_fd, rec, len);
+}
+
 static int sync_on_sideband(const char *str, int len, void *payload)
 {
 	struct sync_ctx *x = payload;
@@ -58,6 +66,13 @@ static int sync_on_sideband(const char *str, int len, void *payload)
 	while (len > 0 && (str[len - 1] == '\n' || str[len - 1] == '\r'))
 		len--;
 	sync_escape(str, (size_t)len, esc, sizeof(esc));
+	if (x->rec_fd >= 0) {
+		char rec[sizeof(esc) + 16];
+		int n = snprintf(rec, sizeof(rec), "remote\t%s\n", esc);
+
+		sync_to_parent(x, rec, (size_t)n);
+		return 0;
+	}
 	fprintf(stderr, "\rremote: %s\033[K\n", esc);
 	return 0;
 }
@@ -88,7 +103,23 @@ static int sync_on_transfer(const git_indexer_progress *st, void *payload)
 			c->user);
 		return -1;
 	}
-	if (x->tty && !x->o->json) {
+	if (x->tty && !x->o->json && x->rec_fd >= 0) {
+		/* Ten a second at most, and the last one: a pipe write per object is not free. */
+		static struct timespec last;
+		struct timespec now;
+		char rec[96];
+		int n;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (st->received_objects < st->total_objects &&
+			(now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000 <
+				100)
+			return 0;
+		last = now;
+		n = snprintf(rec, sizeof(rec), "progress\t%u\t%u\t%zu\n", st->received_objects,
+			st->total_objects, st->received_bytes);
+		sync_to_parent(x, rec, (size_t)n);
+	} else if (x->tty && !x->o->json) {
 		fprintf(stderr, "\rreceiving objects: %u/%u, %.1f MiB\033[K", st->received_objects,
 			st->total_objects, (double)st->received_bytes / (1024.0 * 1024.0));
 		x->progress_shown = 1;
@@ -178,6 +209,7 @@ static int sync_open(struct sync_ctx *x, struct sync_opts *o)
 
 	memset(x, 0, sizeof(*x));
 	x->o = o;
+	x->rec_fd = -1;
 	x->tty = isatty(STDERR_FILENO);
 	sync_conn_init(&x->conn);
 	paths_default(&p);
@@ -515,24 +547,35 @@ out:
 
 /* --- entry points */
 
+static int trace_on = -1, trace_statm = -1;
+
+int sync_trace_reopen(void)
+{
+	if (trace_statm >= 0)
+		close(trace_statm);
+	trace_statm = -1;
+	if (trace_on > 0)
+		trace_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	return trace_statm;
+}
+
 /*
  * OCSB_SYNC_TRACE=1: one line on stderr per phase, milliseconds since the process
  * started (its start time from /proc, 10 ms steps; then CLOCK_BOOTTIME). For profiling.
  */
 void sync_trace(const char *fmt, ...)
 {
-	static int on = -1;
 	static double t0;
 	struct timespec ts;
 	va_list ap;
 
-	if (on < 0) {
+	if (trace_on < 0) {
 		FILE *f = fopen("/proc/self/stat", "re");
 		unsigned long long st = 0;
 		char line[1024], *p = NULL;
 
-		on = getenv("OCSB_SYNC_TRACE") != NULL;
-		if (on && f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
+		trace_on = getenv("OCSB_SYNC_TRACE") != NULL;
+		if (trace_on && f && fgets(line, sizeof(line), f) && (p = strrchr(line, ')')))
 			(void)sscanf(p + 2,
 				"%*c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
 				"%*s %*s %*s %*s %*s %llu",
@@ -541,18 +584,22 @@ void sync_trace(const char *fmt, ...)
 			fclose(f);
 		t0 = (double)st * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 	}
-	if (!on)
+	if (!trace_on)
 		return;
 	clock_gettime(CLOCK_BOOTTIME, &ts);
 	{
 		/* Resident memory now (statm's second field, in pages): where a pull grows. */
-		FILE *f = fopen("/proc/self/statm", "re");
 		unsigned long size = 0, res = 0;
+		char st[128];
+		ssize_t n;
 
-		if (f) {
-			if (fscanf(f, "%lu %lu", &size, &res) != 2)
+		if (trace_statm < 0)
+			trace_statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+		n = trace_statm >= 0 ? pread(trace_statm, st, sizeof(st) - 1, 0) : -1;
+		if (n > 0) {
+			st[n] = '\0';
+			if (sscanf(st, "%lu %lu", &size, &res) != 2)
 				res = 0;
-			fclose(f);
 		}
 		fprintf(stderr, "ocsb trace %8.1f ms %7lu KiB: ",
 			(double)ts.tv_sec * 1e3 + ts.tv_nsec / 1e6 - t0,

@@ -22,6 +22,7 @@
 #endif
 #endif
 
+#include "buildflags.h"
 #include "config.h"
 #include "util.h"
 
@@ -80,20 +81,14 @@ struct sync_conn {
 	uint64_t bytes_read;
 	char err[1024]; /* first transport-level error, one line */
 	git_smart_subtransport_definition def;
-	struct sync_preconn *pre; /* owned: a connection opening meanwhile (pull), or NULL */
+	/*
+	 * The pull's confined child: its channel is relay_fd (a socket pair the parent relays
+	 * the SSH channel over), why the parent ended it arrives on relay_ctl. -1: none.
+	 */
+	int relay_fd, relay_ctl;
 };
 
 void sync_conn_init(struct sync_conn *c);
-/*
- * Open the SSH connection and start `service` in a thread while the caller reads its
- * repository (a pull's refs and memos): the transport's first action takes it over (its
- * error, if it failed, is the action's). The thread has a copy of c's settings and its
- * own error; c must stay valid until sync_preconnect_drop. 0, or -1 (nothing started:
- * the transport connects as usual).
- */
-int sync_preconnect(struct sync_conn *c, const char *service);
-/* Wait for a pre-connection nobody took and close it. */
-void sync_preconnect_drop(struct sync_conn *c);
 /* git_remote_callbacks.transport; payload must be the struct sync_conn. */
 int sync_transport_cb(git_transport **out, git_remote *owner, void *payload);
 /* Quote s for a POSIX shell: 'a'\''b'. -1 if it does not fit. */
@@ -114,6 +109,24 @@ int sync_link_read(struct sync_link *l, char *buf, size_t n, size_t *ret_len);
 int sync_link_write(struct sync_link *l, const char *buf, size_t len);
 /* What the remote wrote to stderr so far, one line, escaped. */
 void sync_link_stderr(struct sync_link *l, char *out, size_t n);
+/*
+ * The pull's parent: relay the open link's channel to the confined child over data (its
+ * socket pair) until the child closes it, keeping the deadline, the inactivity timeout and
+ * the byte bound; extra[] (the child's pipes, -1: none) are served meanwhile by on_extra
+ * (0 more to come, 1 at their end, -1 the child broke the protocol). 0 when the child
+ * closed the channel (or died), -1 when the relay ended it: why says why, and was written
+ * on ctl (then closed) for the child to report.
+ */
+struct sync_relay {
+	int data, ctl;
+	int extra[2];
+	int (*on_extra)(void *arg, int fd);
+	/* Each chunk the remote sent, as it is relayed (may be NULL). */
+	void (*on_remote)(void *arg, const char *p, size_t n);
+	void *arg;
+	char why[1024];
+};
+int sync_link_relay(struct sync_link *l, struct sync_relay *rl);
 
 /* --- pkt.c: git's pkt-line framing and receive-pack replies (pure, unit-tested) */
 #define SYNC_PKT_MAX 65520 /* whole packet, 4 length digits included */
@@ -125,6 +138,18 @@ enum sync_pkt_type { SYNC_PKT_DATA, SYNC_PKT_FLUSH };
  */
 long sync_pkt_parse(const char *buf, size_t avail, enum sync_pkt_type *ret_type,
 	const char **ret_data, size_t *ret_len);
+/*
+ * The pack in upload-pack's answer (side-band-64k): fed the bytes as they come, calls
+ * emit with band 1's payloads, the band byte dropped; the rest is skipped. Zero it to
+ * start; bad set (for good) on a malformed length.
+ */
+struct sync_band {
+	char hdr[4];
+	size_t hlen, left;
+	int band, bad;
+};
+void sync_band_feed(struct sync_band *d, const char *p, size_t n,
+	void (*emit)(void *arg, const char *p, size_t n), void *arg);
 /* Frame len bytes as one pkt-line into out; the packet's length, or -1 if it cannot. */
 long sync_pkt_format(char *out, size_t n, const char *data, size_t len);
 /*
@@ -203,13 +228,113 @@ struct sync_git {
 };
 /* 0 if /usr/bin/git can be run, else -1 (logged): checked before connecting. */
 int sync_git_check(void);
-/* `git --git-dir=GITDIR ARGS...` (args NULL-terminated, at most 16). 0 or -1 (logged). */
+/*
+ * `git --git-dir=GITDIR ARGS...` (args NULL-terminated, at most 16), env: variables added
+ * to the built environment (NULL: none). 0 or -1 (logged).
+ */
 int sync_git_start(struct sync_git *g, const char *gitdir, const char *home,
-	const char *const *args, unsigned flags);
+	const char *const *args, const char *const *env, unsigned flags);
 /* Close the pipes, SIGKILL first if kill_it, reap: git's exit status (128+sig), -1. */
 int sync_git_finish(struct sync_git *g, int kill_it);
 /* g->err until EOF, its first n - 1 bytes into out. 0, -ETIMEDOUT past deadline, -errno. */
 int sync_git_read_err(struct sync_git *g, char *out, size_t n, time_t deadline);
+
+/* --- confine.c: the pull's child, confined before it reads what the agent sent */
+struct sync_confine_in {
+	const char *const *read; /* the git directories and alternates: read only */
+	size_t nread;
+	const char *incoming; /* the quarantine's pack directory: the only one written */
+	int no_fork; /* threads only: no process of its own outlives it (the pack's verifier) */
+};
+struct sync_confined {
+	long abi; /* Landlock ABI applied, 0: none */
+	int net, scoped, seccomp, nnp;
+};
+/*
+ * Confine the calling process (the pull's child, before it reads a byte from the agent):
+ * a new session, no_new_privs, Landlock as in's paths say (when the kernel has it), the
+ * seccomp allow list. 0, or -1 with err set (the child must then not go on).
+ */
+int sync_confine(
+	const struct sync_confine_in *in, struct sync_confined *out, char *err, size_t errlen);
+/* One line: "landlock ABI 7 (files, tcp, scopes), seccomp, no_new_privs". */
+void sync_confined_describe(const struct sync_confined *c, char *out, size_t n);
+#ifdef OCSB_TEST_BUILD
+void sync_confine_probe(const char *phase);
+#else
+#define sync_confine_probe(phase) ((void)0)
+#endif
+
+/*
+ * --- handover.c: what the confined child tells the parent, one record per line (fields
+ * separated by tabs; texts are sync_escape's output): progress and remote text while it
+ * downloads, then skip, branch (each followed by its stat, more and flag records), deleted,
+ * memo, and end. The parent checks every field before it uses one: names are valid
+ * branch names, ids 40 hex digits, numbers decimal, texts escaped, states consistent.
+ */
+struct sync_rfile;
+#define SYNC_HO_LINE_MAX 8192
+#define SYNC_HO_MAX_FLAGS 2000000
+#define SYNC_STAT_FILES 20 /* files listed per branch in the diffstat */
+
+/* One fetched branch, as the child found it and the parent prints it. */
+struct sync_branch {
+	char name[SYNC_REF_MAX + 1]; /* after refs/heads/, validated */
+	git_oid tip, old;
+	int have_old;
+	const char *state; /* new, updated, forced, up to date (static strings) */
+	size_t ahead, behind; /* against the owner's branch of the same name */
+	int have_local;
+	size_t commits; /* since the review base */
+	int have_base;
+	git_oid base;
+	size_t files, ins, del;
+	int have_since; /* since the last pull: old -> tip */
+	size_t since_commits, since_files, since_ins, since_del;
+};
+
+struct sync_flagrec {
+	char branch[SYNC_REF_MAX + 1];
+	char path[1024]; /* escaped */
+	unsigned flag;
+	int is_new; /* also raised by what is new since the last pull */
+};
+
+enum sync_ho_memo { SYNC_HO_MEMO_NONE, SYNC_HO_MEMO_WRITE, SYNC_HO_MEMO_KEEP, SYNC_HO_MEMO_REMOVE };
+
+/* The parent's view of the handover so far. */
+struct sync_ho {
+	struct sync_branch *br; /* owned */
+	struct buf *stat; /* owned, one per branch: its diffstat lines, formatted */
+	unsigned *nstat; /* owned: stat records per branch (a "more" counts as one) */
+	size_t nb, cap;
+	struct sync_flagrec *fl; /* owned */
+	size_t nfl, flcap;
+	struct strv skipped; /* "escaped name\treason" */
+	struct strv deleted; /* "name\thex id" */
+	enum sync_ho_memo memo_review, memo_unrelated;
+	int ended;
+	/* the last progress or remote record */
+	unsigned long long prog_objects, prog_total, prog_bytes;
+	char remote[SYNC_HO_LINE_MAX];
+};
+enum sync_ho_kind { SYNC_HO_RESULT, SYNC_HO_PROGRESS, SYNC_HO_REMOTE };
+/*
+ * Check and take one record (len bytes, no newline). Its kind (h->prog_* or h->remote then
+ * hold a progress or remote record), or -1 with err set: the child broke the format.
+ */
+int sync_ho_feed(struct sync_ho *h, const char *line, size_t len, char *err, size_t errlen);
+/* After the last record: 0 when it ended properly and every deleted name is no branch. */
+int sync_ho_finish(struct sync_ho *h, char *err, size_t errlen);
+void sync_ho_free(struct sync_ho *h);
+/* The child's side: the records into b. 0 or -1 (no memory). */
+int sync_ho_put_branch(struct buf *b, const struct sync_branch *br);
+int sync_ho_put_stat(struct buf *b, const struct sync_rfile *d);
+int sync_ho_put_flag(struct buf *b, const char *path, unsigned flag, int is_new);
+/* A text field: t escaped (sync_escape), and tabs are control bytes: escaped too. */
+int sync_ho_put_text(struct buf *b, const char *t);
+/* 1 if flag name is one of the gate's; *ret_flag its bit. */
+int sync_flag_by_name(const char *name, unsigned *ret_flag);
 
 /* --- remote.c: agents on other machines (--host) */
 /* 1 if h is a host name or address literal ocsb passes to libssh and the pin file. */
@@ -239,6 +364,65 @@ int sync_repo_lock(const char *gitdir, int *ret_fd);
  */
 int sync_clean_tmp_packs(
 	const char *objects_dir, const struct timespec *before, unsigned *ret_removed);
+/*
+ * The pull's quarantine: <objects_dir>/ocsb-incoming (its path in ret_path) with pack/,
+ * made 0700 where missing, never through a link, emptied of what an interrupted pull left
+ * (*ret_removed). *ret_packfd holds pack/. 0 or a negative errno.
+ */
+#define SYNC_INCOMING "ocsb-incoming"
+int sync_incoming_prepare(
+	const char *objects_dir, char *ret_path, size_t n, int *ret_packfd, unsigned *ret_removed);
+/*
+ * Move the quarantine's packs (pack-<id>.pack with its .idx, regular files) into
+ * <objects_dir>/pack, never over an existing name, then empty it. *ret_moved counts the
+ * packs. 0 or a negative errno.
+ */
+int sync_incoming_commit(int packfd, const char *objects_dir, unsigned *ret_moved);
+/* Empty the quarantine (a pull that failed keeps nothing the agent sent). */
+void sync_incoming_clear(int packfd);
+/*
+ * The verified packs' directory, <objects_dir>/ocsb-verified/pack (its path in ret_path),
+ * made like the quarantine and emptied; only the pack's verifier writes there, never the
+ * confined child. *ret_fd holds it. 0 or a negative errno.
+ */
+#define SYNC_VERIFIED "ocsb-verified"
+int sync_verified_prepare(const char *objects_dir, char *ret_path, size_t n, int *ret_fd);
+
+/* --- verify.c: the parent's check of the pack the confined child kept */
+struct sync_verify_in {
+	const char *gitdir; /* the repository (its config is read) */
+	const char *objects; /* its object store: alternate of the verifier's */
+	const char *home;
+	int inpackfd; /* the quarantine's pack directory (read) */
+	const char *outdir; /* <objects>/ocsb-verified: GIT_OBJECT_DIRECTORY */
+	const struct sync_confine_in *confine; /* its incoming: <outdir>/pack */
+	time_t deadline;
+};
+/*
+ * Each pack-<id>.pack of the quarantine fed, as bytes, to `git index-pack --stdin` in a
+ * process confined like the child (writes only outdir/pack, threads but no fork), which
+ * writes its own pack and index there: the ids the owner's store will trust are git's,
+ * computed from the contents, and an id the store has already must have the same content
+ * (git's collision check). The quarantine's indexes are never used. *ret_n counts the
+ * packs. 0, or -1 after one line that says why.
+ */
+int sync_pack_verify(const struct sync_verify_in *in, unsigned *ret_n);
+/*
+ * The same check on a stream (the pull feeds it the pack as upload-pack sends it, while
+ * the child downloads): start it, feed it, then finish, which ends its input and says
+ * the name of the pack it wrote (ret_id, 40 hex). -1 with why set; kill ends it early.
+ */
+struct sync_verifier {
+	pid_t pid;
+	int in, out, err; /* owned */
+	size_t fed;
+};
+int sync_verify_start(
+	struct sync_verifier *v, const struct sync_verify_in *in, char *why, size_t whylen);
+void sync_verify_feed(struct sync_verifier *v, const char *p, size_t n);
+int sync_verify_finish(struct sync_verifier *v, time_t deadline, char *ret_id, size_t idlen,
+	char *why, size_t whylen);
+void sync_verify_kill(struct sync_verifier *v);
 
 /* --- check.c: pure functions on what the agent sends */
 /* 1 if name is a ref ocsb accepts from the agent (refs/heads/..., sane); else 0 + why. */
@@ -330,6 +514,8 @@ int sync_memo_add(
 	struct sync_memos *ms, const char *ref, const git_oid *tip, const git_oid *against);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_memo_save(const char *gitdir, const struct sync_memos *ms);
+/* The file's content into f (the pull's child writes it to a file the parent made). */
+void sync_memo_write(FILE *f, const struct sync_memos *ms);
 /*
  * A memo file written whole or not at all: sync_memo_begin fills path and tmp (n bytes
  * each: gitdir/name and its ".tmp") and opens tmp (0600, O_EXCL, not through a link);
@@ -439,6 +625,7 @@ int sync_rmemos_has(const struct sync_rmemos *ms, const size_t *ord, size_t n, c
 int sync_rmemo_push(struct sync_rmemos *ms, struct sync_rmemo *m);
 /* Replace the file with ms (removed when empty), atomically. 0 or a negative errno. */
 int sync_rmemo_save(const char *gitdir, const struct sync_rmemos *ms);
+void sync_rmemo_write(FILE *f, const struct sync_rmemos *ms);
 void sync_rmemo_free(struct sync_rmemo *m);
 void sync_linestats_free(struct sync_linestat *v, size_t n);
 void sync_rmemos_free(struct sync_rmemos *ms);
@@ -526,6 +713,7 @@ struct sync_ctx {
 	char pin_fix[600], key_fix[600];
 	int tty;
 	int progress_shown;
+	int rec_fd; /* the pull's child: progress and remote text go to the parent; -1: none */
 };
 /* An object id's first 7 hex digits, in buf (8 bytes). */
 const char *sync_short(const git_oid *id, char *buf);
@@ -571,6 +759,19 @@ int sync_refs_load(git_repository *repo, const char *prefix, struct sync_reftab 
 	int *known_ok);
 
 int sync_do_pull(struct sync_ctx *x);
+
+/* fetch.c: the pull's confined child. */
+struct sync_fetch_io {
+	int data, ctl; /* the relayed channel, and why the parent ended it */
+	int rec, err; /* the handover's records, and stderr: both to the parent */
+	int memo_review, memo_unrelated; /* files the parent made for the memos' new content */
+	int lockfd; /* the pull's lock: held until the child has handed over */
+	const char *incoming; /* the quarantine (an object directory with pack/) */
+	const struct sync_confine_in *confine;
+};
+/* Confine, fetch, check, review, hand over, exit: never returns. */
+__attribute__((noreturn)) void sync_fetch_child(
+	struct sync_ctx *x, struct sync_fetch_io *io, pid_t parent);
 /*
  * A second handle on repo's object database whose refs are the n given (names, targets)
  * held in memory, read-only (haves.c): libgit2's download negotiates with them instead of
@@ -579,6 +780,8 @@ int sync_do_pull(struct sync_ctx *x);
 int sync_haves_repo(git_repository **out, git_repository *repo, const char *const *names,
 	const git_oid *ids, size_t n);
 void sync_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* In a forked child, before it is confined: the trace's /proc/self/statm is its own. Its fd, -1. */
+int sync_trace_reopen(void);
 /* remote.c: `ocsb sync init --host`. 0 or -1 (logged). */
 int sync_do_init(struct sync_opts *o);
 

@@ -5,13 +5,17 @@
  * `git-upload-pack '<path>'` / `git-receive-pack '<path>'` on the other side
  * (forced through git-shell by the key's command= option).
  */
+#define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <libssh/libssh.h>
 
@@ -23,6 +27,7 @@ struct sync_link {
 	ssh_session session; /* owned */
 	ssh_channel channel; /* owned */
 	int open;
+	int relay; /* the pull's confined child: the channel is c->relay_fd, relayed by the parent */
 	int traced; /* the first reply after a write was traced */
 };
 
@@ -47,6 +52,7 @@ void sync_conn_init(struct sync_conn *c)
 	c->port = 22;
 	c->connect_timeout_s = 15;
 	c->io_timeout_s = 60;
+	c->relay_fd = c->relay_ctl = -1;
 }
 
 int sync_shell_quote(const char *s, char *out, size_t n)
@@ -99,7 +105,7 @@ void sync_link_stderr(struct sync_link *l, char *out, size_t n)
 
 	out[0] = '\0';
 	if (!l->channel)
-		return;
+		return; /* relayed: the parent has the remote's stderr */
 	while (len < (int)sizeof(raw) - 1) {
 		r = ssh_channel_read_nonblocking(
 			l->channel, raw + len, (uint32_t)(sizeof(raw) - 1 - (size_t)len), 1);
@@ -117,6 +123,13 @@ void sync_link_stderr(struct sync_link *l, char *out, size_t n)
 
 void sync_link_close(struct sync_link *l)
 {
+	if (l->relay) {
+		/* The parent hears the end of the download here and closes the SSH session. */
+		sync_trace("relay: closing the channel");
+		close(l->c->relay_fd);
+		l->c->relay_fd = -1;
+		l->relay = 0;
+	}
 	if (l->channel) {
 		sync_trace("ssh: closing the channel");
 		ssh_channel_close(l->channel);
@@ -133,6 +146,77 @@ void sync_link_close(struct sync_link *l)
 	l->open = 0;
 }
 
+/*
+ * The confined child's end of the channel (relay_fd, a socket pair): the parent reads the
+ * SSH channel and writes it here. At its end the parent has written why on relay_ctl
+ * first (the remote closed the connection and what it said on stderr, a time limit, the
+ * byte bound): that is the error, as the transport itself would have said it.
+ */
+static int sync_relay_closed(struct sync_link *l)
+{
+	struct sync_conn *c = l->c;
+	char why[sizeof(c->err)];
+	size_t len = 0;
+
+	while (len + 1 < sizeof(why)) {
+		ssize_t r = read(c->relay_ctl, why + len, sizeof(why) - 1 - len);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	why[len] = '\0';
+	why[strcspn(why, "\n")] = '\0';
+	if (why[0])
+		return sync_fail(c, "%s", why);
+	return sync_fail(c, "%s@%s closed the connection (no message)", c->user, c->host);
+}
+
+static int sync_relay_read(struct sync_link *l, char *buffer, size_t want, size_t *bytes_read)
+{
+	struct sync_conn *c = l->c;
+	time_t idle_start = time(NULL);
+
+	for (;;) {
+		struct pollfd p = {.fd = c->relay_fd, .events = POLLIN};
+		ssize_t r;
+
+		if (c->deadline && time(NULL) > c->deadline)
+			return sync_fail(c,
+				"time limit reached while receiving from %s@%s "
+				"(raise it with --timeout)",
+				c->user, c->host);
+		/* The parent relays at once: idle here is the remote's idle, as it was in-process. */
+		if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+			return sync_fail(c, "relay: %s", strerror(errno));
+		if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) {
+			if (time(NULL) - idle_start >= c->io_timeout_s)
+				return sync_fail(c,
+					"no data from %s@%s for %d s (inactivity timeout)", c->user,
+					c->host, c->io_timeout_s);
+			continue;
+		}
+		r = read(c->relay_fd, buffer, want);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			return sync_relay_closed(l);
+		c->bytes_read += (uint64_t)r;
+		if (!l->traced)
+			sync_trace("first %zd bytes read after the last write", r);
+		l->traced = 1;
+		if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
+			return sync_fail(c,
+				"%s@%s sent more than %llu bytes: aborted "
+				"(raise the bound with --max-bytes)",
+				c->user, c->host, (unsigned long long)c->max_bytes);
+		*bytes_read = (size_t)r;
+		return 0;
+	}
+}
+
 int sync_link_read(struct sync_link *l, char *buffer, size_t buf_size, size_t *bytes_read)
 {
 	struct sync_conn *c = l->c;
@@ -144,6 +228,8 @@ int sync_link_read(struct sync_link *l, char *buffer, size_t buf_size, size_t *b
 	*bytes_read = 0;
 	if (!l->open)
 		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
+	if (l->relay)
+		return sync_relay_read(l, buffer, want, bytes_read);
 	for (;;) {
 		int r;
 
@@ -197,6 +283,19 @@ int sync_link_write(struct sync_link *l, const char *buffer, size_t len)
 		return sync_fail(c, "connection to %s@%s already closed", c->user, c->host);
 	sync_trace("writing %zu bytes", len);
 	l->traced = 0;
+	if (l->relay) {
+		while (len) {
+			ssize_t w = write(c->relay_fd, buffer, len);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return sync_relay_closed(l);
+			buffer += w;
+			len -= (size_t)w;
+		}
+		return 0;
+	}
 	while (len) {
 		uint32_t chunk = len > 65536 ? 65536 : (uint32_t)len;
 		int r;
@@ -310,7 +409,7 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 {
 	struct sync_conn *c = l->c;
 	char quoted[4200], cmd[4300];
-	int no = 0;
+	int no = 0, yes = 1;
 	long tmo = c->connect_timeout_s;
 
 	if (sync_shell_quote(c->remote_path, quoted, sizeof(quoted)) < 0)
@@ -329,7 +428,13 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 		ssh_options_set(l->session, SSH_OPTIONS_USER, c->user) < 0 ||
 		ssh_options_set(l->session, SSH_OPTIONS_KNOWNHOSTS, c->known_hosts) < 0 ||
 		ssh_options_set(l->session, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null") < 0 ||
-		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0)
+		ssh_options_set(l->session, SSH_OPTIONS_TIMEOUT, &tmo) < 0 ||
+		/*
+		 * git's exchange is request and answer: a small write (the wants, a close)
+		 * must not wait, as Nagle makes it, for the ACK of a window adjustment the
+		 * other side delays by 40 ms.
+		 */
+		ssh_options_set(l->session, SSH_OPTIONS_NODELAY, &yes) < 0)
 		return sync_fail(c, "setting ssh options: %s", ssh_get_error(l->session));
 	sync_trace("ssh: connecting");
 	if (ssh_connect(l->session) != SSH_OK)
@@ -355,6 +460,16 @@ static int sync_link_connect(struct sync_link *l, const char *service)
 int sync_link_open(struct sync_link *l, const char *service)
 {
 	sync_link_close(l);
+	if (l->c->relay_ctl >= 0) {
+		/* The confined child: the parent opened the session; one per pull. */
+		if (l->c->relay_fd < 0)
+			return sync_fail(
+				l->c, "connection to %s@%s already closed", l->c->user, l->c->host);
+		l->relay = 1;
+		l->open = 1;
+		sync_trace("relay: %s over the parent's connection", service);
+		return 0;
+	}
 	if (sync_link_connect(l, service) < 0) {
 		sync_link_close(l);
 		return -1;
@@ -379,84 +494,152 @@ void sync_link_free(struct sync_link *l)
 	free(l);
 }
 
-/* --- the connection opened in a thread while the pull reads its repository */
+/* --- the parent's side of the pull: the SSH channel relayed to the confined child */
 
-struct sync_preconn {
-	pthread_t thread;
-	struct sync_conn conn; /* a copy: its err is the thread's own */
-	struct sync_link link; /* link.c = &conn until taken */
-	const char *service;
-	int r;
-};
-
-static void *sync_preconn_run(void *arg)
+/* Say why the parent ends the relay: on ctl for the child (it reports it), and in why. */
+__attribute__((format(printf, 3, 4))) static int sync_relay_end(
+	struct sync_link *l, struct sync_relay *rl, const char *fmt, ...)
 {
-	struct sync_preconn *p = arg;
+	va_list ap;
 
-	p->r = sync_link_open(&p->link, p->service);
-	return NULL;
-}
+	va_start(ap, fmt);
+	vsnprintf(rl->why, sizeof(rl->why), fmt, ap);
+	va_end(ap);
+	if (rl->ctl >= 0) {
+		ssize_t w = write(rl->ctl, rl->why, strlen(rl->why));
 
-int sync_preconnect(struct sync_conn *c, const char *service)
-{
-	struct sync_preconn *p;
-
-	if (c->pre)
-		return -1;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -1;
-	p->conn = *c;
-	p->conn.pre = NULL;
-	p->conn.err[0] = '\0';
-	p->link.c = &p->conn;
-	p->service = service;
-	if (pthread_create(&p->thread, NULL, sync_preconn_run, p) != 0) {
-		free(p);
-		return -1;
+		(void)w;
+		close(rl->ctl);
+		rl->ctl = -1;
 	}
-	c->pre = p;
-	sync_trace("ssh: %s: connection opening meanwhile", service);
-	return 0;
+	shutdown(rl->data, SHUT_RDWR);
+	(void)l;
+	return -1;
 }
 
-/* Wait for the thread; move its link into l (it is the caller's from now on). 0 or -1. */
-static int sync_preconn_take(struct sync_conn *c, struct sync_link *l, const char *service)
+int sync_link_relay(struct sync_link *l, struct sync_relay *rl)
 {
-	struct sync_preconn *p = c->pre;
-	int r;
+	struct sync_conn *c = l->c;
+	static char in[65536], out[65536];
+	size_t inlen = 0, inoff = 0;
+	int remote_eof = 0, busy;
+	int sshfd = ssh_get_fd(l->session);
 
-	c->pre = NULL;
-	pthread_join(p->thread, NULL);
-	r = p->r;
-	if (r < 0 || strcmp(p->service, service) != 0) {
-		if (r < 0 && !c->err[0])
-			snprintf(c->err, sizeof(c->err), "%s", p->conn.err);
-		sync_link_close(&p->link);
-		free(p);
-		if (r < 0) {
-			git_error_set_str(GIT_ERROR_NET, c->err);
-			return -1;
+	rl->why[0] = '\0';
+	if (fcntl(rl->data, F_SETFL, fcntl(rl->data, F_GETFL) | O_NONBLOCK) < 0)
+		return sync_relay_end(l, rl, "relay: %s", strerror(errno));
+	for (;;) {
+		struct pollfd p[4];
+		int np = 0, n;
+		ssize_t r;
+
+		if (c->deadline && time(NULL) > c->deadline)
+			return sync_relay_end(l, rl,
+				"time limit reached while receiving from %s@%s (raise it with "
+				"--timeout)",
+				c->user, c->host);
+		busy = 0;
+		/* The remote's output, as far as the child takes it (its pace is the download's). */
+		if (!inlen && !remote_eof) {
+			n = ssh_channel_read_nonblocking(l->channel, in, sizeof(in), 0);
+			if (n > 0) {
+				inlen = (size_t)n;
+				inoff = 0;
+				c->bytes_read += (uint64_t)n;
+				if (rl->on_remote)
+					rl->on_remote(rl->arg, in, (size_t)n);
+				if (!l->traced)
+					sync_trace("first %d bytes read after the last write", n);
+				l->traced = 1;
+				busy = 1;
+				/* The byte bound, kept here too: the child's count is the child's. */
+				if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
+					return sync_relay_end(l, rl,
+						"%s@%s sent more than %llu bytes: aborted (raise "
+						"the "
+						"bound with --max-bytes)",
+						c->user, c->host, (unsigned long long)c->max_bytes);
+			} else if (n == SSH_ERROR) {
+				return sync_relay_end(l, rl, "reading from %s@%s: %s", c->user,
+					c->host, ssh_get_error(l->session));
+			} else if (ssh_channel_is_eof(l->channel) ||
+				ssh_channel_is_closed(l->channel)) {
+				char msg[600];
+
+				/* Not an error yet: the child may have all it needs. */
+				remote_eof = 1;
+				sync_link_stderr(l, msg, sizeof(msg));
+				snprintf(rl->why, sizeof(rl->why),
+					"%s@%s closed the connection%s%s", c->user, c->host,
+					msg[0] ? ": remote: " : " (no message)", msg);
+				if (rl->ctl >= 0) {
+					ssize_t w = write(rl->ctl, rl->why, strlen(rl->why));
+
+					(void)w;
+					close(rl->ctl);
+					rl->ctl = -1;
+				}
+				shutdown(rl->data, SHUT_WR);
+				sync_trace("relay: the remote closed the channel");
+			}
 		}
-		return sync_link_open(l, service);
+		if (inlen) {
+			r = write(rl->data, in + inoff, inlen);
+			if (r > 0) {
+				inoff += (size_t)r;
+				inlen -= (size_t)r;
+				busy = 1;
+			} else if (r < 0 && errno != EAGAIN && errno != EINTR) {
+				return 0; /* the child is gone: its exit status says why */
+			}
+		}
+		/* What the child sends the remote (wants, haves, done). */
+		r = read(rl->data, out, sizeof(out));
+		if (r > 0) {
+			/*
+			 * After the remote's end (libgit2 sends a flush as it closes), or when
+			 * the write fails, the bytes are dropped: the child hears of it when it
+			 * next reads, as it would have in-process.
+			 */
+			if (!remote_eof && sync_link_write(l, out, (size_t)r) < 0) {
+				remote_eof = 1;
+				if (rl->ctl >= 0) {
+					ssize_t w = write(rl->ctl, c->err, strlen(c->err));
+
+					(void)w;
+					close(rl->ctl);
+					rl->ctl = -1;
+				}
+				c->err[0] = '\0';
+				shutdown(rl->data, SHUT_WR);
+			}
+			busy = 1;
+		} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+			rl->why[0] = '\0';
+			return 0; /* the child closed its end: the download is over */
+		}
+		if (!inlen && !remote_eof)
+			p[np++] = (struct pollfd){.fd = sshfd, .events = POLLIN};
+		p[np++] = (struct pollfd){.fd = rl->data, .events = POLLIN | (inlen ? POLLOUT : 0)};
+		for (int i = 0; i < 2; i++)
+			if (rl->extra[i] >= 0)
+				p[np++] = (struct pollfd){.fd = rl->extra[i], .events = POLLIN};
+		/* After progress, only a look: libssh may hold more of the channel already. */
+		if (poll(p, (nfds_t)np, busy ? 0 : 1000) < 0 && errno != EINTR)
+			return sync_relay_end(l, rl, "relay: %s", strerror(errno));
+		for (int i = 0; i < np; i++) {
+			int k = p[i].fd == rl->extra[0] ? 0 : p[i].fd == rl->extra[1] ? 1 : -1;
+
+			if (k < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = rl->on_extra(rl->arg, rl->extra[k]);
+			if (n < 0)
+				return sync_relay_end(
+					l, rl, "%s", "the confined child broke the protocol");
+			if (n > 0)
+				rl->extra[k] = -1;
+		}
 	}
-	sync_link_close(l);
-	*l = p->link;
-	l->c = c;
-	free(p);
-	return 0;
-}
-
-void sync_preconnect_drop(struct sync_conn *c)
-{
-	struct sync_preconn *p = c->pre;
-
-	if (!p)
-		return;
-	c->pre = NULL;
-	pthread_join(p->thread, NULL);
-	sync_link_close(&p->link);
-	free(p);
 }
 
 static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtransport *sub,
@@ -485,12 +668,8 @@ static int sync_sub_action(git_smart_subtransport_stream **out, git_smart_subtra
 	default:
 		return sync_fail(s->link.c, "unsupported git service %d", (int)action);
 	}
-	if (s->link.c->pre) {
-		if (sync_preconn_take(s->link.c, &s->link, service) < 0)
-			return -1;
-	} else if (sync_link_open(&s->link, service) < 0) {
+	if (sync_link_open(&s->link, service) < 0)
 		return -1;
-	}
 	*out = &s->stream.parent;
 	return 0;
 }

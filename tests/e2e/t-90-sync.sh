@@ -205,9 +205,9 @@ check_fails "and its remote-tracking ref is gone" ogit rev-parse -q --verify ref
 check_output "OCSB_SYNC_TRACE=1 prints the pull's phases" \
 	'^ocsb trace +[0-9.]+ ms +[0-9]+ KiB: history checked' \
 	as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
-# The SSH connection opens while the pull reads its own repository: its thread starts
-# before the memos are loaded (the connection came after the refs were read, in series),
-# and the pull goes on through it.
+# The SSH connection opens (in the pull's own process) while its confined child reads the
+# repository: the parent starts it before the child has loaded the memos, and the pull
+# goes on through it (the child's channel is relayed).
 _capture as_owner env -C "$PROJECT" OCSB_SYNC_TRACE=1 "$OCSB" sync pull
 c=$(grep -n 'connection opening meanwhile' <<<"$_out" | head -1 | cut -d: -f1)
 m=$(grep -n 'memos loaded' <<<"$_out" | head -1 | cut -d: -f1)

@@ -436,11 +436,74 @@ static void check_ref_name(const char *s, size_t len)
 	free(name);
 }
 
+/*
+ * The pull's band demux (sync_band_feed): the pack read out of upload-pack's answer by the
+ * parent, on its way to git index-pack. Against an oracle that frames the whole input
+ * with sync_pkt_parse: band 1's payloads exactly, up to the first malformed packet (where
+ * the demux is bad for good and emits nothing more), whatever the chunks.
+ */
+struct band_sink {
+	char *buf;
+	size_t n, cap;
+};
+
+static void band_sink_emit(void *arg, const char *p, size_t n)
+{
+	struct band_sink *o = arg;
+
+	CHECK(o->n + n <= o->cap);
+	memcpy(o->buf + o->n, p, n);
+	o->n += n;
+}
+
+static void check_band(const char *p, size_t n)
+{
+	struct band_sink want = {malloc(n + 1), 0, n}, whole = {malloc(n + 1), 0, n},
+			 bytes = {malloc(n + 1), 0, n};
+	struct sync_band d1 = {0}, d2 = {0};
+	size_t off = 0;
+	int bad = 0;
+
+	CHECK(want.buf && whole.buf && bytes.buf);
+	while (off < n) {
+		enum sync_pkt_type t;
+		const char *data;
+		size_t len;
+		long k = sync_pkt_parse(p + off, n - off, &t, &data, &len);
+
+		if (k == 0)
+			break; /* cut: the demux waits for the rest */
+		/* A length of 4 (an empty data packet) is refused by the demux only. */
+		if (k < 0 || (t == SYNC_PKT_DATA && len == 0)) {
+			bad = 1;
+			break;
+		}
+		if (t == SYNC_PKT_DATA && (unsigned char)data[0] == 1)
+			band_sink_emit(&want, data + 1, len - 1);
+		off += (size_t)k;
+	}
+	sync_band_feed(&d1, p, n, band_sink_emit, &whole);
+	for (size_t i = 0; i < n; i++)
+		sync_band_feed(&d2, p + i, 1, band_sink_emit, &bytes);
+	CHECK(d1.bad == d2.bad);
+	CHECK(whole.n == bytes.n && !memcmp(whole.buf, bytes.buf, whole.n));
+	if (bad)
+		CHECK(d1.bad);
+	if (!bad && !d1.bad) {
+		/* Whole packets agree; a cut last packet may have emitted part of its payload. */
+		CHECK(whole.n >= want.n && !memcmp(whole.buf, want.buf, want.n));
+	}
+	free(want.buf);
+	free(whole.buf);
+	free(bytes.buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *s = (const char *)data;
 
 	check_stream(s, size);
+	check_band(s, size);
 	check_framing(data, size);
 	check_escape(s, size);
 	check_ref_name(s, size < 400 ? size : 400);

@@ -27,3 +27,9 @@ FUZZ_SRC_sync_review := sync/review.c sync/diff.c sync/check.c sync/rmemo.c sync
 	common/log.c common/util.c
 FUZZ_LIBS_sync_review = $(FUZZ_SYNC_LIBS)
 $(BUILDDIR)/fuzz/fuzz_sync_review: tests/fuzz/fuzz_util.h
+
+# The pull's handover (sync/handover.c): what ocsb sync pull's confined child tells the parent.
+FUZZ_TARGETS += sync_handover
+FUZZ_SRC_sync_handover := sync/handover.c sync/check.c common/log.c common/util.c
+FUZZ_LIBS_sync_handover = $(FUZZ_SYNC_LIBS)
+$(BUILDDIR)/fuzz/fuzz_sync_handover: tests/fuzz/fuzz_util.h

@@ -574,6 +574,74 @@ static void report_status_hostile(void **state)
 	}
 }
 
+/* --- the pack's bytes in upload-pack's answer (sync_band_feed) */
+
+struct band_out {
+	char buf[256];
+	size_t n;
+};
+
+static void band_emit(void *arg, const char *p, size_t n)
+{
+	struct band_out *o = arg;
+
+	assert_true(o->n + n <= sizeof(o->buf));
+	memcpy(o->buf + o->n, p, n);
+	o->n += n;
+}
+
+static void band_demux(void **state)
+{
+	/* An advertisement line, a flush, NAK, progress (band 2), the pack in two band-1
+	 * packets around a band-2 one, an error (band 3), a flush. */
+	static const char stream[] =
+		"003d1111111111111111111111111111111111111111 refs/heads/main\n"
+		"0000"
+		"0008NAK\n"
+		"000b\002Count\n"
+		"0009\001PACK"
+		"000a\002prog\n"
+		"000a\001\000\000\000\002x"
+		"0008\003err"
+		"0000";
+	const size_t len = sizeof(stream) - 1;
+
+	(void)state;
+	/* Whatever the chunks (every split in two, then byte by byte), the same bytes. */
+	for (size_t cut = 0; cut <= len; cut++) {
+		struct sync_band d = {0};
+		struct band_out o = {0};
+
+		sync_band_feed(&d, stream, cut, band_emit, &o);
+		sync_band_feed(&d, stream + cut, len - cut, band_emit, &o);
+		assert_false(d.bad);
+		assert_int_equal(o.n, 9);
+		assert_memory_equal(o.buf, "PACK\000\000\000\002x", 9);
+	}
+	{
+		struct sync_band d = {0};
+		struct band_out o = {0};
+
+		for (size_t i = 0; i < len; i++)
+			sync_band_feed(&d, stream + i, 1, band_emit, &o);
+		assert_int_equal(o.n, 9);
+	}
+	/* Bad lengths stop it for good: not hex, 1-4, over the maximum. */
+	{
+		static const char *const bad[] = {"00x8NAK\n", "0004", "0003", "fff1"};
+
+		for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+			struct sync_band d = {0};
+			struct band_out o = {0};
+
+			sync_band_feed(&d, bad[i], strlen(bad[i]), band_emit, &o);
+			assert_true(d.bad);
+			sync_band_feed(&d, "0009\001PACK", 9, band_emit, &o);
+			assert_int_equal(o.n, 0);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +664,7 @@ int main(void)
 		cmocka_unit_test(gate_lfsconfig),
 		cmocka_unit_test(gate_wants_data),
 		cmocka_unit_test(flag_names),
+		cmocka_unit_test(band_demux),
 		cmocka_unit_test(pkt_parse_good),
 		cmocka_unit_test(pkt_parse_incomplete),
 		cmocka_unit_test(pkt_parse_hostile),
