@@ -352,32 +352,31 @@ static int sync_fetch_run(struct sync_ctx *x, const struct sync_fetch_io *io)
 	git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
 	ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
 	/*
-	 * The download negotiates with the refs just read, from memory (haves.c); should
-	 * that handle not be made, the ordinary remote does the same, reading them again.
+	 * The download negotiates with the refs just read, from memory (haves.c). Its handle
+	 * has no git directory: the repository's own would have libgit2 >= 1.7 write
+	 * .git/shallow, which this process may not (it works in the quarantine instead).
 	 */
-	if (sync_haves_repo(&dlrepo, x->repo, (const char *const *)all.names, all.ids, all.n) ==
+	if (sync_haves_repo(&dlrepo, x->repo, (const char *const *)all.names, all.ids, all.n) <
 		0) {
+		sync_git_fail(x, "preparing the download's handle");
+		goto out;
+	}
+	{
 		git_config *cfg = NULL;
 
 		/* Its configuration: the repository's snapshot, not a read of ~/.gitconfig. */
 		if (git_repository_config_snapshot(&cfg, x->repo) == 0)
 			git_repository_set_config(dlrepo, cfg);
 		git_config_free(cfg);
-		ro.repository = dlrepo;
-		if (git_remote_create_with_opts(&dlremote, x->url, &ro) == 0)
-			rem = dlremote;
 	}
-	if (!rem) {
-		ro.repository = x->repo;
-		if (git_remote_create_with_opts(&dlremote, x->url, &ro) < 0) {
-			sync_git_fail(x, "creating the in-memory remote");
-			goto out;
-		}
-		rem = dlremote;
+	ro.repository = dlrepo;
+	if (git_remote_create_with_opts(&dlremote, x->url, &ro) < 0) {
+		sync_git_fail(x, "creating the in-memory remote");
+		goto out;
 	}
+	rem = dlremote;
 	git_error_clear();
-	sync_trace("refs read (%zu), download handle %s", all.n,
-		dlrepo && ro.repository == dlrepo ? "in memory" : "the repository");
+	sync_trace("refs read (%zu), download handle in memory", all.n);
 	sync_callbacks(x, &cb);
 	if (git_remote_connect(rem, GIT_DIRECTION_FETCH, &cb, NULL, NULL) < 0) {
 		sync_git_fail(x, "connecting to the agent");
@@ -720,6 +719,18 @@ void sync_fetch_child(struct sync_ctx *x, struct sync_fetch_io *io, pid_t parent
 		git_repository_set_config(x->repo, snap);
 	git_config_free(snap);
 	git_error_clear();
+	/*
+	 * The download's handle (haves.c) has no git directory, and libgit2 >= 1.7 writes the
+	 * shallow roots after every download to "shallow" under it: a path relative to the
+	 * working directory (shallow.lock made, then removed when there are no roots). The
+	 * quarantine is the one place this process may make files, so it works there; the
+	 * repository's own directory stays read-only to it.
+	 */
+	if (chdir(io->confine->incoming) < 0) {
+		log_err("cannot enter the download's quarantine %s: %s; nothing was fetched",
+			io->confine->incoming, strerror(errno));
+		_exit(1);
+	}
 	sync_confine_probe("before confinement");
 	if (sync_confine(io->confine, &conf, err, sizeof(err)) < 0) {
 		log_err("cannot confine the process that reads the agent's data: %s; nothing "

@@ -11,6 +11,7 @@
 #include "sync_unit.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -434,6 +435,113 @@ static void verify_forged_index(void **state)
 	assert_int_equal(sh(NULL, 0, "rm -rf '%s'", vscratch), 0);
 }
 
+/* --- the confined download itself (libgit2's, through the in-memory handle of haves.c) */
+
+static char dscratch[] = "/tmp/ocsb-download-XXXXXX";
+
+/*
+ * In a child confined as the pull's (the owner's git directory and the agent's read-only,
+ * the quarantine written), in working directory cwd: download the agent's branches into
+ * the quarantine through the handle haves.c makes. Its exit status: 0 downloaded and the
+ * pack is in the quarantine; 5 the download failed (libgit2's message on stderr).
+ */
+static int confined_download(const char *cwd)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char git[512], agent[512], store[512], in[600], url[600], err[256];
+		const char *reads[] = {git, agent};
+		struct sync_confine_in ci = {.read = reads, .nread = 2, .incoming = in};
+		struct sync_confined c;
+		git_repository *repo = NULL, *dl = NULL;
+		git_remote *rem = NULL;
+		git_odb *odb = NULL;
+		git_odb_backend *be = NULL;
+		git_remote_create_options ro;
+		git_fetch_options fo;
+		char *spec = "+refs/heads/*:refs/remotes/agent/*";
+		git_strarray arr = {&spec, 1};
+		DIR *d;
+		struct dirent *e;
+		int packs = 0;
+
+		snprintf(git, sizeof(git), "%s/owner/.git", dscratch);
+		snprintf(agent, sizeof(agent), "%s/agent", dscratch);
+		snprintf(store, sizeof(store), "%s/owner/.git/objects/ocsb-incoming", dscratch);
+		snprintf(in, sizeof(in), "%s/pack", store);
+		snprintf(url, sizeof(url), "file://%s", agent);
+		if (git_repository_open(&repo, git) < 0 || git_repository_odb(&odb, repo) < 0 ||
+			git_odb_backend_pack(&be, store) < 0 || git_odb_add_backend(odb, be, 1000) < 0 ||
+			sync_haves_repo(&dl, repo, NULL, NULL, 0) < 0) {
+			fprintf(stderr, "# setting up: %s\n", git_error_last()->message);
+			_exit(2);
+		}
+		if (chdir(cwd) < 0 || sync_confine(&ci, &c, err, sizeof(err)) < 0) {
+			fprintf(stderr, "# confining: %s\n", err);
+			_exit(3);
+		}
+		git_remote_create_options_init(&ro, GIT_REMOTE_CREATE_OPTIONS_VERSION);
+		ro.repository = dl;
+		ro.flags = GIT_REMOTE_CREATE_SKIP_INSTEADOF | GIT_REMOTE_CREATE_SKIP_DEFAULT_FETCHSPEC;
+		git_fetch_options_init(&fo, GIT_FETCH_OPTIONS_VERSION);
+		if (git_remote_create_with_opts(&rem, url, &ro) < 0 ||
+			git_remote_download(rem, &arr, &fo) < 0) {
+			fprintf(stderr, "# download in %s: %s\n", cwd, git_error_last()->message);
+			_exit(5);
+		}
+		if (!(d = opendir(in)))
+			_exit(6);
+		while ((e = readdir(d)))
+			packs += strlen(e->d_name) > 5 &&
+				 !strcmp(e->d_name + strlen(e->d_name) - 5, ".pack");
+		closedir(d);
+		_exit(packs == 1 ? 0 : 7);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/*
+ * libgit2 >= 1.7 writes the shallow roots after every download, to "shallow" in the
+ * handle's git directory; the in-memory handle has none, so to the working directory.
+ * The pull's child works in the quarantine (fetch.c): there the download succeeds. The
+ * control, where it exists: the same download with the owner's git directory (read-only
+ * to the child) as the working directory fails on that write (libgit2 1.5 writes nothing).
+ */
+static void download_in_quarantine(void **state)
+{
+	char p[1024], in[600];
+	int maj = 0, min = 0, rev = 0;
+
+	(void)state;
+	assert_non_null(mkdtemp(dscratch));
+	assert_int_equal(sh(NULL, 0,
+				 "cd %s && git init -q agent && git -C agent -c user.name=a "
+				 "-c user.email=a@a commit -q --allow-empty -m one && "
+				 "git init -q owner && mkdir -p owner/.git/objects/ocsb-incoming/pack",
+				 dscratch),
+		0);
+	snprintf(in, sizeof(in), "%s/owner/.git/objects/ocsb-incoming/pack", dscratch);
+	assert_int_equal(confined_download(in), 0);
+	git_libgit2_version(&maj, &min, &rev);
+	assert_int_equal(sh(NULL, 0, "rm -f %s/*", in), 0);
+	snprintf(p, sizeof(p), "%s/owner/.git", dscratch);
+	if (landlock_abi() <= 0)
+		fprintf(stderr, "# no Landlock here: the control (a read-only working directory) "
+				"cannot fail\n");
+	else if (maj > 1 || (maj == 1 && min >= 7))
+		assert_int_equal(confined_download(p), 5);
+	else
+		fprintf(stderr, "# libgit2 %d.%d writes no shallow roots: the control applies from "
+				"1.7 (Debian 13)\n", maj, min);
+	assert_int_equal(sh(NULL, 0, "rm -rf '%s'", dscratch), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +549,7 @@ int main(void)
 		cmocka_unit_test(ho_hostile),
 		cmocka_unit_test(confine_child),
 		cmocka_unit_test(verify_forged_index),
+		cmocka_unit_test(download_in_quarantine),
 	};
 
 	return sync_unit_run(tests, ARRAY_SIZE(tests));
