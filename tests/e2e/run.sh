@@ -167,11 +167,16 @@ proc_scan() {
 	local -A ppid_of start_of comm_of uid_of
 	for d in /proc/[0-9]*; do
 		pid=${d#/proc/}
-		read -r stat 2>/dev/null <"$d/stat" || continue
+		# Whole: a name may hold a newline (PR_SET_NAME), which would cut a read short.
+		stat=
+		read -r -d '' stat 2>/dev/null <"$d/stat"
+		[ -n "$stat" ] || continue
 		rest=${stat##*) }
 		comm=${stat#*(}
 		comm=${comm%)*}
 		read -ra f <<<"$rest"
+		# A process gone while it was read leaves a short line: nothing to wait for.
+		[ "${#f[@]}" -ge 20 ] || continue
 		[ "$pid" = 2 ] || [ "${f[1]}" = 2 ] && continue
 		uid=
 		while read -r key val _; do
@@ -179,6 +184,7 @@ proc_scan() {
 		done 2>/dev/null <"$d/status"
 		ppid_of[$pid]=${f[1]}
 		start_of[$pid]=${f[19]}
+		comm=${comm//$'\n'/_}
 		comm_of[$pid]=${comm// /_}
 		uid_of[$pid]=${uid:-?}
 	done
