@@ -18,6 +18,7 @@
 #include "log.h"
 
 #include "procs.h"
+#include "procs_int.h"
 
 /*
  * 1 when /proc/pid/status names uid; 0 otherwise, when the process is gone, or when it is
@@ -71,13 +72,7 @@ int procs_pidfd_signal(pid_t pid, int pidfd, int sig)
 	return r < 0 ? -errno : 0;
 }
 
-/*
- * pid pinned while it is a live process of uid: 0 with *ret_pidfd (-1 without pidfds),
- * -ESRCH when it is gone, a zombie or not uid's, another -errno. The check reads /proc
- * by pid after the pin: whatever acts on the pidfd next learns whether it was about the
- * pinned process (it still runs, so its pid was not handed on).
- */
-static int pin_uid(pid_t pid, uid_t uid, int *ret_pidfd)
+int procs_pin_uid(pid_t pid, uid_t uid, int *ret_pidfd)
 {
 	int fd = procs_pidfd(pid);
 
@@ -90,20 +85,6 @@ static int pin_uid(pid_t pid, uid_t uid, int *ret_pidfd)
 	}
 	*ret_pidfd = fd < 0 ? -1 : fd;
 	return 0;
-}
-
-int procs_signal_pid(pid_t pid, uid_t uid, int sig)
-{
-	int fd, r = pin_uid(pid, uid, &fd);
-
-	if (r < 0)
-		return r == -ESRCH ? 0 : r;
-	r = procs_pidfd_signal(pid, fd, sig);
-	if (fd >= 0)
-		close(fd);
-	if (r == -ESRCH)
-		return 0;
-	return r < 0 ? r : 1;
 }
 
 int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, int pidfd, void *ctx), void *ctx)
@@ -121,7 +102,7 @@ int procs_foreach_uid(uid_t uid, void (*fn)(pid_t pid, int pidfd, void *ctx), vo
 		if (pid <= 1 || pid == getpid() || !proc_has_uid(pid, uid))
 			continue;
 		/* Cheap test first (most processes are not uid's), then pinned and again. */
-		if (pin_uid(pid, uid, &fd) < 0)
+		if (procs_pin_uid(pid, uid, &fd) < 0)
 			continue;
 		fn(pid, fd, ctx);
 		if (fd >= 0)
@@ -233,11 +214,6 @@ int procs_describe_uid(uid_t uid, char *out, size_t n)
 		return -EINVAL;
 	out[0] = '\0';
 	return procs_foreach_uid(uid, describe_one, &c);
-}
-
-int procs_count_uid(uid_t uid)
-{
-	return scan(uid, 0);
 }
 
 /*

@@ -311,11 +311,6 @@ out:
 	return rc < 0 ? -1 : 0;
 }
 
-int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
-{
-	return netlock_apply_on(s, NULL, err, errlen);
-}
-
 int netlock_apply_sock(
 	const struct netlock_spec *s, struct mnl_socket *nl, char *err, size_t errlen)
 {

@@ -23,6 +23,16 @@
 #include "netlock.h"
 #include "netlock_int.h"
 
+/*
+ * Attributes the kernel always sends may still be absent in a malformed message. Used by
+ * the reading here and in netlock_verify.c; the warden compares raw listings and needs it
+ * not.
+ */
+const char *netlock_str(const char *s)
+{
+	return s ? s : "";
+}
+
 static int netlock_table_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct netlock_table_info *ti = data;

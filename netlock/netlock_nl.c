@@ -162,12 +162,6 @@ uint32_t netlock_seq(void)
 	return seq++;
 }
 
-/* Attributes the kernel always sends may still be absent in a malformed message. */
-const char *netlock_str(const char *s)
-{
-	return s ? s : "";
-}
-
 int netlock_streq(const char *a, const char *b)
 {
 	return a && strcmp(a, b) == 0;

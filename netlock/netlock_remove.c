@@ -2,7 +2,9 @@
 /*
  * The netlock's table removed (ocsb-provision --remove, the benchmark): one batch that
  * deletes it. Apart from netlock_batch.c, which the warden links, since the warden never
- * removes the table: at its stop the plain table stays.
+ * removes the table: at its stop the plain table stays. Here too the one-shot apply on a
+ * socket of its own (netlock_apply), which only ocsb-provision uses: the warden applies
+ * on its kept socket and records (netlock_snap.c).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -12,6 +14,11 @@
 #include <libnftnl/batch.h>
 #include "netlock.h"
 #include "netlock_int.h"
+
+int netlock_apply(const struct netlock_spec *s, char *err, size_t errlen)
+{
+	return netlock_apply_sock(s, NULL, err, errlen); /* a socket of its own */
+}
 
 int netlock_remove(char *err, size_t errlen)
 {

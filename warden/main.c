@@ -311,7 +311,7 @@ static int setup(struct warden *w)
 	return super_start(w);
 }
 
-static void reload(struct warden *w)
+void warden_reload(struct warden *w)
 {
 	struct ocsb_config old = w->cfg;
 	struct user_info agent = w->agent, owner = w->owner;
@@ -356,18 +356,13 @@ static void reload(struct warden *w)
 	super_send_event(w, WP_E_RELOAD, NULL, 0);
 }
 
-void warden_reload(struct warden *w)
-{
-	reload(w);
-}
-
 static void on_signal(struct warden *w)
 {
 	struct signalfd_siginfo si;
 
 	while (read(w->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			reload(w);
+			warden_reload(w);
 		} else if (!w->stopping) {
 			log_notice("signal %u: stopping", si.ssi_signo);
 			w->stopping = 1;
