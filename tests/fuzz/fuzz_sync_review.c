@@ -358,8 +358,9 @@ static void check_tree_diff(git_repository *repo, git_tree *a, git_tree *b, int 
 #define REVIEW_READS (1u << 20)
 
 /*
- * The gate on the whole blobs, as review.c's classify would with no bound; *big when the
- * new blob is longer than what the review reads.
+ * The gate on the whole blobs, as review.c's classify would with no bound; *big when
+ * either blob is longer than what the review reads (an old blob cut short hides old lines,
+ * so the review may raise more flags than the whole blobs give: on the safe side).
  */
 static unsigned gate(git_repository *repo, const char *path, unsigned om, const git_oid *oid,
 	unsigned nm, const git_oid *nid, int *big)
@@ -376,7 +377,7 @@ static unsigned gate(git_repository *repo, const char *path, unsigned om, const 
 		e.new_data = git_blob_rawcontent(nb);
 		e.new_len = (size_t)git_blob_rawsize(nb);
 	}
-	*big = e.new_len > REVIEW_READS;
+	*big = e.new_len > REVIEW_READS || e.old_len > REVIEW_READS;
 	f = sync_review_classify(&e);
 	git_blob_free(ob);
 	git_blob_free(nb);
