@@ -594,7 +594,7 @@ int prov_main(struct prov_opts *o)
 		goto out;
 	}
 	r = 0;
-	if (o->install_opencode &&
+	if ((o->install_opencode || p->opencode_missing) &&
 		opencode_install(
 			p, o->opencode_version ? o->opencode_version : OCSB_OPENCODE_VERSION) < 0) {
 		r = 1;
@@ -615,7 +615,7 @@ int prov_main(struct prov_opts *o)
 			keys_global_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
 			secrets_ensure(p) < 0 || agentd_dirs_ensure(p) < 0 ||
 			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 || systemd_ensure(p) < 0 ||
-			opencode_ensure(p, o->install_opencode) < 0)
+			opencode_ensure(p, o->install_opencode || p->opencode_missing) < 0)
 			r = 1;
 	}
 	if (r == 1) {

@@ -62,6 +62,7 @@ struct prov {
 
 	int opencode_managed; /* opencode-bin set or --install-opencode used: check it */
 	int opencode_bad; /* preflight found the binary unusable (--check: drift) */
+	int opencode_missing; /* the default opencode-bin is missing: this run installs it */
 	char opencode_err[1024];
 
 	struct user_info agentd_acct; /* the supervisor's account, ocsb-agentd (issue 26) */
