@@ -157,7 +157,10 @@ int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
 /* harden.c: cron/at denial and pam_limits for the agent */
 int harden_ensure(struct prov *p);
 int harden_remove(struct prov *p);
-/* Add (or remove) the line `user` in a deny file's text; 1 when out differs from in. */
+/*
+ * Add (or remove) the line `user` in a deny file's text; 1 when out differs from in, 2 when
+ * removing left only the mark of a file ocsb-provision made (out empty: remove the file).
+ */
 int harden_deny_edit(const char *in, const char *user, int add, struct buf *out);
 int harden_render_limits(const char *user, struct buf *out);
 /* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */
