@@ -496,10 +496,11 @@ static void owner_leftovers_note(struct prov *p)
 	for (size_t i = 0; i < p->cfg.projects.n; i++) {
 		const char *d = p->cfg.projects.v[i];
 
-		printf("kept in %s's repository %s: the agent's branches refs/remotes/%s/* and ocsb "
-		       "sync's .git/ocsb-sync.* (lock, review, unrelated); to remove them, as %s: "
-		       "git -C \"%s\" for-each-ref --format='delete %%(refname)' refs/remotes/%s/ "
-		       "| git -C \"%s\" update-ref --stdin && rm -f \"%s\"/.git/ocsb-sync.*\n",
+		printf("kept in %s's repository %s: the agent's branches refs/remotes/%s/* and "
+		       "ocsb sync's .git/ocsb-sync.* (lock, review, unrelated); to remove them, "
+		       "as %s: git -C \"%s\" for-each-ref --format='delete %%(refname)' "
+		       "refs/remotes/%s/ | git -C \"%s\" update-ref --stdin && "
+		       "rm -f \"%s\"/.git/ocsb-sync.*\n",
 			p->owner.name, d, a, p->owner.name, d, a, d, d);
 	}
 }

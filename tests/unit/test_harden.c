@@ -26,8 +26,9 @@ static void deny_add_is_idempotent(void **state)
 	(void)state;
 	a = edit(NULL, 1, &changed); /* no file yet: made, and marked as ocsb's */
 	assert_int_equal(changed, 1);
-	assert_string_equal(a, "# Made by ocsb-provision: removed with the last user it lists.\n"
-			       "ai-dev\n");
+	assert_string_equal(a,
+		"# Made by ocsb-provision: removed with the last user it lists.\n"
+		"ai-dev\n");
 	b = edit(a, 1, &changed);
 	assert_int_equal(changed, 0);
 	assert_string_equal(b, a);
@@ -41,7 +42,8 @@ static void deny_add_is_idempotent(void **state)
 	b = edit("# Made by ocsb-provision: removed with the last user it lists.\nai-dev\nbob\n", 0,
 		&changed);
 	assert_int_equal(changed, 1);
-	assert_string_equal(b, "# Made by ocsb-provision: removed with the last user it lists.\nbob\n");
+	assert_string_equal(
+		b, "# Made by ocsb-provision: removed with the last user it lists.\nbob\n");
 	free(b);
 	free(a);
 	/* A file that was there before stays, emptied: at.deny's absence would deny everyone. */
