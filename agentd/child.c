@@ -567,9 +567,15 @@ void child_timer(struct agentd *d, struct child *c)
 		child_signal(d, c, SIGKILL);
 		break; /* its WP_E_EXIT follows */
 	case CH_STOPPED:
-		/* Armed only while OpenCode's binary is missing (every other stop disarms). */
-		if (c->is_opencode && c->pid <= 0 && !d->stopping)
+		/*
+		 * Armed only while OpenCode's binary is missing (every other stop disarms).
+		 * In backoff, as a start that waits: a freeze meanwhile leaves it there, and
+		 * the thaw starts it.
+		 */
+		if (c->is_opencode && c->pid <= 0 && !d->stopping) {
+			c->state = CH_BACKOFF;
 			child_start(d, c);
+		}
 		break;
 	default:
 		break;
