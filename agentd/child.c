@@ -28,6 +28,7 @@
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
 #define PROXY_WAIT_MS 5000 /* OpenCode waits while a foreign proxy holds the port */
+#define BIN_WAIT_MS 2000 /* a missing OpenCode binary is looked for again this often */
 #define STABLE_MS 60000 /* running this long resets the backoff */
 #define CRASH_LOOP 5 /* this many crashes in a row is reported as a loop */
 #define PROBE_EVERY_MS 250
@@ -287,10 +288,15 @@ int child_start(struct agentd *d, struct child *c)
 	if (d->stopping || d->frozen)
 		return 0;
 	if (c->is_opencode && opencode_bin_check(d->opencode_bin, bin_err, sizeof(bin_err)) < 0) {
-		/* Not a crash: nothing to restart until an operator installs it (SIGHUP). */
+		/*
+		 * Not a crash: stopped, and looked for again until it is there (an install
+		 * after provisioning, issue 28 item 3: no restart of ours needed). Said once.
+		 */
+		if (strcmp(c->last_error, bin_err) != 0)
+			log_err("%s: %s", c->name, bin_err);
 		snprintf(c->last_error, sizeof(c->last_error), "%s", bin_err);
-		log_err("%s: %s", c->name, bin_err);
 		c->state = CH_STOPPED;
+		arm(c, BIN_WAIT_MS);
 		return -1;
 	}
 	if (c->is_opencode && !d->egress.off && !proxy_port_ours(d)) {
@@ -560,6 +566,17 @@ void child_timer(struct agentd *d, struct child *c)
 		log_warn("%s: did not stop within %d ms: killing it", c->name, STOP_TIMEOUT_MS);
 		child_signal(d, c, SIGKILL);
 		break; /* its WP_E_EXIT follows */
+	case CH_STOPPED:
+		/*
+		 * Armed only while OpenCode's binary is missing (every other stop disarms).
+		 * In backoff, as a start that waits: a freeze meanwhile leaves it there, and
+		 * the thaw starts it.
+		 */
+		if (c->is_opencode && c->pid <= 0 && !d->stopping) {
+			c->state = CH_BACKOFF;
+			child_start(d, c);
+		}
+		break;
 	default:
 		break;
 	}

@@ -196,6 +196,14 @@ int harden_render_init(const char *identity_dir, const char *cgroups_file, const
 		cgroups_file, conf_path, slice_conf, uid);
 }
 
+/*
+ * The first line of a deny file ocsb-provision made: its removal of the last agent then
+ * takes the file too (issue 28, item 8). An absent at.deny (only root may use at) and an
+ * empty one (everyone may) differ: a file that was there before is never removed. cron
+ * and at compare whole lines with the user's name: this one names nobody.
+ */
+#define DENY_MARK "# Made by ocsb-provision: removed with the last user it lists."
+
 int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
 {
 	size_t ul = strlen(user);
@@ -214,9 +222,15 @@ int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
 		s += n + (s[n] == '\n');
 	}
 	if (add && !found) {
-		if (buf_printf(out, "%s\n", user) < 0)
+		if ((!in && buf_puts(out, DENY_MARK "\n") < 0) || buf_printf(out, "%s\n", user) < 0)
 			return -1;
 		changed = 1;
+	}
+	if (!add && out->len == strlen(DENY_MARK "\n") &&
+		!memcmp(out->data, DENY_MARK "\n", out->len)) {
+		out->len = 0;
+		out->data[0] = '\0';
+		return 2;
 	}
 	return changed;
 }
@@ -232,7 +246,7 @@ int harden_render_limits(const char *user, struct buf *out)
 
 static int deny_update(struct prov *p, const char *name, int add)
 {
-	char path[4096], what[4200];
+	char path[4096], what[4300];
 	struct buf out = {0};
 	struct prov_file f;
 	int r;
@@ -240,9 +254,9 @@ static int deny_update(struct prov *p, const char *name, int add)
 	if (prov_file_read(p, name, path, sizeof(path), &f) < 0)
 		return -1;
 	r = harden_deny_edit(f.data, p->cfg.agent, add, &out);
-	snprintf(what, sizeof(what), "%s %s %s %s", add ? "add" : "remove", p->cfg.agent,
-		add ? "to" : "from", path);
-	r = prov_file_commit(p, path, &f, r, &out, 0, what);
+	snprintf(what, sizeof(what), "%s %s %s %s%s", add ? "add" : "remove", p->cfg.agent,
+		add ? "to" : "from", path, r == 2 ? " (ocsb-provision made it: removed)" : "");
+	r = prov_file_commit(p, path, &f, r, &out, r == 2, what);
 	buf_free(&out);
 	return r;
 }

@@ -250,22 +250,48 @@ static int systemctl_yes(const char *verb, const char *unit)
  * that service holds the port, or would take it at the next boot (the default port),
  * it is stopped and disabled. Another holder is an error naming the fix.
  */
+/*
+ * What squid.service was when ocsb stopped it ("enabled active", either word or neither):
+ * the removal of the last agent puts it back (issue 28, item 8). Root's, in <varlib>/ocsb.
+ */
+#define SQUID_FOUND "squid.service.found"
+
+static int squid_found_path(struct prov *p, char *out, size_t n)
+{
+	return path_join(out, n, p->paths.varlib, "ocsb/" SQUID_FOUND);
+}
+
 static int ensure_no_squid_service(struct prov *p)
 {
 	const char *disable[] = {"/usr/bin/systemctl", "disable", "--now", "squid.service", NULL};
+	char found[4096];
 	struct stat st;
-	int held, on;
+	int held, on, en = 0, act = 0;
 
 	held = procs_port_holder(p->cfg.proxy_port, proxy_pid(&p->proxy)) == -EADDRINUSE;
 	on = stat("/run/systemd/system", &st) == 0 &&
-		(systemctl_yes("is-enabled", "squid.service") == 0 ||
-			systemctl_yes("is-active", "squid.service") == 0);
+		((en = systemctl_yes("is-enabled", "squid.service") == 0) |
+			(act = systemctl_yes("is-active", "squid.service") == 0));
 	if (on && (held || p->cfg.proxy_port == SQUID_DEFAULT_PORT)) {
+		struct buf b = {0};
+		int r;
+
 		if (!prov_change(p,
 			    "stop and disable squid.service (Debian's own squid, on 127.0.0.1:%u, "
 			    "the agent's proxy port; ocsb runs its own squid)",
 			    p->cfg.proxy_port))
 			return 0;
+		/* The first state found is the one to restore: a record is never replaced. */
+		if (squid_found_path(p, found, sizeof(found)) < 0 || state_root(p) < 0)
+			return -1;
+		buf_printf(&b, "%s%s%s\n", en ? "enabled" : "", en && act ? " " : "",
+			act ? "active" : "");
+		r = lstat(found, &st) == 0 ? 0 : fo_write(found, b.data, b.len, 0644, 0, 0);
+		buf_free(&b);
+		if (r < 0) {
+			log_err("%s: %s", found, strerror(-r));
+			return -1;
+		}
 		if (prov_exec(p, disable, NULL) < 0)
 			return -1;
 		for (int i = 0; i < 100 &&
@@ -408,6 +434,40 @@ static int netlock_without(struct prov *p)
 	return 0;
 }
 
+/* The last agent gone: squid.service as ocsb found it, enabled and started again or not. */
+static int squid_service_restore(struct prov *p)
+{
+	const char *enable[] = {"/usr/bin/systemctl", "enable", "squid.service", NULL};
+	const char *start[] = {"/usr/bin/systemctl", "start", "squid.service", NULL};
+	char path[4096], *was = NULL;
+	int r;
+
+	if (squid_found_path(p, path, sizeof(path)) < 0)
+		return -1;
+	r = fo_read(path, 64, &was, NULL);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		log_err("%s: %s", path, strerror(-r));
+		return -1;
+	}
+	was[strcspn(was, "\n")] = '\0';
+	if (prov_change(p, "put squid.service back as ocsb found it (%s)",
+		    was[0] ? was : "disabled, inactive")) {
+		if ((strstr(was, "enabled") && prov_exec(p, enable, NULL) < 0) ||
+			(strstr(was, "active") && prov_exec(p, start, NULL) < 0)) {
+			free(was);
+			return -1;
+		}
+		r = fo_unlink(path);
+		if (r < 0)
+			log_err("%s: %s", path, strerror(-r));
+		prov_done(p);
+	}
+	free(was);
+	return r < 0 ? -1 : 0;
+}
+
 int net_remove(struct prov *p)
 {
 	char err[1024], path[4096];
@@ -447,6 +507,8 @@ int net_remove(struct prov *p)
 		}
 		prov_done(p);
 	}
+	if (squid_service_restore(p) < 0)
+		return -1;
 	if (!p->purge)
 		return 0;
 	if (access(p->proxy.dir, F_OK) == 0) {

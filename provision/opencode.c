@@ -787,10 +787,21 @@ int opencode_preflight(struct prov *p, int installing)
 	int r;
 
 	p->opencode_managed = p->cfg.opencode_bin_set || marker_exists(p);
-	if (!p->opencode_managed || installing)
+	if (installing)
 		return 0;
 	r = opencode_bin_check(p->cfg.opencode_bin, p->opencode_err, sizeof(p->opencode_err));
 	if (r == 0)
+		return 0;
+	/*
+	 * Nothing at the pinned install's place (a new machine, or apt purge removed /opt/ocsb
+	 * with it): this run installs it as --install-opencode would (issue 28, item 3), and
+	 * --check and --dry-run say so. Whatever is there but unsafe is still refused.
+	 */
+	if (r == -ENOENT && !strcmp(p->cfg.opencode_bin, OCSB_OPENCODE_BIN)) {
+		p->opencode_missing = 1;
+		return 0;
+	}
+	if (!p->opencode_managed)
 		return 0;
 	p->opencode_bad = 1;
 	if (p->mode == PROV_CHECK)
@@ -801,10 +812,8 @@ int opencode_preflight(struct prov *p, int installing)
 
 int opencode_ensure(struct prov *p, int installed_now)
 {
-	if (!p->opencode_managed)
-		return 0;
 	if (p->mode == PROV_CHECK) {
-		if (p->opencode_bad)
+		if (p->opencode_managed && p->opencode_bad)
 			prov_change(p, "OpenCode binary unusable: %s", p->opencode_err);
 		return 0;
 	}

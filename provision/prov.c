@@ -482,6 +482,29 @@ int prov_agentd_running(struct prov *p)
 	return 1;
 }
 
+/*
+ * What stays in the owner's repositories (issue 28, item 8): ocsb sync's remote-tracking
+ * branches of this agent and its files in .git. They are the owner's: root does not go
+ * into them (nor does a removal run git as the owner); the owner gets the command.
+ */
+static void owner_leftovers_note(struct prov *p)
+{
+	const char *a = p->cfg.agent;
+
+	if (!p->have_owner)
+		return;
+	for (size_t i = 0; i < p->cfg.projects.n; i++) {
+		const char *d = p->cfg.projects.v[i];
+
+		printf("kept in %s's repository %s: the agent's branches refs/remotes/%s/* and "
+		       "ocsb sync's .git/ocsb-sync.* (lock, review, unrelated); to remove them, "
+		       "as %s: git -C \"%s\" for-each-ref --format='delete %%(refname)' "
+		       "refs/remotes/%s/ | git -C \"%s\" update-ref --stdin && "
+		       "rm -f \"%s\"/.git/ocsb-sync.*\n",
+			p->owner.name, d, a, p->owner.name, d, a, d, d);
+	}
+}
+
 static int run_remove(struct prov *p)
 {
 	int r = 0, n, others, stopped;
@@ -528,6 +551,7 @@ static int run_remove(struct prov *p)
 		printf("kept account %s (home %s); --purge removes it and every file it owns\n",
 			p->agent.name, p->agent.home);
 	}
+	owner_leftovers_note(p);
 	if (r == 0 && remove_config(p) < 0)
 		r = -1;
 	if (r == 0 && p->purge && others == 0 && purge_machine(p) < 0)
@@ -594,7 +618,7 @@ int prov_main(struct prov_opts *o)
 		goto out;
 	}
 	r = 0;
-	if (o->install_opencode &&
+	if ((o->install_opencode || p->opencode_missing) &&
 		opencode_install(
 			p, o->opencode_version ? o->opencode_version : OCSB_OPENCODE_VERSION) < 0) {
 		r = 1;
@@ -615,7 +639,7 @@ int prov_main(struct prov_opts *o)
 			keys_global_ensure(p) < 0 || sshd_ensure(p) < 0 || repos_ensure(p) < 0 ||
 			secrets_ensure(p) < 0 || agentd_dirs_ensure(p) < 0 ||
 			prov_mirror_ensure(p) < 0 || harden_ensure(p) < 0 || systemd_ensure(p) < 0 ||
-			opencode_ensure(p, o->install_opencode) < 0)
+			opencode_ensure(p, o->install_opencode || p->opencode_missing) < 0)
 			r = 1;
 	}
 	if (r == 1) {

@@ -62,6 +62,7 @@ struct prov {
 
 	int opencode_managed; /* opencode-bin set or --install-opencode used: check it */
 	int opencode_bad; /* preflight found the binary unusable (--check: drift) */
+	int opencode_missing; /* the default opencode-bin is missing: this run installs it */
 	char opencode_err[1024];
 
 	struct user_info agentd_acct; /* the supervisor's account, ocsb-agentd (issue 26) */
@@ -156,7 +157,10 @@ int prov_exec(struct prov *p, const char *const argv[], char **ret_output);
 /* harden.c: cron/at denial and pam_limits for the agent */
 int harden_ensure(struct prov *p);
 int harden_remove(struct prov *p);
-/* Add (or remove) the line `user` in a deny file's text; 1 when out differs from in. */
+/*
+ * Add (or remove) the line `user` in a deny file's text; 1 when out differs from in, 2 when
+ * removing left only the mark of a file ocsb-provision made (out empty: remove the file).
+ */
 int harden_deny_edit(const char *in, const char *user, int add, struct buf *out);
 int harden_render_limits(const char *user, struct buf *out);
 /* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */

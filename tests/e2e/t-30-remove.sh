@@ -4,8 +4,24 @@
 . "$(dirname "$0")/common-prov.sh"
 . "$(dirname "$0")/lib-net.sh"
 
+# cron.deny and at.deny as they were before ocsb (issue 28, item 8: an empty cron.deny ocsb
+# had made was left behind).
+mkdir -p "$E2E_SCRATCH/deny"
+for f in cron.deny at.deny; do
+	[ ! -e "/etc/$f" ] || cp -a "/etc/$f" "$E2E_SCRATCH/deny/$f"
+done
 make_project
 check_output "provisioned" '^ocsb-provision: [1-9]' provision
+for f in cron.deny at.deny; do
+	if [ -e "$E2E_SCRATCH/deny/$f" ]; then
+		check_output "$f (the machine's) lists the agent, its lines kept" "^$AGENT\$" \
+			bash -c "diff '$E2E_SCRATCH/deny/$f' /etc/$f | sed -n 's/^> //p'"
+	else
+		check_output "$f (none before) is made, marked as ocsb's" \
+			"^# Made by ocsb-provision: removed with the last user it lists\.,$AGENT,\$" \
+			bash -c "tr '\n' , </etc/$f"
+	fi
+done
 check_output "positive control: ssh works before removal" "^$AGENT$" owner_ssh "$AGENT" id -un
 uid=$(id -u "$AGENT")
 
@@ -44,7 +60,37 @@ check "positive control: state under /var/lib/ocsb before the purge" test -d /va
 mkdir -p /var/lib/ocsb/agentd && (umask 077 && echo pw0123456789abcdef >"/var/lib/ocsb/agentd/$(basename "$PROJECT").password")
 check "positive control: the agent's identity exists before the purge" test -d "/var/lib/ocsb/identity/$AGENT"
 
-check_output "--remove --purge succeeds" '^ocsb-provision: [1-9]' prov --remove --purge
+# What a sync pull leaves in the owner's repository: the agent's branches, ocsb sync's files.
+as_owner git -C "$PROJECT" -c user.name=o -c user.email=o@example.org commit -q --allow-empty -m one
+as_owner git -C "$PROJECT" update-ref "refs/remotes/$AGENT/work" HEAD
+as_owner touch "$PROJECT/.git/ocsb-sync.lock" "$PROJECT/.git/ocsb-sync.review"
+check "positive control: the agent's branch is in the owner's repository" \
+	as_owner git -C "$PROJECT" rev-parse -q --verify "refs/remotes/$AGENT/work"
+
+rc=0
+prov --remove --purge >"$E2E_SCRATCH/purge.out" 2>&1 || rc=$?
+check_output "--remove --purge succeeds" '^ocsb-provision: [1-9]' \
+	bash -c "cat '$E2E_SCRATCH/purge.out'; exit $rc"
+for f in cron.deny at.deny; do
+	if [ -e "$E2E_SCRATCH/deny/$f" ]; then
+		check "$f is as it was before ocsb" cmp "$E2E_SCRATCH/deny/$f" "/etc/$f"
+	else
+		check_fails "$f, made by ocsb, is removed" test -e "/etc/$f"
+	fi
+done
+# The owner's repository is the owner's: root leaves it and names what stays, with the
+# command that removes it (issue 28, item 8).
+check_output "the removal names what stays in the owner's repository, and the command" \
+	"^kept in $OWNER's repository $PROJECT: the agent's branches refs/remotes/$AGENT/\* and ocsb sync's \.git/ocsb-sync\.\* .*; to remove them, as $OWNER: git -C " \
+	cat "$E2E_SCRATCH/purge.out"
+cmd=$(sed -n "s|^kept in $OWNER's repository $PROJECT: .*, as $OWNER: ||p" "$E2E_SCRATCH/purge.out")
+check "  ... the command runs as the owner" as_owner sh -c "$cmd"
+check_output "  ... and the agent's branches are gone" '^$' \
+	as_owner git -C "$PROJECT" for-each-ref "refs/remotes/$AGENT/"
+check_output "  ... and ocsb sync's files" '^$' find "$PROJECT/.git" -maxdepth 1 -name 'ocsb-sync.*'
+check "  ... the owner's own branch is kept (control)" as_owner git -C "$PROJECT" rev-parse -q --verify HEAD
+# Back to a project without commits, as the rest of this file expects.
+as_owner sh -c "git -C '$PROJECT' update-ref -d \"\$(git -C '$PROJECT' symbolic-ref HEAD)\""
 check_fails "account deleted" getent passwd "$AGENT"
 check_fails "group deleted" getent group "$AGENT"
 check_fails "home deleted" test -e /home/$AGENT

@@ -91,17 +91,25 @@ check_fails_output "a missing binary: the install hint" \
 check_fails_output "a missing binary is refused when applying" \
 	'opencode-bin: /opt/ocsb/nosuch/opencode: not found.*run: sudo ocsb-provision --install-opencode' provision
 
-# --- not set: watched only once --install-opencode has been used here
+# --- not set, and the default binary missing (a new machine; apt purge removed /opt/ocsb):
+# provisioning installs the pinned release (issue 28, item 3), whether or not
+# --install-opencode ran here before. t-71 installs it through a loopback registry.
 set_bin ""
 rm -rf /etc/ocsb/bin
 mount -t tmpfs -o mode=0755 e2e-no-opencode "$(dirname "$OC_PREFIX")"
 check "positive control: the default binary is now missing" test ! -e "$OC_BIN"
-check_output "not set, never installed here: --check is quiet about OpenCode" \
-	'^ocsb-provision: 0 differences' prov --check
+check_fails_output "not set, never installed here: --check reports OpenCode missing" \
+	"^drift: install OpenCode $OC_VERSION into $OC_PREFIX with npm \(not installed\)$" \
+	prov --check
+check_output "  ... and --dry-run plans its install" \
+	"^would: install OpenCode $OC_VERSION into $OC_PREFIX with npm \(not installed\)$" \
+	prov --dry-run
 mkdir -p /var/lib/ocsb
 printf 'version %s\nprefix %s\n' "$OC_VERSION" "$OC_PREFIX" >"$MARKER"
-check_fails_output "installed here once (marker): --check reports the missing default" \
-	"^drift: OpenCode binary unusable: $OC_BIN: not found \(.* is missing\); run: sudo ocsb-provision --install-opencode$" \
+check_fails_output "installed here once (marker): --check reports the missing default the same way" \
+	"^drift: install OpenCode $OC_VERSION into $OC_PREFIX with npm \(not installed\)$" \
+	prov --check
+check_fails_output "  ... counted once" '^ocsb-provision: 1 difference from the configuration' \
 	prov --check
 check_output "--install-opencode --dry-run plans the install" \
 	"^would: install OpenCode $OC_VERSION into $OC_PREFIX with npm \(not installed\)$" \

@@ -198,4 +198,27 @@ check_fails_output "another version than the pinned one is refused" \
 check_fails_output "the pins hook alone (the real prefix) is refused" \
 	"OCSB_OPENCODE_PINS is a test hook: set OCSB_OPENCODE_PREFIX too" \
 	env OCSB_TEST_HOOKS=1 OCSB_OPENCODE_PINS=$T/pins "$OCSB_BUILD/ocsb-provision" --install-opencode --check
+
+# --- a full provisioning run with the default binary missing (a reinstall after apt purge
+# removed /opt/ocsb, issue 28 item 3): --check reports it, the run installs the pinned
+# release itself (here with the test's pins, into the real prefix on a tmpfs).
+OC_PREFIX=$(sed -n 's/^#define OCSB_OPENCODE_PREFIX "\(.*\)"$/\1/p' "$HDR")
+if [ ! -d "$(dirname "$OC_PREFIX")" ]; then
+	skip "provisioning installs a missing OpenCode" "no $(dirname "$OC_PREFIX") to hide here"
+else
+	. "$HERE/common-prov.sh"
+	make_project
+	mount -t tmpfs -o mode=0755 t71-opt "$(dirname "$OC_PREFIX")"
+	pinned() { env OCSB_TEST_HOOKS=1 OCSB_OPENCODE_PINS=$T/pins OCSB_OPENCODE_PREFIX="$OC_PREFIX" "$@"; }
+	check "positive control: the default binary is missing" test ! -e "$OC_PREFIX/$BIN_REL"
+	check_fails_output "--check reports OpenCode missing" \
+		"^drift: install OpenCode $V into $OC_PREFIX with npm \(not installed\)$" \
+		pinned "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT" --check
+	check_output "provisioning installs it" "^\+ install OpenCode $V into $OC_PREFIX with npm \(not installed\)$" \
+		pinned "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT"
+	check "  ... the installed binary runs" "$OC_PREFIX/$BIN_REL"
+	check_output "  ... then --check finds no difference" '^ocsb-provision: 0 differences' \
+		pinned "$OCSB_BUILD/ocsb-provision" --check
+	umount "$(dirname "$OC_PREFIX")"
+fi
 umount /usr/local/bin

@@ -24,14 +24,33 @@ static void deny_add_is_idempotent(void **state)
 	char *a, *b;
 
 	(void)state;
-	a = edit(NULL, 1, &changed); /* no file yet */
+	a = edit(NULL, 1, &changed); /* no file yet: made, and marked as ocsb's */
 	assert_int_equal(changed, 1);
-	assert_string_equal(a, "ai-dev\n");
+	assert_string_equal(a,
+		"# Made by ocsb-provision: removed with the last user it lists.\n"
+		"ai-dev\n");
 	b = edit(a, 1, &changed);
 	assert_int_equal(changed, 0);
 	assert_string_equal(b, a);
-	free(a);
 	free(b);
+	/* Its last user removed, a file ocsb made goes (issue 28, item 8)... */
+	b = edit(a, 0, &changed);
+	assert_int_equal(changed, 2);
+	assert_string_equal(b, "");
+	free(b);
+	/* ... unless someone added to it since. */
+	b = edit("# Made by ocsb-provision: removed with the last user it lists.\nai-dev\nbob\n", 0,
+		&changed);
+	assert_int_equal(changed, 1);
+	assert_string_equal(
+		b, "# Made by ocsb-provision: removed with the last user it lists.\nbob\n");
+	free(b);
+	free(a);
+	/* A file that was there before stays, emptied: at.deny's absence would deny everyone. */
+	a = edit("ai-dev\n", 0, &changed);
+	assert_int_equal(changed, 1);
+	assert_string_equal(a, "");
+	free(a);
 	/* Other users are kept, in order; a file without a final newline gets one. */
 	a = edit("daemon\nbob", 1, &changed);
 	assert_int_equal(changed, 1);

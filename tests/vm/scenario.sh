@@ -107,10 +107,20 @@ left_over() { # left_over: what of ocsb is left, one line each
 	local f
 	[ -n "$(uid_files)" ] && echo "files of uid $AGENT_UID"
 	[ -n "$(ocsb_units)" ] && echo "an ocsb unit"
-	for f in "$DROPIN" "$WANTS" "$MASK" /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+	for f in "$DROPIN" "$WANTS" "$MASK" /etc/ocsb /var/lib/ocsb /var/log/ocsb /opt/ocsb; do
 		[ -e "$f" ] || [ -L "$f" ] && echo "$f"
 	done
 	nft list table inet ocsb >/dev/null 2>&1 && echo "nft table inet ocsb"
+}
+deny_state() { # cron.deny and at.deny: mode, owner and content digest, or absent; one line
+	local f
+	for f in /etc/cron.deny /etc/at.deny; do
+		if [ -e "$f" ]; then
+			printf '%s %s %s;' "$f" "$(stat -c '%a %U:%G' "$f")" "$(sha256sum <"$f" | cut -c1-16)"
+		else
+			printf '%s absent;' "$f"
+		fi
+	done
 }
 DROPIN=
 WANTS=/etc/systemd/system/multi-user.target.wants/ocsb-agentd.service
@@ -166,6 +176,10 @@ phase_first() {
 		fail "control: before provisioning, the proxy port's listener is not ocsb-warden's" \
 			"parent: $pre_owner" "$(ss -Htlnp 'sport = :3128' 2>&1)"
 	fi
+
+	# cron.deny and at.deny as ocsb finds them: the removal must leave them so (issue 28, item 8).
+	DENY_BEFORE=$(deny_state)
+	note "before provisioning: $DENY_BEFORE"
 
 	t_prov=$(uptime_s)
 	if prov_out=$(ocsb-provision --owner "$OWNER" --project "$PROJECT" 2>&1); then
@@ -478,6 +492,7 @@ phase_first() {
 		echo "AGENT_UID=$AGENT_UID OWNER_UID=$OWNER_UID"
 		echo "PW_BEFORE=$(field password)"
 		echo "SECRET_VALUE=$SECRET_VALUE"
+		echo "DENY_BEFORE='$DENY_BEFORE'"
 	} >"$STATE/vars"
 
 	# --- the reboot (issue 18, item 6). Probes that run at boot, as early as the agent can:
@@ -744,18 +759,35 @@ phase_fixed_rest() {
 
 	# --- removal (issue 18, item 9): ocsb-provision --remove --purge, then apt-get purge ocsb.
 	# Nothing of ocsb's may be left: no file of the agent's old uid, no unit, drop-in, enablement
-	# link, nftables table, /etc/ocsb, /var/lib/ocsb or /opt/ocsb (OpenCode's prefix).
+	# link, nftables table, /etc/ocsb, /var/lib/ocsb, /var/log/ocsb or /opt/ocsb (OpenCode's
+	# prefix). Issue 28, item 8: cron.deny and at.deny as ocsb found them, squid.service enabled
+	# and active again as ocsb found it, and what stays in the owner's repository (the agent's
+	# branches, ocsb sync's files) named with the command that removes it.
 	DROPIN=/etc/systemd/system/user-$AGENT_UID.slice.d/ocsb.conf
 	WANTS=/etc/systemd/system/multi-user.target.wants/ocsb-agentd.service
 	MASK=/etc/systemd/system/user@$AGENT_UID.service
 	# Control: each of these is there before the removal (the checks below can fail).
 	present=$(left_over)
 	want=$(printf '%s\n' "files of uid $AGENT_UID" "an ocsb unit" "$DROPIN" "$WANTS" "$MASK" \
-		/etc/ocsb /var/lib/ocsb /opt/ocsb "nft table inet ocsb")
+		/etc/ocsb /var/lib/ocsb /var/log/ocsb /opt/ocsb "nft table inet ocsb")
 	if [ -n "$AGENT_UID" ] && [ "$present" = "$want" ]; then
-		pass "control: before removal, all of it is present (uid $AGENT_UID's files, unit, drop-in, link, user manager mask, table, /etc/ocsb, /var/lib/ocsb, /opt/ocsb)"
+		pass "control: before removal, all of it is present (uid $AGENT_UID's files, unit, drop-in, link, user manager mask, table, /etc/ocsb, /var/lib/ocsb, /var/log/ocsb, /opt/ocsb)"
 	else
 		fail "control: before removal, all of it is present" "expected:" "$want" "found:" "$present"
+	fi
+	check "control: before removal, cron.deny and at.deny list $AGENT" \
+		bash -c "grep -qx '$AGENT' /etc/cron.deny && grep -qx '$AGENT' /etc/at.deny"
+	check_output "control: before removal, squid.service is disabled" '^disabled$' systemctl is-enabled squid
+	owner_left() { # what of ocsb sync is in the owner's repository, one line each
+		as_owner git -C "$PROJECT" for-each-ref --format='%(refname)' "refs/remotes/$AGENT/"
+		find "$PROJECT/.git" -maxdepth 1 -name 'ocsb-sync.*' | sort
+	}
+	o=$(owner_left)
+	if grep -qx "refs/remotes/$AGENT/vm-work" <<<"$o" && grep -qx "$PROJECT/.git/ocsb-sync.lock" <<<"$o" &&
+		grep -qx "$PROJECT/.git/ocsb-sync.review" <<<"$o"; then
+		pass "control: before removal, the owner's repository has refs/remotes/$AGENT/vm-work, .git/ocsb-sync.lock and .review"
+	else
+		fail "control: before removal, the owner's repository has refs/remotes/$AGENT/vm-work, .git/ocsb-sync.lock and .review" "$o"
 	fi
 	if rm_out=$(ocsb-provision --remove --purge 2>&1); then
 		pass "ocsb-provision --remove --purge"
@@ -779,10 +811,26 @@ phase_fixed_rest() {
 	check_fails "no enablement link $WANTS" test -L "$WANTS" -o -e "$WANTS"
 	check_fails "no mask of the old uid's user manager $MASK" test -L "$MASK" -o -e "$MASK"
 	check_fails "no nft table inet ocsb" nft list table inet ocsb
-	for d in /etc/ocsb /var/lib/ocsb /opt/ocsb; do
+	for d in /etc/ocsb /var/lib/ocsb /var/log/ocsb /opt/ocsb; do
 		check_fails "no $d" test -e "$d"
 	done
 	check_fails "the package is gone (dpkg)" bash -c 'dpkg-query -W -f="\${Status}\n" ocsb 2>/dev/null | grep -qv "not-installed"'
+	o=$(deny_state)
+	if [ -n "$DENY_BEFORE" ] && [ "$o" = "$DENY_BEFORE" ]; then
+		pass "cron.deny and at.deny are as ocsb found them ($o)"
+	else
+		fail "cron.deny and at.deny are as ocsb found them" "before: $DENY_BEFORE" "after:  $o"
+	fi
+	check_output "squid.service is enabled again, as ocsb found it" '^enabled$' systemctl is-enabled squid
+	check_output "squid.service is active again, as ocsb found it" '^active$' systemctl is-active squid
+	check_output "the removal names what stays in the owner's repository, with the command" \
+		"^kept in $OWNER's repository $PROJECT: the agent's branches refs/remotes/$AGENT/\\* and ocsb sync's \\.git/ocsb-sync\\.\\* .*; to remove them, as $OWNER: git -C " \
+		echo "$rm_out"
+	cmd=$(sed -n "s|^kept in $OWNER's repository $PROJECT: .*, as $OWNER: ||p" <<<"$rm_out")
+	check "the owner runs that command (ocsb is gone: git and rm only)" as_owner sh -c "$cmd"
+	o=$(owner_left)
+	if [ -n "$cmd" ] && [ -z "$o" ]; then pass "then nothing of ocsb sync is left in the owner's repository"; else fail "then nothing of ocsb sync is left in the owner's repository" "$o"; fi
+	check "control: the owner's own branch main is kept" as_owner git -C "$PROJECT" rev-parse -q --verify refs/heads/main
 
 
 
