@@ -28,9 +28,9 @@
 #endif
 
 static const struct {
-	const char *name;     /* as seccomp names it */
-	int major, minor;     /* the first kernel that has it */
-	const char *nspawn;   /* systemd-nspawn's --system-call-filter= value */
+	const char *name; /* as seccomp names it */
+	int major, minor; /* the first kernel that has it */
+	const char *nspawn; /* systemd-nspawn's --system-call-filter= value */
 	const char *lxc_list; /* what to take out of an LXC deny list */
 } calls[SYSBLOCK_NCALLS] = {
 	[SYSBLOCK_KEYCTL] = {"keyctl", 2, 6, "@keyring", "keyctl"},
@@ -83,8 +83,8 @@ static enum sysblock_ct ct_from_environ(const char *env, size_t len)
 		if (len - i > 10 && !strncmp(env + i, "container=", 10)) {
 			char name[64];
 
-			snprintf(name, sizeof(name), "%.*s", (int)strnlen(env + i + 10, len - i - 10),
-				env + i + 10);
+			snprintf(name, sizeof(name), "%.*s",
+				(int)strnlen(env + i + 10, len - i - 10), env + i + 10);
 			return sysblock_ct_from_name(name);
 		}
 	return SYSBLOCK_CT_NONE;
@@ -129,7 +129,8 @@ void sysblock_facts(struct sysblock_facts *out)
 	if (fo_read(path, 1 << 16, &status, NULL) == 0)
 		out->seccomp = sysblock_parse_status(status);
 	free(status);
-	if (uname(&u) == 0 && sscanf(u.release, "%d.%d", &out->kernel_major, &out->kernel_minor) != 2)
+	if (uname(&u) == 0 &&
+		sscanf(u.release, "%d.%d", &out->kernel_major, &out->kernel_minor) != 2)
 		out->kernel_major = out->kernel_minor = 0;
 	out->ct = ct_detect();
 }
@@ -141,8 +142,8 @@ static int kernel_before(const struct sysblock_facts *f, int major, int minor)
 	return f->kernel_major < major || (f->kernel_major == major && f->kernel_minor < minor);
 }
 
-enum sysblock_cause sysblock_classify(enum sysblock_call call, int err,
-	const struct sysblock_facts *f)
+enum sysblock_cause sysblock_classify(
+	enum sysblock_call call, int err, const struct sysblock_facts *f)
 {
 	if (call >= SYSBLOCK_NCALLS)
 		return SYSBLOCK_OTHER;
@@ -168,25 +169,28 @@ static int setting(char *buf, size_t n, enum sysblock_call call, enum sysblock_c
 	switch (ct) {
 	case SYSBLOCK_CT_NSPAWN:
 		return snprintf(buf, n,
-			"start it with systemd-nspawn --system-call-filter=%s "
+			"start the container with systemd-nspawn --system-call-filter=%s "
 			"(SystemCallFilter= in the [Exec] section of its .nspawn file)",
 			nspawn);
 	case SYSBLOCK_CT_DOCKER:
 	case SYSBLOCK_CT_PODMAN:
 		return snprintf(buf, n,
-			"run it with --security-opt seccomp=unconfined, or a seccomp profile "
+			"start the container with --security-opt seccomp=unconfined, or a seccomp "
+			"profile "
 			"(--security-opt seccomp=FILE.json) that allows %s",
 			name);
 	case SYSBLOCK_CT_LXC:
 		return snprintf(buf, n,
-			"take %s out of its seccomp deny list (Incus/LXD: security.syscalls.deny%s; "
+			"take %s out of the container's seccomp deny list (Incus/LXD: "
+			"security.syscalls.deny%s; "
 			"LXC: lxc.seccomp.profile)",
 			calls[call].lxc_list,
 			call == SYSBLOCK_KEYCTL ? ", Proxmox: features keyctl=1" : "");
 	default:
 		return snprintf(buf, n,
 			"allow %s in the container's filter (systemd-nspawn: "
-			"--system-call-filter=%s; Docker, Podman: --security-opt seccomp=unconfined; "
+			"--system-call-filter=%s; Docker, Podman: --security-opt "
+			"seccomp=unconfined; "
 			"Incus/LXD: security.syscalls.deny without it)",
 			name, nspawn);
 	}
@@ -194,15 +198,18 @@ static int setting(char *buf, size_t n, enum sysblock_call call, enum sysblock_c
 
 static const char *ct_name(enum sysblock_ct ct)
 {
-	static const char *const names[] = {[SYSBLOCK_CT_NONE] = "a", [SYSBLOCK_CT_NSPAWN] =
-		"systemd-nspawn's", [SYSBLOCK_CT_DOCKER] = "Docker's", [SYSBLOCK_CT_PODMAN] =
-		"Podman's", [SYSBLOCK_CT_LXC] = "LXC's", [SYSBLOCK_CT_OTHER] = "the container's"};
+	static const char *const names[] = {[SYSBLOCK_CT_NONE] = "a",
+		[SYSBLOCK_CT_NSPAWN] = "systemd-nspawn's",
+		[SYSBLOCK_CT_DOCKER] = "Docker's",
+		[SYSBLOCK_CT_PODMAN] = "Podman's",
+		[SYSBLOCK_CT_LXC] = "LXC's",
+		[SYSBLOCK_CT_OTHER] = "the container's"};
 
 	return ct <= SYSBLOCK_CT_OTHER ? names[ct] : "a";
 }
 
-enum sysblock_cause sysblock_explain(char *buf, size_t n, enum sysblock_call call, int err,
-	const struct sysblock_facts *f)
+enum sysblock_cause sysblock_explain(
+	char *buf, size_t n, enum sysblock_call call, int err, const struct sysblock_facts *f)
 {
 	enum sysblock_cause c = sysblock_classify(call, err, f);
 	char how[400];
@@ -212,22 +219,25 @@ enum sysblock_cause sysblock_explain(char *buf, size_t n, enum sysblock_call cal
 	switch (c) {
 	case SYSBLOCK_SECCOMP:
 		setting(how, sizeof(how), call, f->ct);
-		snprintf(buf, n, "%s: %s, refused by %s seccomp filter (the container's, not ocsb's): %s",
+		snprintf(buf, n,
+			"%s: %s, refused by %s seccomp filter (the container's, not ocsb's): %s",
 			calls[call].name, strerror(err < 0 ? -err : err), ct_name(f->ct), how);
 		break;
 	case SYSBLOCK_KERNEL:
 		if (calls[call].major)
 			snprintf(buf, n, "%s: not in this kernel (%d.%d; it needs Linux %d.%d)",
-				calls[call].name, f->kernel_major, f->kernel_minor, calls[call].major,
-				calls[call].minor);
+				calls[call].name, f->kernel_major, f->kernel_minor,
+				calls[call].major, calls[call].minor);
 		else
 			snprintf(buf, n, "%s: not in this kernel (%d.%d)", calls[call].name,
 				f->kernel_major, f->kernel_minor);
 		break;
 	case SYSBLOCK_LSM_OFF:
 		snprintf(buf, n,
-			"Landlock is built into this kernel but not enabled at boot: add landlock to "
-			"lsm= on the kernel command line (/sys/kernel/security/lsm lists the active "
+			"Landlock is built into this kernel but not enabled at boot: add landlock "
+			"to "
+			"lsm= on the kernel command line (/sys/kernel/security/lsm lists the "
+			"active "
 			"ones)");
 		break;
 	case SYSBLOCK_OTHER:

@@ -13,17 +13,17 @@
  * by ocsb-warden.
  */
 enum sysblock_call {
-	SYSBLOCK_KEYCTL,   /* keyctl: the session keyring of every dropped child (spawn) */
-	SYSBLOCK_MLOCK,    /* mlock: secrets in locked memory */
+	SYSBLOCK_KEYCTL, /* keyctl: the session keyring of every dropped child (spawn) */
+	SYSBLOCK_MLOCK, /* mlock: secrets in locked memory */
 	SYSBLOCK_LANDLOCK, /* landlock_create_ruleset: OpenCode's and ocsb-shell's scopes */
 	SYSBLOCK_NCALLS
 };
 
 enum sysblock_cause {
 	SYSBLOCK_OTHER = 0, /* not a block: the call's own error (a limit, a capability) */
-	SYSBLOCK_SECCOMP,   /* refused by a seccomp filter */
-	SYSBLOCK_KERNEL,    /* the kernel has no such call */
-	SYSBLOCK_LSM_OFF,   /* Landlock is built in but not enabled at boot */
+	SYSBLOCK_SECCOMP, /* refused by a seccomp filter */
+	SYSBLOCK_KERNEL, /* the kernel has no such call */
+	SYSBLOCK_LSM_OFF, /* Landlock is built in but not enabled at boot */
 };
 
 enum sysblock_ct {
@@ -36,7 +36,7 @@ enum sysblock_ct {
 };
 
 struct sysblock_facts {
-	int seccomp;                  /* Seccomp: of /proc/self/status; -1 unknown */
+	int seccomp; /* Seccomp: of /proc/self/status; -1 unknown */
 	int kernel_major, kernel_minor; /* 0.0 unknown */
 	enum sysblock_ct ct;
 };
@@ -48,15 +48,15 @@ int sysblock_parse_status(const char *status);
 /* A container named as systemd and OCI runtimes name it ("systemd-nspawn", "docker", ...). */
 enum sysblock_ct sysblock_ct_from_name(const char *name);
 /* Why `call` failed with errno `err`, given the facts. */
-enum sysblock_cause sysblock_classify(enum sysblock_call call, int err,
-	const struct sysblock_facts *f);
+enum sysblock_cause sysblock_classify(
+	enum sysblock_call call, int err, const struct sysblock_facts *f);
 /*
  * One line for the user: the call, the cause, and the setting that allows it (for the
  * container found, or for each kind when none is). Returns the cause; with
  * SYSBLOCK_OTHER, buf is left empty.
  */
-enum sysblock_cause sysblock_explain(char *buf, size_t n, enum sysblock_call call, int err,
-	const struct sysblock_facts *f);
+enum sysblock_cause sysblock_explain(
+	char *buf, size_t n, enum sysblock_call call, int err, const struct sysblock_facts *f);
 /* The call's name as seccomp knows it. */
 const char *sysblock_name(enum sysblock_call call);
 /*

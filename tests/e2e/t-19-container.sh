@@ -46,26 +46,25 @@ check_output "LXC-like filter (ENOSYS): Landlock filtered by seccomp" \
 	'Landlock scope .*: no \(filtered by seccomp: landlock_create_ruleset: Function not implemented' \
 	doctor filtered ENOSYS landlock_create_ruleset --
 
-# --- mlock: the secrets' locked memory (provisioning's sealing key; ocsb-agentd's the same
-# secrets_alloc), under a filter: the call and the filter, not RLIMIT_MEMLOCK
+# --- provisioning: keyctl (every child run as another account joins a session keyring of
+# its own: git, npm's install step, OpenCode) and mlock (the secrets' memory) are tried
+# before any change; refused, it stops there with the call, the filter and the setting
+P=("$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT")
 check_output "control: provisioning again without a filter" '^ocsb-provision: 0 changes$' provision
-out=$(filtered EPERM mlock -- "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" --project "$PROJECT" 2>&1)
-check_output "mlock filtered: provisioning names mlock and the filter" \
-	'cannot lock 32 bytes of memory for secrets: mlock: Operation not permitted, refused by .* seccomp filter' \
+check_fails_output "keyctl filtered: provisioning refuses, naming keyctl and the filter" \
+	'^ocsb-provision: error: keyctl: Operation not permitted, refused by .* seccomp filter' \
+	filtered EPERM keyctl -- "${P[@]}"
+check_fails_output "keyctl filtered: so does npm's install step (--install-opencode alone)" \
+	'^ocsb-provision: error: keyctl: Operation not permitted, refused by .* seccomp filter' \
+	filtered EPERM keyctl -- "$OCSB_BUILD/ocsb-provision" --install-opencode
+out=$(filtered EPERM mlock -- "${P[@]}" 2>&1)
+check_output "mlock filtered: provisioning refuses, naming mlock and the filter" \
+	'^ocsb-provision: error: mlock: Operation not permitted, refused by .* seccomp filter' \
 	printf '%s\n' "$out"
 check_fails "... and does not blame RLIMIT_MEMLOCK" grep -q RLIMIT_MEMLOCK <<<"$out"
-
-# --- keyctl: every child run as another account joins a session keyring of its own
-if command -v npm >/dev/null; then
-	out=$(filtered EPERM keyctl -- "$OCSB_BUILD/ocsb-provision" --owner "$OWNER" \
-		--project "$PROJECT" --install-opencode 2>&1)
-	printf '%s\n' "$out" | sed 's/^/# keyctl filtered: /' | head -n 20
-	check_output "keyctl filtered: npm's step names keyctl and the filter" \
-		'\(ocsb-npm\): keyctl: Operation not permitted, refused by .* seccomp filter' \
-		printf '%s\n' "$out"
-else
-	skip "keyctl filtered: npm's step" "npm not installed"
-fi
+check_fails "... and changes nothing" grep -q '^ocsb-provision: [0-9]* changes' <<<"$out"
+check_output "control: provisioning without a filter still has nothing to do" \
+	'^ocsb-provision: 0 changes$' provision
 
 # --- pam_namespace: a polydir missing at login
 check_output "the entry creates what is missing (root's, 1777)" \

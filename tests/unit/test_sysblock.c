@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#include "secrets.h"
 #include "sysblock.h"
 
 static const struct sysblock_facts filtered_618 = {2, 6, 18, SYSBLOCK_CT_NSPAWN};
@@ -16,7 +17,8 @@ static const struct sysblock_facts bare_510 = {0, 5, 10, SYSBLOCK_CT_NONE};
 static void filter_is_not_the_kernel(void **state)
 {
 	(void)state;
-	assert_int_equal(sysblock_classify(SYSBLOCK_KEYCTL, EPERM, &filtered_618), SYSBLOCK_SECCOMP);
+	assert_int_equal(
+		sysblock_classify(SYSBLOCK_KEYCTL, EPERM, &filtered_618), SYSBLOCK_SECCOMP);
 	assert_int_equal(sysblock_classify(SYSBLOCK_MLOCK, EPERM, &filtered_618), SYSBLOCK_SECCOMP);
 	assert_int_equal(
 		sysblock_classify(SYSBLOCK_LANDLOCK, EPERM, &filtered_618), SYSBLOCK_SECCOMP);
@@ -63,10 +65,11 @@ static void lines_name_call_and_setting(void **state)
 	char line[600];
 
 	(void)state;
-	assert_int_equal(sysblock_explain(line, sizeof(line), SYSBLOCK_KEYCTL, EPERM, &f),
-		SYSBLOCK_SECCOMP);
-	assert_non_null(strstr(line, "keyctl: Operation not permitted, refused by systemd-nspawn's "
-				     "seccomp filter"));
+	assert_int_equal(
+		sysblock_explain(line, sizeof(line), SYSBLOCK_KEYCTL, EPERM, &f), SYSBLOCK_SECCOMP);
+	assert_non_null(strstr(line,
+		"keyctl: Operation not permitted, refused by systemd-nspawn's "
+		"seccomp filter"));
 	assert_non_null(strstr(line, "--system-call-filter=@keyring"));
 	assert_null(strchr(line, '\n'));
 	f.ct = SYSBLOCK_CT_DOCKER;
@@ -86,10 +89,10 @@ static void lines_name_call_and_setting(void **state)
 	assert_non_null(strstr(line, "Incus/LXD"));
 	assert_int_equal(sysblock_explain(line, sizeof(line), SYSBLOCK_LANDLOCK, ENOSYS, &bare_510),
 		SYSBLOCK_KERNEL);
-	assert_string_equal(line,
-		"landlock_create_ruleset: not in this kernel (5.10; it needs Linux 5.13)");
-	assert_int_equal(sysblock_explain(line, sizeof(line), SYSBLOCK_MLOCK, ENOMEM, &f),
-		SYSBLOCK_OTHER);
+	assert_string_equal(
+		line, "landlock_create_ruleset: not in this kernel (5.10; it needs Linux 5.13)");
+	assert_int_equal(
+		sysblock_explain(line, sizeof(line), SYSBLOCK_MLOCK, ENOMEM, &f), SYSBLOCK_OTHER);
 	assert_string_equal(line, "");
 }
 
@@ -124,8 +127,8 @@ static void under_a_real_filter(void **state)
 	(void)state;
 	sysblock_facts(&here);
 	if (here.seccomp != 2) {
-		assert_int_equal(sysblock_classify(SYSBLOCK_KEYCTL, sysblock_probe(SYSBLOCK_KEYCTL),
-					 &here),
+		assert_int_equal(
+			sysblock_classify(SYSBLOCK_KEYCTL, sysblock_probe(SYSBLOCK_KEYCTL), &here),
 			SYSBLOCK_OTHER);
 	}
 	pid = fork();
@@ -134,11 +137,11 @@ static void under_a_real_filter(void **state)
 		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 		struct sysblock_facts f;
 		int ok = ctx && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-			 seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0) == 0 &&
-			 seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mlock), 0) == 0 &&
-			 seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
-				 SCMP_SYS(landlock_create_ruleset), 0) == 0 &&
-			 seccomp_load(ctx) == 0;
+			seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(keyctl), 0) == 0 &&
+			seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mlock), 0) == 0 &&
+			seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+				SCMP_SYS(landlock_create_ruleset), 0) == 0 &&
+			seccomp_load(ctx) == 0;
 
 		if (!ok)
 			_exit(10);
@@ -151,9 +154,16 @@ static void under_a_real_filter(void **state)
 		if (sysblock_classify(SYSBLOCK_MLOCK, sysblock_probe(SYSBLOCK_MLOCK), &f) !=
 			SYSBLOCK_SECCOMP)
 			_exit(13);
+		/* ocsb-agentd's and provisioning's locked memory for secrets says the same. */
+		if (sodium_init() < 0 || secrets_alloc(32) != NULL ||
+			!strstr(secrets_alloc_error(),
+				"cannot lock 32 bytes of memory for secrets: "
+				"mlock: Operation not permitted, refused by") ||
+			strstr(secrets_alloc_error(), "RLIMIT_MEMLOCK"))
+			_exit(15);
 		if (f.kernel_major > 5 &&
-			sysblock_classify(SYSBLOCK_LANDLOCK, sysblock_probe(SYSBLOCK_LANDLOCK), &f) !=
-				SYSBLOCK_SECCOMP)
+			sysblock_classify(SYSBLOCK_LANDLOCK, sysblock_probe(SYSBLOCK_LANDLOCK),
+				&f) != SYSBLOCK_SECCOMP)
 			_exit(14);
 		_exit(0);
 	}
