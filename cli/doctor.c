@@ -290,6 +290,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	doctor_check_agent_home(&dr);
 	doctor_check_mirror_links(&dr);
 	doctor_check_sessions(&dr);
+	doctor_check_session_live(&dr);
 	doctor_check_probes(&dr);
 	r = report(&dr);
 	free(dr.v);

@@ -800,7 +800,7 @@ static void check_abstract(struct doctor *dr, long abi, const char *llwhy, const
 		break;
 	case 2:
 		doctor_add(dr, DR_WARN, "abstract-sockets", llfix,
-			"no Landlock scope, %s: %s and OpenCode can connect to other users' "
+			"no Landlock scope (%s): %s and OpenCode can connect to other users' "
 			"abstract Unix sockets (X11, some D-Bus and IDE helpers listen there; keep "
 			"no secrets behind them)",
 			llwhy, shell);
@@ -817,7 +817,7 @@ static void check_abstract(struct doctor *dr, long abi, const char *llwhy, const
 }
 
 /*
- * Landlock's state in words: "yes", or why not. A container's seccomp filter (EPERM or
+ * Landlock's state in words: "yes", or why not (the fix is returned). A container's seccomp filter (EPERM or
  * ENOSYS on a kernel that has Landlock) is not a kernel too old; the fix differs.
  */
 static const char *landlock_state(long abi, int err, char *why, size_t n)
@@ -830,22 +830,22 @@ static const char *landlock_state(long abi, int err, char *why, size_t n)
 		return NULL;
 	}
 	if (abi > 0) {
-		snprintf(why, n, "no (kernel too old: Landlock ABI %ld, scopes need 6)", abi);
+		snprintf(why, n, "kernel too old: Landlock ABI %ld, scopes need 6", abi);
 		return "a kernel >= 6.12 (Landlock ABI 6)";
 	}
 	sysblock_facts(&f);
 	switch (sysblock_explain(line, sizeof(line), SYSBLOCK_LANDLOCK, err, &f)) {
 	case SYSBLOCK_SECCOMP:
-		snprintf(why, n, "no (filtered by seccomp: %s)", line);
+		snprintf(why, n, "filtered by seccomp: %s", line);
 		return "the container's setting named in this line";
 	case SYSBLOCK_KERNEL:
-		snprintf(why, n, "no (kernel too old: %s)", line);
+		snprintf(why, n, "kernel too old: %s", line);
 		return "a kernel >= 6.12 (Landlock ABI 6)";
 	case SYSBLOCK_LSM_OFF:
-		snprintf(why, n, "no (%s)", line);
+		snprintf(why, n, "%s", line);
 		return "landlock in lsm= on the kernel command line";
 	default:
-		snprintf(why, n, "no (landlock_create_ruleset: %s)", strerror(err));
+		snprintf(why, n, "landlock_create_ruleset: %s", strerror(err));
 		return "a kernel >= 6.12 with Landlock enabled";
 	}
 }
@@ -970,8 +970,8 @@ void doctor_check_sessions(struct doctor *dr)
 	doctor_add(dr, abi >= 6 ? DR_OK : DR_WARN, "opencode-sandbox", llfix,
 		"OpenCode runs with a private /tmp and /dev/shm, its own /proc (hidepid), fake "
 		"machine-id, boot_id, kernel command line and DMI ids; Landlock scope for abstract "
-		"sockets and signals: %s",
-		llwhy);
+		"sockets and signals: %s%s%s",
+		abi >= 6 ? "" : "no (", llwhy, abi >= 6 ? "" : ")");
 	if (session_ns && dr->usepam == 0)
 		doctor_add(dr, DR_WARN, "ssh-sessions", "UsePAM yes in sshd_config",
 			"the pam_namespace entry for %s is inert: sshd runs with UsePAM no, so its "

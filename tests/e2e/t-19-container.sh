@@ -38,6 +38,9 @@ check_output "... and Landlock: filtered by seccomp, not a kernel too old" \
 	'opencode-sandbox .*Landlock scope for abstract sockets and signals: no \(filtered by seccomp: landlock_create_ruleset: ' \
 	printf '%s\n' "$out"
 check_fails "... never 'kernel too old' on this kernel" grep -q 'kernel too old' <<<"$out"
+check_output "... the ssh sessions' scope too" \
+	'^WARN +abstract-sockets +no Landlock scope \(filtered by seccomp: landlock_create_ruleset: ' \
+	printf '%s\n' "$out"
 check_output "... each with the setting that allows it (the container's, or each kind's)" \
 	'keyctl: .*(--system-call-filter=@keyring|seccomp=unconfined|security\.syscalls\.deny)' \
 	printf '%s\n' "$out"
@@ -70,15 +73,26 @@ check_output "control: provisioning without a filter still has nothing to do" \
 check_output "the entry creates what is missing (root's, 1777)" \
 	'^/run/lock /run/lock/ tmpfs:create=01777,root,root:' cat "$NSCONF"
 check "control: an ssh session of the agent" owner_ssh "$AGENT" true
-check_output "control: doctor: ssh-sessions OK" '^OK +ssh-sessions ' doctor
+out=$(doctor)
+check_output "control: doctor: ssh-sessions OK" '^OK +ssh-sessions ' printf '%s\n' "$out"
+check_output "control: doctor opens a session of the agent (end to end)" \
+	'^OK +ssh-session +an ssh session of ai-dev opens' printf '%s\n' "$out"
 # The entry as provisioning wrote it before: no create. Without /run/lock, sessions fail.
 sed -i 's/tmpfs:create=01777,root,root:/tmpfs:/' "$NSCONF"
 rmdir /run/lock
 check_fails "old entry, no /run/lock: the session fails (the bug)" owner_ssh "$AGENT" true
+out=$(doctor)
 check_output "... and doctor says why, with the fix" \
 	'^FAIL +ssh-sessions +every ssh session of ai-dev fails \(sshd exits 254\): .* names /run/lock, which does not exist' \
-	doctor
+	printf '%s\n' "$out"
+grep -E '^FAIL +ssh-session' <<<"$out" | sed 's/^/# doctor: /'
+check_output "... and its session, opened end to end, fails" \
+	'^FAIL +ssh-session +ssh sessions of ai-dev end before their command runs \(ssh exit 25[45]' \
+	printf '%s\n' "$out"
 check_output "provisioning writes the entry again" '^ocsb-provision: [1-9]' provision
 check "no /run/lock, new entry: the session works" owner_ssh "$AGENT" true
 check_output "... /run/lock was made root's, 1777" '^1777 root$' stat -c '%a %U' /run/lock
-check_output "... doctor: ssh-sessions OK" '^OK +ssh-sessions ' doctor
+out=$(doctor)
+check_output "... doctor: ssh-sessions OK" '^OK +ssh-sessions ' printf '%s\n' "$out"
+check_output "... doctor: a session opens again" '^OK +ssh-session +an ssh session' \
+	printf '%s\n' "$out"
