@@ -6,7 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "secrets.h"
+#include "../../secrets/secrets.h"
 #include "sysblock.h"
 
 static const struct sysblock_facts filtered_618 = {2, 6, 18, SYSBLOCK_CT_NSPAWN};
