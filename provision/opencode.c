@@ -23,7 +23,6 @@
 #include "opencode.h"
 #include "provision.h"
 #include "spawn.h"
-#include "sysblock.h"
 #include "dirs.h"
 #include "testhook.h"
 #include "opencode_pins.h"
@@ -491,26 +490,6 @@ static int npm_account(uid_t *ret_uid, gid_t *ret_gid)
 	return prov_system_account(NPM_USER, NPM_GECOS, 1, ret_uid, ret_gid);
 }
 
-/*
- * A dropped child that could not start: its drop's keyctl (a session keyring of its own,
- * common/spawn_drop.c) is what a container's seccomp filter refuses (systemd-nspawn's,
- * Docker's). Probed here, where the same filter applies: the user gets the call and the
- * container's setting instead of a bare "Operation not permitted".
- */
-static void npm_spawn_failed(const char *what, int r)
-{
-	struct sysblock_facts f;
-	char why[512];
-
-	sysblock_facts(&f);
-	if ((r == -EPERM || r == -ENOSYS || r == -EACCES) &&
-		sysblock_explain(why, sizeof(why), SYSBLOCK_KEYCTL, sysblock_probe(SYSBLOCK_KEYCTL),
-			&f) != SYSBLOCK_OTHER)
-		log_err("%s (%s): %s", what, NPM_USER, why);
-	else
-		log_err("%s (%s): %s", what, NPM_USER, strerror(-r));
-}
-
 /* Runs as the npm account: whatever npm left running (it has a session of its own). */
 static int child_kill_all(void *arg, int outfd)
 {
@@ -530,7 +509,7 @@ static int npm_reap(uid_t uid, gid_t gid)
 		r = -EIO;
 	spawn_result_free(&res);
 	if (r < 0)
-		npm_spawn_failed("cannot stop what npm left running", r);
+		log_err("cannot stop what npm (%s) left running: %s", NPM_USER, strerror(-r));
 	return r;
 }
 
@@ -595,10 +574,7 @@ static int run_npm(const char *npm, const char *stage, const struct pins *pins, 
 	if (npm_reap(uid, gid) < 0 && r >= 0)
 		r = -EIO;
 	if (r < 0) {
-		char what[PATH_MAX + 16];
-
-		snprintf(what, sizeof(what), "cannot run %s", npm);
-		npm_spawn_failed(what, r);
+		log_err("cannot run %s: %s", npm, strerror(-r));
 		spawn_result_free(&res);
 		return r;
 	}
