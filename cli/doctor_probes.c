@@ -256,9 +256,9 @@ void doctor_check_session_live(struct doctor *dr)
 	else
 		doctor_add(dr, DR_FAIL, "ssh-session",
 			"sudo ocsb doctor (its ssh-sessions line), then sudo ocsb-provision",
-			"ssh sessions of %s end before their command runs (ssh exit %d%s%s): their "
+			"ssh sessions of %s end before their command runs (ssh exit %d): their "
 			"set-up failed (pam_namespace or its init script); sshd's log says why "
 			"(journalctl -u ssh, /var/log/auth.log)",
-			dr->c->cfg.agent, r.status, first[0] ? ": " : "", first);
+			dr->c->cfg.agent, r.status);
 	spawn_result_free(&r);
 }

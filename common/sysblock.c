@@ -33,7 +33,7 @@ static const struct {
 	const char *nspawn; /* systemd-nspawn's --system-call-filter= value */
 	const char *lxc_list; /* what to take out of an LXC deny list */
 } calls[SYSBLOCK_NCALLS] = {
-	[SYSBLOCK_KEYCTL] = {"keyctl", 2, 6, "@keyring", "keyctl"},
+	[SYSBLOCK_KEYCTL] = {"keyctl", 0, 0, "@keyring", "keyctl"},
 	[SYSBLOCK_MLOCK] = {"mlock", 0, 0, "@memlock", "mlock"},
 	[SYSBLOCK_LANDLOCK] = {"landlock_create_ruleset", 5, 13,
 		"'landlock_create_ruleset landlock_add_rule landlock_restrict_self'", "landlock_*"},
@@ -182,10 +182,8 @@ static int setting(char *buf, size_t n, enum sysblock_call call, enum sysblock_c
 	case SYSBLOCK_CT_LXC:
 		return snprintf(buf, n,
 			"take %s out of the container's seccomp deny list (Incus/LXD: "
-			"security.syscalls.deny%s; "
-			"LXC: lxc.seccomp.profile)",
-			calls[call].lxc_list,
-			call == SYSBLOCK_KEYCTL ? ", Proxmox: features keyctl=1" : "");
+			"security.syscalls.deny; LXC: lxc.seccomp.profile)",
+			calls[call].lxc_list);
 	default:
 		return snprintf(buf, n,
 			"allow %s in the container's filter (systemd-nspawn: "
@@ -254,8 +252,12 @@ int sysblock_probe(enum sysblock_call call)
 	switch (call) {
 	case SYSBLOCK_KEYCTL:
 		r = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
-		/* No keyring to name is an answer of the call itself: it is allowed. */
-		return r < 0 && errno != ENOKEY ? errno : 0;
+		/*
+		 * No keyring to name is an answer of the call itself: it is allowed. ENOSYS
+		 * (no CONFIG_KEYS, or LXC's "keyctl errno 38") is what the drop lets through
+		 * (common/spawn_drop.c): no keyring to inherit, nothing to refuse here either.
+		 */
+		return r < 0 && errno != ENOKEY && errno != ENOSYS ? errno : 0;
 	case SYSBLOCK_MLOCK: {
 		long page = sysconf(_SC_PAGESIZE);
 		int e = 0;

@@ -60,6 +60,10 @@ check_fails_output "keyctl filtered: provisioning refuses, naming keyctl and the
 check_fails_output "keyctl filtered: so does npm's install step (--install-opencode alone)" \
 	'^ocsb-provision: error: keyctl: Operation not permitted, refused by .* seccomp filter' \
 	filtered EPERM keyctl -- "$OCSB_BUILD/ocsb-provision" --install-opencode
+# LXC's "keyctl errno 38" (Proxmox's unprivileged default): a kernel without keyrings to
+# the drop, which lets ENOSYS through; provisioning must not refuse what would work.
+check_output "keyctl ENOSYS (LXC's deny list): provisioning goes on" '^ocsb-provision: 0 changes$' \
+	filtered ENOSYS keyctl -- "${P[@]}"
 out=$(filtered EPERM mlock -- "${P[@]}" 2>&1)
 check_output "mlock filtered: provisioning refuses, naming mlock and the filter" \
 	'^ocsb-provision: error: mlock: Operation not permitted, refused by .* seccomp filter' \
