@@ -278,6 +278,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	if ((r = doctor_args(argc, argv, &dr.fix, &dr.json)) != 0)
 		return r;
 	doctor_check_deps(&dr);
+	doctor_check_syscalls(&dr);
 	doctor_check_owner_home(&dr);
 	doctor_check_sshd(&dr);
 	doctor_check_agentd(&dr);
@@ -289,6 +290,7 @@ int cmd_doctor(struct cli *c, int argc, char **argv)
 	doctor_check_agent_home(&dr);
 	doctor_check_mirror_links(&dr);
 	doctor_check_sessions(&dr);
+	doctor_check_session_live(&dr);
 	doctor_check_probes(&dr);
 	r = report(&dr);
 	free(dr.v);

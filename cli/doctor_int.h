@@ -62,6 +62,8 @@ void doctor_add(struct doctor *dr, enum dr_status st, const char *name, const ch
 void doctor_add_machine(struct doctor *dr, enum dr_status st, const char *name, const char *fix,
 	const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void doctor_check_deps(struct doctor *dr);
+void doctor_check_syscalls(struct doctor *dr);
+void doctor_check_session_live(struct doctor *dr);
 void doctor_check_owner_home(struct doctor *dr);
 void doctor_check_sshd(struct doctor *dr);
 void doctor_check_agentd(struct doctor *dr);

@@ -202,3 +202,63 @@ void doctor_check_mirror_links(struct doctor *dr)
 			"the mirror's %d place%s in ~%s link to the tree", seen,
 			seen == 1 ? "" : "s", a.name);
 }
+
+/*
+ * The agent's ssh session set-up, end to end: one session opened with the owner's sync
+ * key (git-shell is its forced command), asking for a repository that does not exist.
+ * git's answer proves sshd, PAM, pam_namespace and the init script let the session in; a
+ * session that ends before any answer (sshd's exit 254) failed in that set-up, which
+ * tells the client nothing. As the owner (root drops to the owner): the key is hers.
+ */
+void doctor_check_session_live(struct doctor *dr)
+{
+	char key[4200], pin[4200], port[16], dest[128], first[256];
+	const char *argv[] = {"/usr/bin/ssh", "-F", "/dev/null", "-i", key, "-o",
+		"IdentitiesOnly=yes", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o",
+		pin, "-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR", "-p", port, "--", dest,
+		"git-upload-pack '/ocsb-doctor/no-such-repository'", NULL};
+	struct spawn_opts o = {.capture = 1, .timeout_ms = 20000, .max_output = 4096};
+	struct spawn_result r = {0};
+	const char *out;
+	struct stat st;
+
+	if (!dr->c->have_owner || access(argv[0], X_OK) < 0 ||
+		snprintf(key, sizeof(key), "%s/.config/ocsb/%s_sync_ed25519", dr->c->owner.home,
+			dr->c->cfg.agent) >= (int)sizeof(key) ||
+		stat(key, &st) < 0)
+		return; /* no sync key (a remote owner's setup): nothing to open a session with */
+	snprintf(pin, sizeof(pin), "UserKnownHostsFile=%s/.config/ocsb/known_hosts",
+		dr->c->owner.home);
+	snprintf(port, sizeof(port), "%u", dr->c->cfg.ssh_port ? dr->c->cfg.ssh_port : 22);
+	snprintf(dest, sizeof(dest), "%s@localhost", dr->c->cfg.agent);
+	if (getuid() == 0) {
+		o.drop = 1;
+		o.uid = dr->c->owner.uid;
+		o.gid = dr->c->owner.gid;
+		o.user = dr->c->owner.name;
+	}
+	if (spawn_run(argv, &o, &r) < 0) {
+		doctor_add(dr, DR_WARN, "ssh-session", NULL, "cannot run %s", argv[0]);
+		return;
+	}
+	out = r.output ? r.output : "";
+	log_vis(out, strcspn(out, "\n"), first, sizeof(first));
+	if (strstr(out, "does not appear to be a git repository") || strstr(out, "fatal: "))
+		doctor_add(dr, DR_OK, "ssh-session", NULL,
+			"an ssh session of %s opens (sshd, PAM, pam_namespace and its init script "
+			"let it in; opened with the sync key)",
+			dr->c->cfg.agent);
+	else if (r.timed_out || strstr(out, "Permission denied") || strstr(out, "Host key verification") ||
+		 strstr(out, "Connection refused") || strstr(out, "timed out"))
+		doctor_add(dr, DR_WARN, "ssh-session", "sudo ocsb-provision",
+			"could not open an ssh session of %s to check it: %s", dr->c->cfg.agent,
+			first);
+	else
+		doctor_add(dr, DR_FAIL, "ssh-session",
+			"sudo ocsb doctor (its ssh-sessions line), then sudo ocsb-provision",
+			"ssh sessions of %s end before their command runs (ssh exit %d): their "
+			"set-up failed (pam_namespace or its init script); sshd's log says why "
+			"(journalctl -u ssh, /var/log/auth.log)",
+			dr->c->cfg.agent, r.status);
+	spawn_result_free(&r);
+}

@@ -73,16 +73,57 @@ int harden_pam_edit(const char *in, int add, struct buf *out)
 	return changed;
 }
 
-int harden_render_namespace(const char *user, struct buf *out)
+const char *const harden_polydirs[HARDEN_NPOLY] = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"};
+
+/*
+ * create=01777,root,root: a polydir that is missing at login (a minimal container has no
+ * /run/lock: nothing there fills /run at boot) is made by pam_namespace as the machine
+ * would make it, instead of failing every session of the agent (sshd's exit 254, no word
+ * why). The mode is octal only with the leading 0 (strtoul base 0).
+ */
+int harden_render_namespace(const char *user, unsigned skip, struct buf *out)
 {
-	return buf_printf(out,
+	int r = buf_printf(out,
 		"# Written by ocsb-provision; edits are overwritten.\n"
-		"# pam_namespace, for %s only (~): its ssh sessions get fresh tmpfs instances.\n"
-		"/tmp /tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:iscript=ocsb-%s.init ~%s\n"
-		"/var/tmp /var/tmp/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n"
-		"/dev/shm /dev/shm/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n"
-		"/run/lock /run/lock/ tmpfs:mntopts=mode=1777,nosuid,nodev:noinit ~%s\n",
-		user, user, user, user, user, user);
+		"# pam_namespace, for %s only (~): its ssh sessions get fresh tmpfs instances.\n",
+		user);
+
+	for (size_t i = 0; r >= 0 && i < HARDEN_NPOLY; i++) {
+		/* /tmp carries the init script (masks, cgroup): never left out. */
+		if (i > 0 && (skip & (1U << i)))
+			continue;
+		r = buf_printf(out,
+			"%s %s/ tmpfs:create=01777,root,root:mntopts=mode=1777,nosuid,nodev:%s%s%s "
+			"~%s\n",
+			harden_polydirs[i], harden_polydirs[i], i == 0 ? "iscript=ocsb-" : "noinit",
+			i == 0 ? user : "", i == 0 ? ".init" : "", user);
+	}
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Which polydirs to leave out: those whose parent is not a directory here (pam_namespace
+ * could not create them, and would fail every session). Named on stdout when applying.
+ */
+unsigned harden_polydirs_skip(int say, const char *agent)
+{
+	unsigned skip = 0;
+
+	for (size_t i = 1; i < HARDEN_NPOLY; i++) {
+		char parent[64];
+		struct stat st;
+
+		snprintf(parent, sizeof(parent), "%.*s",
+			(int)(strrchr(harden_polydirs[i], '/') - harden_polydirs[i]), harden_polydirs[i]);
+		if (stat(parent, &st) == 0 && S_ISDIR(st.st_mode))
+			continue;
+		skip |= 1U << i;
+		if (say)
+			printf("note: ssh sessions of %s get no private %s: %s is not a directory "
+			       "here (left out of pam_namespace's entries)\n",
+				agent, harden_polydirs[i], parent);
+	}
+	return skip;
 }
 
 int harden_render_init(const char *identity_dir, const char *cgroups_file, const char *conf_path,
@@ -373,7 +414,8 @@ int harden_ensure(struct prov *p)
 	buf_free(&b);
 	memset(&b, 0, sizeof(b));
 	if (etc_path(p, path, sizeof(path), "security/namespace.d", ".conf") < 0 ||
-		harden_render_namespace(p->cfg.agent, &b) < 0 ||
+		harden_render_namespace(p->cfg.agent,
+			harden_polydirs_skip(p->mode == PROV_APPLY, p->cfg.agent), &b) < 0 ||
 		prov_write_file(p, path, &b, 0644, NULL) < 0)
 		goto out;
 	/* Last: the module only starts applying once its entry and script are in place. */

@@ -17,6 +17,7 @@
 #include "procs.h"
 #include "opencode.h"
 #include "provision.h"
+#include "sysblock.h"
 #include "spawn.h"
 
 int prov_change(struct prov *p, const char *fmt, ...)
@@ -288,6 +289,29 @@ static int resolve_config(struct prov *p, struct prov_opts *o)
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * What a container's seccomp filter may refuse and ocsb cannot do without, tried before
+ * any change: keyctl (every child run as another account, git as the owner or the agent,
+ * npm, OpenCode, joins a session keyring of its own: common/spawn_drop.c) and mlock (the
+ * secrets' memory). One line each: the call, the filter, the container's setting.
+ */
+static int syscalls_preflight(void)
+{
+	static const enum sysblock_call need[] = {SYSBLOCK_KEYCTL, SYSBLOCK_MLOCK};
+	struct sysblock_facts f;
+	char line[512];
+	int bad = 0;
+
+	sysblock_facts(&f);
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (sysblock_explain(line, sizeof(line), need[i], sysblock_probe(need[i]), &f) !=
+			SYSBLOCK_OTHER) {
+			log_err("%s", line);
+			bad = 1;
+		}
+	return bad ? -1 : 0;
 }
 
 static int owner_preflight(struct prov *p)
@@ -607,6 +631,10 @@ int prov_main(struct prov_opts *o)
 	install_only = o->install_opencode && !o->agent && !o->owner && !o->projects.n &&
 		!o->keys.n && !o->sync_keys.n && !o->config_path && !o->adopt;
 	/* Everything that can be wrong with the input is found before the first change. */
+	if (syscalls_preflight() < 0) {
+		r = 2;
+		goto out;
+	}
 	if (!install_only &&
 		(resolve_config(p, o) < 0 || owner_preflight(p) < 0 || account_preflight(p) < 0 ||
 			(p->mode != PROV_REMOVE &&

@@ -165,7 +165,12 @@ int harden_deny_edit(const char *in, const char *user, int add, struct buf *out)
 int harden_render_limits(const char *user, struct buf *out);
 /* Add (or remove) ocsb's pam_namespace line in /etc/pam.d/sshd text; 1 when changed. */
 int harden_pam_edit(const char *in, int add, struct buf *out);
-int harden_render_namespace(const char *user, struct buf *out);
+/* The directories the agent's ssh sessions get a tmpfs of their own on; [0] is /tmp. */
+#define HARDEN_NPOLY 4
+extern const char *const harden_polydirs[HARDEN_NPOLY];
+/* skip: bit i leaves harden_polydirs[i] out (never /tmp, which runs the init script). */
+int harden_render_namespace(const char *user, unsigned skip, struct buf *out);
+unsigned harden_polydirs_skip(int say, const char *agent);
 /*
  * The pam_namespace init script: the fake identity's masks, then the session joins the
  * cgroups ocsb-agentd lists in cgroups_file and is refused unless it is in every one;

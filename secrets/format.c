@@ -7,13 +7,14 @@
 #include <sys/resource.h>
 
 #include "secrets.h"
+#include "sysblock.h"
 #include "util.h"
 
 #define SET_MAGIC "OCSBSET1"
 /* The same with a route after each value: written only when some secret is injected. */
 #define SET_MAGIC2 "OCSBSET2"
 
-static char alloc_error[256];
+static char alloc_error[640];
 
 void *secrets_alloc(size_t n)
 {
@@ -30,7 +31,17 @@ void *secrets_alloc(size_t n)
 	 */
 	if (sodium_mlock(p, n) < 0) {
 		int e = errno;
+		struct sysblock_facts f;
+		char why[512];
 
+		/* A container's filter answers EPERM too: the limit is then not the cause. */
+		sysblock_facts(&f);
+		if (sysblock_explain(why, sizeof(why), SYSBLOCK_MLOCK, e, &f) != SYSBLOCK_OTHER) {
+			snprintf(alloc_error, sizeof(alloc_error),
+				"cannot lock %zu bytes of memory for secrets: %s", n, why);
+			sodium_free(p);
+			return NULL;
+		}
 		getrlimit(RLIMIT_MEMLOCK, &rl);
 		snprintf(alloc_error, sizeof(alloc_error),
 			"cannot lock %zu bytes of memory for secrets: %s (RLIMIT_MEMLOCK %llu "
