@@ -174,6 +174,25 @@ static int sync_relay_closed(struct sync_link *l)
 	return sync_fail(c, "%s@%s closed the connection (no message)", c->user, c->host);
 }
 
+/*
+ * r bytes read from the agent: counted, the first traced, and the byte bound enforced (a
+ * backstop for what the progress callback cannot see, the ref advertisement). 0 or -1.
+ */
+static int sync_read_count(struct sync_link *l, size_t r)
+{
+	struct sync_conn *c = l->c;
+
+	c->bytes_read += (uint64_t)r;
+	if (!l->traced)
+		sync_trace("first %zu bytes read after the last write", r);
+	l->traced = 1;
+	if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
+		return sync_fail(c,
+			"%s@%s sent more than %llu bytes: aborted (raise the bound with --max-bytes)",
+			c->user, c->host, (unsigned long long)c->max_bytes);
+	return 0;
+}
+
 static int sync_relay_read(struct sync_link *l, char *buffer, size_t want, size_t *bytes_read)
 {
 	struct sync_conn *c = l->c;
@@ -203,15 +222,8 @@ static int sync_relay_read(struct sync_link *l, char *buffer, size_t want, size_
 			continue;
 		if (r <= 0)
 			return sync_relay_closed(l);
-		c->bytes_read += (uint64_t)r;
-		if (!l->traced)
-			sync_trace("first %zd bytes read after the last write", r);
-		l->traced = 1;
-		if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
-			return sync_fail(c,
-				"%s@%s sent more than %llu bytes: aborted "
-				"(raise the bound with --max-bytes)",
-				c->user, c->host, (unsigned long long)c->max_bytes);
+		if (sync_read_count(l, (size_t)r) < 0)
+			return -1;
 		*bytes_read = (size_t)r;
 		return 0;
 	}
@@ -241,16 +253,8 @@ int sync_link_read(struct sync_link *l, char *buffer, size_t buf_size, size_t *b
 		/* Short slices: the inactivity timeout and the deadline are both checked here. */
 		r = ssh_channel_read_timeout(l->channel, buffer, want, 0, 1000);
 		if (r > 0) {
-			c->bytes_read += (uint64_t)r;
-			if (!l->traced)
-				sync_trace("first %d bytes read after the last write", r);
-			l->traced = 1;
-			/* Backstop for what the progress callback cannot see (ref advertisement). */
-			if (c->max_bytes && c->bytes_read > c->max_bytes + (1u << 20))
-				return sync_fail(c,
-					"%s@%s sent more than %llu bytes: aborted "
-					"(raise the bound with --max-bytes)",
-					c->user, c->host, (unsigned long long)c->max_bytes);
+			if (sync_read_count(l, (size_t)r) < 0)
+				return -1;
 			*bytes_read = (size_t)r;
 			return 0;
 		}
