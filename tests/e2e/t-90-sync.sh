@@ -284,7 +284,7 @@ if ! grep -Eq 'evil|aaaa|a\.\.b' <<<"$_out"; then pass "nothing of those names r
 else fail "nothing of those names reached the owner" "$_out"; fi
 check_output "positive control: the valid branches are still fetched" 'refs/remotes/ai-dev/unseen' \
 	ogit for-each-ref refs/remotes
-sed -i '/evil\|aaaa\|a\.\.b/d' "$AREPO/.git/packed-refs"
+sed -i '/ refs\/heads\/\(evil\|aaaa\|a\.\.b\)/d' "$AREPO/.git/packed-refs"
 
 # --- bounds on what the agent may send
 as_user "$AGENT" sh -c "cd '$AREPO' && git checkout -q -b big &&
