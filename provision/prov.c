@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -507,6 +509,48 @@ int prov_agentd_running(struct prov *p)
 }
 
 /*
+ * A root process running ocsb-warden, found by its executable's name (its pid), or 0. A
+ * warden between two supervisors answers on no control socket, yet would put the netlock
+ * back as soon as --remove took it away (seen in the Debian 12 walk-through, where the
+ * supervisor, not the warden, was stopped). Root's only: another account's process named
+ * so must not hold a removal up.
+ */
+static pid_t warden_running(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char link[64], exe[PATH_MAX];
+		const char *base;
+		struct stat st;
+		ssize_t n;
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == (long)getpid())
+			continue;
+		snprintf(link, sizeof(link), "/proc/%ld", pid);
+		if (stat(link, &st) < 0 || st.st_uid != 0)
+			continue;
+		snprintf(link, sizeof(link), "/proc/%ld/exe", pid);
+		if ((n = readlink(link, exe, sizeof(exe) - 1)) <= 0)
+			continue;
+		exe[n] = '\0';
+		base = strrchr(exe, '/');
+		base = base ? base + 1 : exe;
+		/* An upgraded binary reads "ocsb-warden (deleted)". */
+		if (!strcmp(base, "ocsb-warden") || !strcmp(base, "ocsb-warden (deleted)"))
+			found = (pid_t)pid;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
  * What stays in the owner's repositories (issue 28, item 8): ocsb sync's remote-tracking
  * branches of this agent and its files in .git. They are the owner's: root does not go
  * into them (nor does a removal run git as the owner); the owner gets the command.
@@ -532,6 +576,7 @@ static void owner_leftovers_note(struct prov *p)
 static int run_remove(struct prov *p)
 {
 	int r = 0, n, others, stopped;
+	pid_t w;
 
 	/* A running supervisor would put the table back and restart OpenCode under our feet. */
 	stopped = systemd_stop_agentd(p);
@@ -540,6 +585,13 @@ static int run_remove(struct prov *p)
 	if (prov_agentd_running(p)) {
 		log_err("ocsb-agentd is running: stop it first (systemctl stop ocsb-agentd, or "
 			"SIGTERM to it), then run --remove again");
+		return -1;
+	}
+	if ((w = warden_running()) > 0) {
+		log_err("ocsb-warden is running (pid %ld) and would put the netlock back: stop it "
+			"first (systemctl stop ocsb-agentd, or sudo kill %ld and wait until its log "
+			"says stopped), then run --remove again",
+			(long)w, (long)w);
 		return -1;
 	}
 	others = state_other_agents(p);

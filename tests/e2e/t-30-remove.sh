@@ -25,7 +25,24 @@ done
 check_output "positive control: ssh works before removal" "^$AGENT$" owner_ssh "$AGENT" id -un
 uid=$(id -u "$AGENT")
 
+# A warden between two supervisors answers on no control socket, yet would put the table
+# back: --remove refuses while a root process runs ocsb-warden (a copy of sleep so named
+# stands in), and another account's process of that name holds nothing up (the control is
+# the --remove below, with it running).
+fake_dir=$(mktemp -d /tmp/ocsb-fake-warden.XXXXXX) && chmod 0755 "$fake_dir" &&
+	install -m 0755 /bin/sleep "$fake_dir/ocsb-warden"
+"$fake_dir/ocsb-warden" 300 &
+fake_warden=$!
+check_fails_output "--remove refuses while ocsb-warden runs (no supervisor answering)" \
+	"ocsb-warden is running \\(pid $fake_warden\\) and would put the netlock back" prov --remove
+check "and the agent is still there" id -u "$AGENT"
+kill "$fake_warden"; wait "$fake_warden" 2>/dev/null
+setpriv --reuid=65534 --regid=65534 --clear-groups "$fake_dir/ocsb-warden" 300 &
+fake_warden=$!
+
 check_output "--remove succeeds" '^ocsb-provision: [1-9][0-9]* removals?$' prov --remove
+kill "$fake_warden"; wait "$fake_warden" 2>/dev/null
+rm -rf "$fake_dir"
 check_fails "sshd drop-in gone" test -e /etc/ssh/sshd_config.d/ocsb-$AGENT.conf
 check_fails "authorized keys gone" test -e /etc/ocsb/keys/$AGENT
 check_fails "owner's sync key gone" test -e "$SYNC_KEY"

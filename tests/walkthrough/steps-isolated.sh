@@ -26,7 +26,7 @@ ocsb mirror status | tail -n 3
 #: # README "Quick start" and docs/install.md "Removing"
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 5
 #: # docs/install.md "Removing", without systemd: stop ocsb-agentd and wait until it has stopped
-sudo kill $(pgrep -x ocsb-agentd); while pgrep -x ocsb-agentd >/dev/null; do sleep 1; done; tail -n 1 /tmp/agentd.log
+sudo kill $(pgrep -x ocsb-warden); while pgrep -x ocsb-warden >/dev/null; do sleep 1; done; tail -n 1 /tmp/agentd.log
 sudo ocsb-provision --remove --purge 2>&1 | tail -n 8
 sudo apt purge -y ocsb 2>&1 | tail -n 3
 ls /var/lib/ocsb /etc/ocsb /opt/ocsb 2>&1
