@@ -251,26 +251,3 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 	return r < 0 ? -EINVAL : 0;
 }
 
-int conf_uint(const char *s, unsigned long min, unsigned long max, unsigned long *ret, char *err,
-	size_t errlen)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	if (*s < '0' || *s > '9') {
-		snprintf(err, errlen, "'%.64s' is not a number", s);
-		return -1;
-	}
-	v = strtoul(s, &end, 10);
-	if (errno || *end) {
-		snprintf(err, errlen, "'%.64s' is not a number", s);
-		return -1;
-	}
-	if (v < min || v > max) {
-		snprintf(err, errlen, "%lu is out of range (%lu..%lu)", v, min, max);
-		return -1;
-	}
-	*ret = v;
-	return 0;
-}

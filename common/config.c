@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ocsb.conf: the defaults, the keywords the warden reads (the accounts, the ports the
- * netlock opens or guards, OpenCode's binary and ports, the projects, the limits) and the
- * checks on them, and the warden's reader (config_load_warden). The other keywords and
- * their checks are config_full.c's, which every other program reads the file with
- * (config_int.h): the warden, root for its whole life, compiles in only its part (issue 26).
+ * ocsb.conf: the defaults, the keywords of the accounts, the ports the netlock opens or
+ * guards, OpenCode's binary and ports, the projects and the limits, and the checks on
+ * them. The other keywords, their checks and the reader are config_full.c's
+ * (config_int.h). ocsb-warden reads none of it: it takes the values ocsb-provision
+ * prints from the file (wconf.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -162,42 +162,6 @@ int config_kw_proxy_port(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	return kw_port(&((struct ocsb_config *)ctx)->proxy_port, argv[0], err, errlen);
-}
-
-int config_agent_ports(const char *v, unsigned *ret_lo, unsigned *ret_hi, char *err, size_t errlen)
-{
-	unsigned long lo, hi;
-	const char *dash = strchr(v, '-');
-	char first[16];
-
-	if (!dash || (size_t)(dash - v) >= sizeof(first)) {
-		snprintf(err, errlen, "'%.64s' is not a port range LOW-HIGH (e.g. 8000-8099)", v);
-		return -1;
-	}
-	snprintf(first, sizeof(first), "%.*s", (int)(dash - v), v);
-	if (conf_uint(first, 1024, 65535, &lo, err, errlen) < 0 ||
-		conf_uint(dash + 1, 1024, 65535, &hi, err, errlen) < 0)
-		return -1;
-	if (lo > hi) {
-		snprintf(err, errlen, "port range %lu-%lu is empty", lo, hi);
-		return -1;
-	}
-	/*
-	 * The route ports are ocsb-agentd's agent's alone: another agent's range over them
-	 * would let that agent spend the injected keys of agentd's.
-	 */
-	if (lo <= OCSB_ROUTE_PORT_HI && hi >= OCSB_ROUTE_PORT_LO) {
-		snprintf(err, errlen,
-			"agent-ports %lu-%lu overlaps the injector's route ports %u-%u: choose a "
-			"range outside them (e.g. %lu-%u or %u-%lu)",
-			lo, hi, OCSB_ROUTE_PORT_LO, OCSB_ROUTE_PORT_HI,
-			lo < OCSB_ROUTE_PORT_LO ? lo : 1024, OCSB_ROUTE_PORT_LO - 1,
-			OCSB_ROUTE_PORT_HI + 1, hi > OCSB_ROUTE_PORT_HI ? hi : 65535);
-		return -1;
-	}
-	*ret_lo = (unsigned)lo;
-	*ret_hi = (unsigned)hi;
-	return 0;
 }
 
 int config_kw_agent_ports(
@@ -423,25 +387,6 @@ int config_kw_mirror(
 	return config_push_words(&c->mirror.paths, argc, argv, err, errlen);
 }
 
-/*
- * The warden's keywords are checked as config_full.c checks them; the others are known and
- * skipped, so that the warden compiles in neither their handlers nor their rules. A
- * mistake in one of those (or a bad `mirror` path: the warden only asks whether any is
- * mirrored) is refused by ocsb-provision and the supervisor, which read the whole file
- * (the warden then runs no supervisor). A keyword unknown here is refused, as there: the
- * unit test test_config_warden holds the two tables to the same names.
- */
-const struct conf_kw config_warden_keywords[] = {
-	CONFIG_KW_SHARED,
-	{"mirror", 1, CONF_MAX_ARGS, config_kw_mirror, 0},
-	{"key", 0, CONF_MAX_ARGS, NULL, 0},
-	{"sync-key", 0, CONF_MAX_ARGS, NULL, 0},
-	{"shell", 0, CONF_MAX_ARGS, NULL, 0},
-	{"mirror-writable", 0, CONF_MAX_ARGS, NULL, 0},
-	{"mirror-noscan", 0, CONF_MAX_ARGS, NULL, 0},
-	{NULL, 0, 0, NULL, 0},
-};
-
 int config_validate_shared(const struct ocsb_config *c, char *err, size_t errlen)
 {
 	if (c->owner[0] && strcmp(c->owner, c->agent) == 0) {
@@ -510,9 +455,4 @@ int config_load_with(struct ocsb_config *c, const char *path, const struct conf_
 		return -1;
 	}
 	return 0;
-}
-
-int config_load_warden(struct ocsb_config *c, const char *path)
-{
-	return config_load_with(c, path, config_warden_keywords, config_validate_shared);
 }

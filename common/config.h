@@ -28,7 +28,8 @@ int mirror_path_under(const char *path, const char *prefix);
 
 /*
  * /etc/ocsb/ocsb.conf: read whole by ocsb-provision, ocsb-agentd, ocsb and ocsb-shell
- * (config_full.c); the warden reads its part (config_load_warden).
+ * (config_full.c); the warden takes the values ocsb-provision --warden-config prints
+ * (wconf.h).
  */
 struct ocsb_config {
 	char agent[64];
@@ -90,14 +91,6 @@ int config_validate(const struct ocsb_config *c, char *err, size_t errlen);
  * logged (file:line, and the way out when the file is missing). 0, or -1.
  */
 int config_load_logged(struct ocsb_config *c, const char *path);
-/*
- * The warden's start and reload, the same with its keywords only: agent, owner, project,
- * the ports, opencode-bin, opencode-port, the limits (checked, as config_validate checks
- * them) and whether `mirror` lists a path. The other keywords are skipped unchecked
- * (ocsb-provision and the supervisor refuse a mistake in them); an unknown one is refused.
- * The values read equal config_load_logged's on a file it accepts (test_config_warden).
- */
-int config_load_warden(struct ocsb_config *c, const char *path);
 /* The limits in force: OCSB_LIMIT_AUTO resolved against this machine's memory and CPUs. */
 void config_limits(const struct ocsb_config *c, uint64_t *memory, unsigned *tasks, unsigned *cpu);
 /* The file written on first run: every keyword documented, the values in force set. */

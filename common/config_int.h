@@ -2,10 +2,10 @@
 #ifndef OCSB_CONFIG_INT_H
 #define OCSB_CONFIG_INT_H
 /*
- * Between config.c (the keywords and checks every reader of ocsb.conf shares, and the
- * warden's reader, issue 26) and config_full.c (the whole keyword table: ocsb-provision,
- * the supervisor, ocsb, ocsb-shell). One handler per keyword, one check per rule: the two
- * readers differ only in which keywords they check.
+ * Between config.c (the keywords of the accounts, the ports, OpenCode and the limits, and
+ * their checks) and config_full.c (the whole keyword table and the reader: ocsb-provision,
+ * the supervisor, ocsb, ocsb-shell). One handler per keyword, one check per rule. The
+ * warden reads none of it (wconf.h).
  */
 #include <stddef.h>
 
@@ -54,9 +54,8 @@ int config_kw_mirror(
 		{"limit-tasks", 1, 1, config_kw_limit_tasks, CONF_ONCE},                          \
 		{"limit-cpu", 1, 1, config_kw_limit_cpu, CONF_ONCE}
 
-/* The two tables ({NULL}-terminated): the whole file's, and the warden's. */
+/* The file's keywords ({NULL}-terminated). */
 extern const struct conf_kw config_keywords[];
-extern const struct conf_kw config_warden_keywords[];
 
 /* An absolute path shorter than 1024 bytes. */
 int config_abs_path(const char *v, char *err, size_t errlen);
@@ -67,7 +66,7 @@ int config_push_path(struct strv *s, const char *v, const char *what, char *err,
 /* Every argv[i] appended to s; -1 ("out of memory" in err). */
 int config_push_words(struct strv *s, int argc, char **argv, char *err, size_t errlen);
 
-/* config_validate's checks of the warden's keywords (the netlock's ports, the names). */
+/* config_validate's checks of CONFIG_KW_SHARED's keywords (the netlock's ports, the names). */
 int config_validate_shared(const struct ocsb_config *c, char *err, size_t errlen);
 /*
  * Defaults, `path` (root's: conf_parse_file's checks) read with the table kws, then

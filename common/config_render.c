@@ -8,6 +8,7 @@
 
 #include "conf.h"
 #include "config.h"
+#include "wconf.h"
 
 static int render_limit(struct buf *o, const char *kw, int is_auto, int bytes, uint64_t v)
 {
@@ -147,4 +148,21 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 	if (!c->mirror.noscan.n)
 		r |= buf_puts(o, "#mirror-noscan .config/opencode/agent\n");
 	return r ? -1 : 0;
+}
+
+int config_render_warden(const struct ocsb_config *c, struct buf *o)
+{
+	uint64_t memory;
+	unsigned tasks, cpu;
+	int r;
+
+	config_limits(c, &memory, &tasks, &cpu);
+	r = buf_printf(o,
+		WCONF_MAGIC "\nagent %s\nowner %s\nproxy-port %u\nagent-ports %u %u\n"
+			    "opencode-bin %s\nopencode-port %u\nlimits %llu %u %u\nmirror %d\n",
+		c->agent, c->owner, c->proxy_port, c->ports_lo, c->ports_hi, c->opencode_bin,
+		c->opencode_port, (unsigned long long)memory, tasks, cpu, c->mirror.paths.n > 0);
+	for (size_t i = 0; i < c->projects.n && r == 0; i++)
+		r = buf_printf(o, "project %s\n", c->projects.v[i]);
+	return r < 0 ? r : buf_puts(o, "end\n");
 }

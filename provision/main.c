@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -40,6 +41,11 @@ static void usage(FILE *f)
 		"                    file it owns, its state in /var/lib/ocsb and the config\n"
 		"                    file (with the last agent, all of ocsb's state);\n"
 		"                    --remove and --purge only in full\n"
+		"  --warden-config[=start]\n"
+		"                    print the values ocsb-warden takes from the file, checked\n"
+		"                    with what provisioning made for it (what ocsb-warden runs\n"
+		"                    at its start and reload); =start also stops the proxy a\n"
+		"                    provisioning run started\n"
 		"  -v, --verbose     more detail\n"
 		"  -h, --help        this text\n"
 		"      --version     print the version\n"
@@ -104,6 +110,7 @@ int main(int argc, char **argv)
 		OPT_REMOVE,
 		OPT_PURGE,
 		OPT_INSTALL_OPENCODE,
+		OPT_WARDEN_CONFIG,
 		OPT_VERSION
 	};
 	static const struct option longopts[] = {
@@ -119,13 +126,14 @@ int main(int argc, char **argv)
 		{"remove", no_argument, NULL, OPT_REMOVE},
 		{"purge", no_argument, NULL, OPT_PURGE},
 		{"install-opencode", optional_argument, NULL, OPT_INSTALL_OPENCODE},
+		{"warden-config", optional_argument, NULL, OPT_WARDEN_CONFIG},
 		{"verbose", no_argument, NULL, 'v'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
 	};
 	struct prov_opts o = {.mode = PROV_APPLY};
-	int c, dry = 0, check = 0, remove = 0, r;
+	int c, dry = 0, check = 0, remove = 0, wconf = 0, r;
 
 	log_init("ocsb-provision", LOG_TARGET_STDERR, 0);
 	opterr = 0; /* one line of ours for a bad option (args.h), not getopt's and the usage */
@@ -180,6 +188,13 @@ int main(int argc, char **argv)
 			o.install_opencode = 1;
 			o.opencode_version = optarg;
 			break;
+		case OPT_WARDEN_CONFIG:
+			if (optarg && strcmp(optarg, "start") != 0) {
+				log_err("--warden-config=%s: only =start is known", optarg);
+				return 2;
+			}
+			wconf = optarg ? 2 : 1;
+			break;
 		case 'v':
 			o.verbose++;
 			break;
@@ -198,6 +213,13 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
+	if (wconf && (dry + check + remove || o.install_opencode || o.adopt || o.agent || o.owner ||
+			     o.projects.n || o.keys.n || o.sync_keys.n)) {
+		log_err("--warden-config takes --config alone");
+		return 2;
+	}
+	if (wconf)
+		return prov_warden_config(o.config_path, wconf == 2);
 	if (dry + check + remove > 1) {
 		log_err("--dry-run, --check and --remove cannot be combined");
 		return 2;

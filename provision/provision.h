@@ -111,6 +111,12 @@ void prov_done(struct prov *p);
 /* ocsb-agentd (started by systemd or by hand) listens on its control socket. */
 int prov_agentd_running(struct prov *p);
 /*
+ * ocsb-provision --warden-config[=start] (wrecord.c): the record of wconf.h on stdout, or
+ * one line "error MESSAGE"; with `start`, a proxy a provisioning run started is stopped
+ * first (the warden's supervisor runs its own). 0, or 1.
+ */
+int prov_warden_config(const char *path, int start);
+/*
  * 1 when this run's configuration is the one ocsb-agentd reads (/etc/ocsb/ocsb.conf): its
  * agent is the one agentd serves, whose secrets and OpenCode passwords agentd keeps.
  */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <libmnl/libmnl.h>
@@ -84,6 +86,94 @@ int warden_run_dir(struct warden *w, char *dir, size_t n)
 	return dfd;
 }
 
+#define WCONF_TIMEOUT_MS 10000
+
+/*
+ * ocsb.conf, as the warden takes it: the record of wconf.h, which a one-shot run of
+ * `ocsb-provision --warden-config` prints after reading and checking the file (and what
+ * provisioning made for the supervisor). The warden has no reader of the file: it runs
+ * that program (root's, as the file is) and hands its output, bounded and within the
+ * deadline, to common/wconf.c's reader.
+ */
+static int wconf_run(struct warden *w, int start, char *out, size_t *len, char *err, size_t errlen)
+{
+	char bin[4200];
+	char *const argv[] = {bin, start ? "--warden-config=start" : "--warden-config", "--config",
+		w->config_path, NULL};
+	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", NULL};
+	long deadline = mono_ms() + WCONF_TIMEOUT_MS;
+	int pfd[2], status = 0, nullfd;
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s/ocsb-provision", w->self_dir);
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "%.900s: %s", bin, strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "%.900s: fork: %s", bin, strerror(errno));
+		close(pfd[0]);
+		close(pfd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nullfd < 0 || dup2(nullfd, 0) < 0 || dup2(pfd[1], 1) < 0 || setsid() < 0)
+			_exit(127);
+		execve(bin, argv, envp);
+		dprintf(1, "error cannot run %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	close(pfd[1]);
+	*len = 0;
+	for (;;) {
+		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		long left = deadline - mono_ms();
+		int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
+		ssize_t n;
+
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (ready <= 0) {
+			snprintf(err, errlen, "%.900s --warden-config: no answer within %d s", bin,
+				WCONF_TIMEOUT_MS / 1000);
+			kill(pid, SIGKILL); /* our child, not reaped: the pid is still its */
+			break;
+		}
+		n = read(pfd[0], out + *len, WCONF_MAX - 1 - *len);
+		if (n <= 0)
+			break;
+		*len += (size_t)n;
+	}
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	/* A refusal is a record too ("error ..."); anything else must come with status 0. */
+	if (!err[0] && status != 0 && !(*len > 6 && !memcmp(out, "error ", 6)))
+		snprintf(err, errlen, "%.900s --warden-config ended with status %d and no record", bin,
+			WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return err[0] ? -1 : 0;
+}
+
+/* ocsb.conf's values in force, or -1 (logged: the file, its line, what to do). */
+static int wconf_load(struct warden *w, struct wconf *ret, int start)
+{
+	static char out[WCONF_MAX];
+	char err[1024] = "";
+	size_t len = 0;
+
+	if (wconf_run(w, start, out, &len, err, sizeof(err)) < 0 ||
+		wconf_parse(out, len, ret, err, sizeof(err)) < 0) {
+		log_err("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
 static int lookup(const char *name, struct user_info *u, const char *what)
 {
 	if (user_lookup(name, u) == 0 && u->uid != 0)
@@ -93,12 +183,12 @@ static int lookup(const char *name, struct user_info *u, const char *what)
 }
 
 /* ocsb.conf (root's), the accounts and the netlock's spec: at start and on SIGHUP. */
-int warden_load(struct warden *w)
+int warden_load(struct warden *w, int start)
 {
 	struct user_info pu;
 	int r;
 
-	if (config_load_warden(&w->cfg, w->config_path) < 0)
+	if (wconf_load(w, &w->cfg, start) < 0)
 		return -1;
 	if (lookup(w->cfg.agent, &w->agent, "agent") < 0 ||
 		lookup(SUPERVISOR_USER, &w->sup, "the supervisor's") < 0)
@@ -130,58 +220,6 @@ int warden_load(struct warden *w)
 	if (netwatch_agents(w) < 0)
 		return -1;
 	return proxy_init(&w->proxy, &w->paths, w->cfg.proxy_port);
-}
-
-/*
- * The supervisor's own state, with the path and its owner when it is not: ocsb-provision
- * makes these and gives an earlier version's to the account (by descriptor, with the
- * files root left in them); the warden changes none of them, it only refuses a
- * supervisor that could not write its keys, its logs or the mirror.
- */
-static int sup_owns(struct warden *w, const char *path, int dir)
-{
-	struct user_info u;
-	struct stat st;
-
-	if (lstat(path, &st) < 0) {
-		log_err("%s: %s: run ocsb-provision", path, strerror(errno));
-		return -1;
-	}
-	if (!(dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
-		log_err("%s is not a %s: run ocsb-provision", path, dir ? "directory" : "file");
-		return -1;
-	}
-	if (st.st_uid == w->sup.uid)
-		return 0;
-	if (user_lookup_uid(st.st_uid, &u) < 0)
-		snprintf(u.name, sizeof(u.name), "uid %u", (unsigned)st.st_uid);
-	log_err("%s belongs to %s, not to %s: run ocsb-provision", path, u.name, SUPERVISOR_USER);
-	return -1;
-}
-
-static int sup_dirs_check(struct warden *w)
-{
-	static const char *const rel[] = {"ocsb/agentd", "ocsb/squid"};
-	char path[4096], name[160];
-	int r = 0;
-
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
-		if (path_join(path, sizeof(path), w->paths.varlib, rel[i]) < 0 ||
-			sup_owns(w, path, 1) < 0)
-			r = -1;
-	if (sup_owns(w, WARDEN_LOG_DIR, 1) < 0)
-		r = -1;
-	/*
-	 * The mirror's directory and status file, made by provisioning with a mirror only
-	 * (the warden reads the `mirror` paths unchecked: it only counts them).
-	 */
-	for (int f = 0; f < 2 && w->cfg.mirror.paths.n; f++) {
-		snprintf(name, sizeof(name), "ocsb/mirror/%s%s", w->agent.name, f ? ".status" : "");
-		if (path_join(path, sizeof(path), w->paths.varlib, name) < 0 ||
-			sup_owns(w, path, !f) < 0)
-			r = -1;
-	}
-	return r;
 }
 
 /* A live supervisor answers on the control socket; a stale socket file refuses. */
@@ -259,7 +297,7 @@ static int setup(struct warden *w)
 	}
 	*strrchr(self, '/') = '\0';
 	snprintf(w->self_dir, sizeof(w->self_dir), "%s", self);
-	if (another_running(w) || warden_load(w) < 0 || sup_dirs_check(w) < 0)
+	if (another_running(w) || warden_load(w, 1) < 0)
 		return -1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
@@ -305,15 +343,12 @@ static int setup(struct warden *w)
 		warden_watch(w, w->sup_timer, &w->sup_timer_src, WS_TIMER, w) < 0)
 		return -1;
 	agent_cgroup_setup(w);
-	/* A proxy ocsb-provision started (no supervisor then) makes way for the supervisor's. */
-	if (proxy_stop(&w->proxy, 3000) < 0)
-		log_warn("a stale squid (pid file %s) did not stop", w->proxy.pidfile);
 	return super_start(w);
 }
 
 void warden_reload(struct warden *w)
 {
-	struct ocsb_config old = w->cfg;
+	struct wconf old = w->cfg;
 	struct user_info agent = w->agent, owner = w->owner;
 	struct netlock_spec nl = w->nl;
 	struct proxy px = w->proxy;
@@ -321,13 +356,13 @@ void warden_reload(struct warden *w)
 
 	memset(&w->cfg, 0, sizeof(w->cfg));
 	/* All or nothing; a new agent or owner needs a restart (running processes, rights). */
-	if (warden_load(w) < 0 || w->agent.uid != agent.uid || w->owner.uid != owner.uid ||
+	if (warden_load(w, 0) < 0 || w->agent.uid != agent.uid || w->owner.uid != owner.uid ||
 		strcmp(w->agent.name, agent.name) != 0) {
 		if (w->agent.uid != agent.uid || w->owner.uid != owner.uid)
 			log_err("reload: the agent or the owner changed: restart ocsb-warden for "
 				"that");
 		log_err("reload failed: keeping the running configuration");
-		config_free(&w->cfg);
+		wconf_free(&w->cfg);
 		w->cfg = old;
 		w->agent = agent;
 		w->owner = owner;
@@ -335,7 +370,7 @@ void warden_reload(struct warden *w)
 		w->proxy = px;
 		return;
 	}
-	config_free(&old);
+	wconf_free(&old);
 	/* The supervisor's bits stay until it sends them again. */
 	w->nl.proxy_port = nl.proxy_port ? w->cfg.proxy_port : 0;
 	w->nl.dns_allow = nl.dns_allow;
@@ -347,8 +382,9 @@ void warden_reload(struct warden *w)
 		log_err("netlock guard: %s", err);
 	netwatch_update(w, "configuration reloaded");
 	if (w->cg.mode != CG_NONE) {
-		config_limits(&w->cfg, &w->limits.memory_max, &w->limits.tasks_max,
-			&w->limits.cpu_percent);
+		w->limits.memory_max = w->cfg.memory_max;
+		w->limits.tasks_max = w->cfg.tasks_max;
+		w->limits.cpu_percent = w->cfg.cpu_percent;
 		if (cg_set_limits(&w->cg, &w->limits, err, sizeof(err)) < 0)
 			log_err("limits: %s", err);
 	}
@@ -387,10 +423,13 @@ static void shutdown_agent(struct warden *w)
 			log_err("the agent's cgroup could not be emptied and removed");
 	}
 	/* The agent stops with its supervisor: what it detached would run unwatched. */
-	n = procs_kill_uid(w->agent.uid, w->agent.name);
+	n = procs_signal_uid(w->agent.uid, SIGKILL, 1);
 	if (n > 0)
 		log_notice("stopped %d leftover process%s of %s", n, n == 1 ? "" : "es",
 			w->agent.name);
+	else if (n < 0)
+		log_err("cannot stop the processes of %s: %s (ps -u %s lists them)", w->agent.name,
+			n == -EBUSY ? "they keep coming back" : strerror(-n), w->agent.name);
 }
 
 static int run(struct warden *w)

@@ -392,7 +392,9 @@ int agent_cgroup_setup(struct warden *w)
 	char err[1024];
 	int r;
 
-	config_limits(&w->cfg, &w->limits.memory_max, &w->limits.tasks_max, &w->limits.cpu_percent);
+	w->limits.memory_max = w->cfg.memory_max;
+	w->limits.tasks_max = w->cfg.tasks_max;
+	w->limits.cpu_percent = w->cfg.cpu_percent;
 	/*
 	 * A list left by a warden that was killed names the cgroup cg_setup is about to
 	 * empty and re-limit: no session joins it before the limits are written again.

@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "wconf.h"
 #include "netlock.h"
 #include "paths.h"
 #include "proxy.h"
@@ -67,7 +68,7 @@ struct warden {
 	char config_path[4096];
 	char self_dir[4096]; /* where ocsb-warden is: ocsb-agentd is there too */
 	int verbose, use_syslog;
-	struct ocsb_config cfg; /* owned */
+	struct wconf cfg; /* owned: ocsb.conf's values (wconf.h) */
 	struct user_info agent, owner, sup, inject;
 	uid_t proxy_uid;
 	gid_t proxy_gid;
@@ -123,7 +124,8 @@ struct warden {
 
 /* main.c */
 int warden_watch(struct warden *w, int fd, struct wsrc *s, enum wsrc_kind kind, void *ptr);
-int warden_load(struct warden *w);
+/* start: the first load, which also has a proxy provisioning started stopped (wrecord.c). */
+int warden_load(struct warden *w, int start);
 /* SIGHUP, or the supervisor's WP_RELOAD: ocsb.conf again, all or nothing. */
 void warden_reload(struct warden *w);
 /* The control socket, bound and listening (0666; the supervisor checks SO_PEERCRED): fd or -1. */

@@ -164,3 +164,66 @@ WARDEN=$!
 check "positive control: then the warden starts the supervisor and OpenCode" wait_for 30 oc_running
 kill -TERM "$WARDEN"
 check "and stops" wait_for 20 bash -c "! kill -0 $WARDEN 2>/dev/null"
+
+# ---- ocsb.conf reaches the warden only through a one-shot ocsb-provision ----
+# The long-lived root process holds no reader of the file: `ocsb-provision --warden-config`
+# (root's, run at the warden's start and on each reload) reads and checks it and prints a
+# fixed record (common/wconf.h); the warden reads that, each value bounded again.
+check_fails "the warden's binary holds none of ocsb.conf's keywords it does not use" \
+	grep -aqE 'mirror-writable|limit-memory|ssh-port' "$OCSB_BUILD/ocsb-warden"
+check "positive control: ocsb-provision's holds them" \
+	grep -aqE 'mirror-writable|limit-memory|ssh-port' "$OCSB_BUILD/ocsb-provision"
+check_output "ocsb-provision --warden-config prints the record, ending with end" \
+	'^ocsb-warden-config 1 agent '"$AGENT"' owner .* end$' \
+	bash -c "echo \$('$OCSB_BUILD/ocsb-provision' --warden-config)"
+check_fails_output "--warden-config with another option is refused, nothing done" \
+	'--warden-config takes --config alone' "$OCSB_BUILD/ocsb-provision" --warden-config --remove
+check "and the agent is still provisioned (control)" id "$AGENT"
+conf=/etc/ocsb/ocsb.conf
+cp "$conf" "$E2E_SCRATCH/ocsb.conf.good"
+set_tasks() { sed -i '/^limit-tasks/d' "$conf" && echo "limit-tasks $1" >>"$conf"; }
+set_tasks lots
+check_fails_output "a mistake in ocsb.conf: the warden refuses to start, naming the file and line" \
+	"$conf:[0-9]+: .*lots" timeout 20 "$OCSB_BUILD/ocsb-warden" --foreground
+check_fails "and starts no supervisor" pgrep -u ocsb-agentd
+cp "$E2E_SCRATCH/ocsb.conf.good" "$conf"
+setsid "$OCSB_BUILD/ocsb-warden" --foreground -v >>"$LOG" 2>&1 </dev/null &
+WARDEN=$!
+check "positive control: with the file mended it starts" wait_for 30 oc_running
+set_tasks lots
+kill -HUP "$WARDEN"
+check "a reload with the mistake is refused, naming the line" wait_for 10 \
+	grep -qE "$conf:[0-9]+: .*lots" "$LOG"
+check "and keeps the running configuration" wait_for 5 \
+	grep -q 'reload failed: keeping the running configuration' "$LOG"
+check "OpenCode still runs" oc_running
+set_tasks 333
+kill -HUP "$WARDEN"
+check "positive control: a good reload applies" wait_for 10 grep -q 'configuration reloaded' "$LOG"
+check_output "and the new limit is in force" 'tasks 333,' field limits
+cp "$E2E_SCRATCH/ocsb.conf.good" "$conf"
+kill -TERM "$WARDEN"
+check "and stops" wait_for 20 bash -c "! kill -0 $WARDEN 2>/dev/null"
+
+# A one-shot that answers wrong: cut short, silent with a failure, or never. Each is
+# refused with what went wrong; a slow one is killed at the deadline.
+fake=$E2E_SCRATCH/fake-sbin
+mkdir -p "$fake"
+cp "$OCSB_BUILD/ocsb-warden" "$fake/"
+fake_provision() { printf '#!/bin/sh\n%s\n' "$1" >"$fake/ocsb-provision" && chmod 755 "$fake/ocsb-provision"; }
+fake_provision "printf 'ocsb-warden-config 1\\nagent $AGENT\\n'"
+check_fails_output "a record cut short is refused" 'malformed record, line' \
+	timeout 20 "$fake/ocsb-warden" --foreground
+fake_provision "printf 'ocsb-warden-config 1\\nagent root;x\\n'"
+check_fails_output "a value out of bounds is refused" "malformed record, line 2: 'agent root;x'" \
+	timeout 20 "$fake/ocsb-warden" --foreground
+fake_provision "exit 3"
+check_fails_output "a failure without a record is refused" 'ended with status 3 and no record' \
+	timeout 20 "$fake/ocsb-warden" --foreground
+fake_provision "exec sleep 300"
+t0=$(date +%s)
+check_fails_output "one that never answers is refused at the deadline" 'no answer within 10 s' \
+	timeout 30 "$fake/ocsb-warden" --foreground
+check "within about 10 s" test $(($(date +%s) - t0)) -le 15
+check_fails "and it is killed" pgrep -f 'sleep 300'
+check_fails "none of them started a supervisor" pgrep -u ocsb-agentd

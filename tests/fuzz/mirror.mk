@@ -11,7 +11,7 @@ $(BUILDDIR)/fuzz/fuzz_mirror_status: tests/fuzz/fuzz_util.h
 # to a real tree in a temporary directory, twice (the second from the manifest it left).
 FUZZ_TARGETS += mirror_stream
 FUZZ_SRC_mirror_stream := mirror/mirror.c mirror/mirror_priv.c mirror/mirror_scan.c \
-	common/config_mirror.c common/config.c common/conf.c common/fileops.c \
+	common/config_mirror.c common/config.c common/conf.c common/portrange.c common/fileops.c \
 	common/fileops_tree.c common/paths.c common/log.c common/util.c common/json.c \
 	tests/fuzz/stub_spawn.c
 $(BUILDDIR)/fuzz/fuzz_mirror_stream: tests/fuzz/fuzz_util.h
