@@ -250,4 +250,3 @@ int conf_parse_file(const char *path, uid_t owner, const struct conf_kw *kws, vo
 	free(data);
 	return r < 0 ? -EINVAL : 0;
 }
-

@@ -77,7 +77,7 @@ int wconf_parse(const char *buf, size_t len, struct wconf *ret, char *err, size_
 
 		if (n >= 1 && n <= 8 && !val) {
 			r = -1;
-			break;
+			continue; /* counted: the line's number is said */
 		}
 		switch (n) {
 		case 0:
@@ -106,9 +106,8 @@ int wconf_parse(const char *buf, size_t len, struct wconf *ret, char *err, size_
 			ret->opencode_port = (unsigned)v[0];
 			break;
 		case 7:
-			r = nums(val, ~0ULL, 3, v) < 0 || v[1] > 1U << 30 || v[2] > 1U << 30
-				? -1
-				: 0;
+			r = nums(val, ~0ULL, 3, v) < 0 || v[1] > 1U << 30 || v[2] > 1U << 30 ? -1
+											     : 0;
 			ret->memory_max = v[0];
 			ret->tasks_max = (unsigned)v[1];
 			ret->cpu_percent = (unsigned)v[2];

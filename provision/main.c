@@ -213,8 +213,9 @@ int main(int argc, char **argv)
 			argv[optind]);
 		return 2;
 	}
-	if (wconf && (dry + check + remove || o.install_opencode || o.adopt || o.agent || o.owner ||
-			     o.projects.n || o.keys.n || o.sync_keys.n)) {
+	if (wconf &&
+		(dry + check + remove || o.install_opencode || o.adopt || o.agent || o.owner ||
+			o.projects.n || o.keys.n || o.sync_keys.n)) {
 		log_err("--warden-config takes --config alone");
 		return 2;
 	}

@@ -33,7 +33,8 @@ static int sup_owns(const struct user_info *sup, const char *path, int dir)
 		return -1;
 	}
 	if (!(dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode))) {
-		printf("error %s is not a %s: run ocsb-provision\n", path, dir ? "directory" : "file");
+		printf("error %s is not a %s: run ocsb-provision\n", path,
+			dir ? "directory" : "file");
 		return -1;
 	}
 	if (st.st_uid == sup->uid)
@@ -59,14 +60,16 @@ static int sup_state(const struct paths *p, const struct ocsb_config *c)
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++)
-		if (path_join(path, sizeof(path), p->varlib, rel[i]) < 0 || sup_owns(&sup, path, 1) < 0)
+		if (path_join(path, sizeof(path), p->varlib, rel[i]) < 0 ||
+			sup_owns(&sup, path, 1) < 0)
 			return -1;
 	if (sup_owns(&sup, AGENTD_LOG_DIR, 1) < 0)
 		return -1;
 	/* The mirror's directory and status file: made by provisioning with a mirror only. */
 	for (int f = 0; f < 2 && c->mirror.paths.n; f++) {
 		snprintf(name, sizeof(name), "ocsb/mirror/%s%s", c->agent, f ? ".status" : "");
-		if (path_join(path, sizeof(path), p->varlib, name) < 0 || sup_owns(&sup, path, !f) < 0)
+		if (path_join(path, sizeof(path), p->varlib, name) < 0 ||
+			sup_owns(&sup, path, !f) < 0)
 			return -1;
 	}
 	return 0;

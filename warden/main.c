@@ -132,12 +132,16 @@ static int wconf_run(struct warden *w, int start, char *out, size_t *len, char *
 	close(pfd[1]);
 	*len = 0;
 	for (;;) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
+		/* A reload's wait holds no restore: the netlock's events are served meanwhile. */
+		struct pollfd p[2] = {
+			{.fd = pfd[0], .events = POLLIN}, {.fd = w->nftfd, .events = POLLIN}};
 		long left = deadline - mono_ms();
-		int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
+		int ready = left > 0 ? poll(p, w->nft_sock ? 2 : 1, (int)left) : 0;
 		ssize_t n;
 
-		if (ready < 0 && errno == EINTR)
+		if (ready > 0 && !p[0].revents)
+			netwatch_event(w);
+		if ((ready < 0 && errno == EINTR) || (ready > 0 && !p[0].revents))
 			continue;
 		if (ready <= 0) {
 			snprintf(err, errlen, "%.900s --warden-config: no answer within %d s", bin,
@@ -154,8 +158,8 @@ static int wconf_run(struct warden *w, int start, char *out, size_t *len, char *
 	waitpid(pid, &status, 0);
 	/* A refusal is a record too ("error ..."); anything else must come with status 0. */
 	if (!err[0] && status != 0 && !(*len > 6 && !memcmp(out, "error ", 6)))
-		snprintf(err, errlen, "%.900s --warden-config ended with status %d and no record", bin,
-			WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		snprintf(err, errlen, "%.900s --warden-config ended with status %d and no record",
+			bin, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	return err[0] ? -1 : 0;
 }
 

@@ -31,7 +31,8 @@ static void record_of(const char *text, struct buf *out)
 	char err[1024];
 
 	config_defaults(&c);
-	assert_int_equal(config_parse_buf(&c, text, strlen(text), "ocsb.conf", err, sizeof(err)), 0);
+	assert_int_equal(
+		config_parse_buf(&c, text, strlen(text), "ocsb.conf", err, sizeof(err)), 0);
 	if (config_validate(&c, err, sizeof(err)) < 0)
 		fail_msg("%s", err);
 	assert_int_equal(config_render_warden(&c, out), 0);
