@@ -227,3 +227,26 @@ check_fails_output "one that never answers is refused at the deadline" 'no answe
 check "within about 10 s" test $(($(date +%s) - t0)) -le 15
 check_fails "and it is killed" pgrep -f 'sleep 300'
 check_fails "none of them started a supervisor" pgrep -u ocsb-agentd
+
+# A reload waits for the one-shot; the netlock's events are served meanwhile. A one-shot
+# that takes 5 s at reload (the real one behind it): the table deleted during that wait is
+# restored before the reload ends.
+for b in ocsb-agentd ocsb-inject ocsb; do ln -sf "$OCSB_BUILD/$b" "$fake/$b"; done
+fake_provision "[ \"\$1\" = --warden-config ] && [ -e '$E2E_SCRATCH/slow' ] && sleep 5
+exec '$OCSB_BUILD/ocsb-provision' \"\$@\""
+setsid "$fake/ocsb-warden" --foreground -v >>"$LOG" 2>&1 </dev/null &
+WARDEN=$!
+check "the warden with the slow one-shot starts (control)" wait_for 30 oc_running
+before=$(restores) reloads=$(grep -c 'configuration reloaded' "$LOG")
+touch "$E2E_SCRATCH/slow"
+kill -HUP "$WARDEN"
+sleep 1
+nft delete table inet ocsb
+check "the table deleted during the reload's wait is restored within 2 s" wait_for 2 \
+	bash -c "[ \$(grep -c 'restored in' '$LOG') -gt $before ]"
+check_output "before the reload ended" "^$reloads\$" grep -c 'configuration reloaded' "$LOG"
+check "then the reload ends" wait_for 10 \
+	bash -c "[ \$(grep -c 'configuration reloaded' '$LOG') -gt $reloads ]"
+rm -f "$E2E_SCRATCH/slow"
+kill -TERM "$WARDEN"
+check "and stops" wait_for 20 bash -c "! kill -0 $WARDEN 2>/dev/null"
