@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The egress rules of a first provisioning (issue 29): which hosts the agent needs, and
+ * why, from facts the scan gathered (efirst.h). No I/O here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "efirst.h"
+#include "../secrets/secrets.h"
+
+#define ARRAY_N(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Manifest and lock files by name only: the scan never reads them. Every registry a
+ * file could point at is out of reach of a name; these are the ecosystems' defaults.
+ */
+static const struct {
+	const char *file, *eco, *hosts;
+} files[] = {
+	{"package.json", "npm", "registry.npmjs.org"},
+	{"package-lock.json", "npm", "registry.npmjs.org"},
+	{"npm-shrinkwrap.json", "npm", "registry.npmjs.org"},
+	{"yarn.lock", "npm", "registry.npmjs.org"},
+	{"pnpm-lock.yaml", "npm", "registry.npmjs.org"},
+	{"requirements.txt", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"pyproject.toml", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"setup.py", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"Pipfile", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"poetry.lock", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"uv.lock", "PyPI", "pypi.org files.pythonhosted.org"},
+	{"Cargo.toml", "crates.io", "crates.io static.crates.io index.crates.io"},
+	{"Cargo.lock", "crates.io", "crates.io static.crates.io index.crates.io"},
+	{"go.mod", "Go", "proxy.golang.org sum.golang.org"},
+	{"go.sum", "Go", "proxy.golang.org sum.golang.org"},
+	{"debian/control", "Debian", "deb.debian.org security.debian.org"},
+};
+
+/*
+ * The built-in providers of ocsb-inject (inject/conf.c: a unit test keeps the two tables
+ * alike) with the variables OpenCode reads their key from.
+ */
+static const struct {
+	const char *name, *host, *vars[4];
+} providers[] = {
+	{"anthropic", "api.anthropic.com", {"ANTHROPIC_API_KEY"}},
+	{"openai", "api.openai.com", {"OPENAI_API_KEY"}},
+	{"google", "generativelanguage.googleapis.com",
+		{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"}},
+	{"openrouter", "openrouter.ai", {"OPENROUTER_API_KEY"}},
+	{"mistral", "api.mistral.ai", {"MISTRAL_API_KEY"}},
+	{"groq", "api.groq.com", {"GROQ_API_KEY"}},
+	{"deepseek", "api.deepseek.com", {"DEEPSEEK_API_KEY"}},
+	{"xai", "api.x.ai", {"XAI_API_KEY"}},
+};
+
+size_t efirst_n_files(void)
+{
+	return ARRAY_N(files);
+}
+
+const char *efirst_file(size_t i)
+{
+	return i < ARRAY_N(files) ? files[i].file : NULL;
+}
+
+const char *efirst_file_eco(size_t i)
+{
+	return i < ARRAY_N(files) ? files[i].eco : NULL;
+}
+
+const char *efirst_file_hosts(size_t i)
+{
+	return i < ARRAY_N(files) ? files[i].hosts : NULL;
+}
+
+int efirst_file_find(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_N(files); i++)
+		if (!strcmp(files[i].file, name))
+			return (int)i;
+	return -1;
+}
+
+int efirst_add(struct efirst *f, int section, const char *hosts, const char *why)
+{
+	struct efirst_line *l;
+
+	for (size_t i = 0; i < f->n; i++)
+		if (!strcmp(f->l[i].hosts, hosts))
+			return 0;
+	if (f->n == EFIRST_MAX_LINES || strlen(hosts) >= sizeof(l->hosts))
+		return -ENOSPC;
+	l = &f->l[f->n++];
+	l->section = section;
+	snprintf(l->hosts, sizeof(l->hosts), "%s", hosts);
+	snprintf(l->why, sizeof(l->why), "%s", why);
+	/* A reason goes into a comment of one line: a newline in a path would end it. */
+	for (char *c = l->why; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
+	return 0;
+}
+
+/* host[:port] at s, ending at one of `ends` or the end: lower-cased into out. */
+static int take_host(const char *s, const char *ends, char *out, size_t n)
+{
+	size_t len = strcspn(s, ends), dots = 0;
+
+	if (len == 0 || len >= n || len > 253 || s[0] == '.' || s[0] == '-' || s[len - 1] == '.')
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+			return -1;
+		dots += c == '.';
+		out[i] = c;
+	}
+	out[len] = '\0';
+	return dots ? 0 : -1;
+}
+
+int efirst_remote_host(const char *url, char *out, size_t n)
+{
+	static const char *const schemes[] = {"https://", "http://", "ssh://", "git://",
+		"git+ssh://", "ssh+git://"};
+	const char *s = NULL, *at, *colon;
+
+	for (size_t i = 0; i < ARRAY_N(schemes) && !s; i++)
+		if (!strncmp(url, schemes[i], strlen(schemes[i])))
+			s = url + strlen(schemes[i]);
+	if (s) {
+		at = strchr(s, '@');
+		if (at && at < s + strcspn(s, "/"))
+			s = at + 1;
+		return take_host(s, ":/ ", out, n);
+	}
+	/* scp-like: [user@]host:path, the ':' before any '/' (else a local path). */
+	if (strstr(url, "://"))
+		return -1;
+	colon = strchr(url, ':');
+	if (!colon || colon > url + strcspn(url, "/"))
+		return -1;
+	at = strchr(url, '@');
+	s = at && at < colon ? at + 1 : url;
+	return take_host(s, ":", out, n);
+}
+
+static int provider_by_var(const char *var)
+{
+	for (size_t i = 0; i < ARRAY_N(providers); i++)
+		for (size_t k = 0; k < ARRAY_N(providers[i].vars) && providers[i].vars[k]; k++)
+			if (!strcmp(providers[i].vars[k], var))
+				return (int)i;
+	return -1;
+}
+
+static int provider_by_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_N(providers); i++)
+		if (!strcmp(providers[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+static void scope_text(const struct secret *e, char *out, size_t n)
+{
+	snprintf(out, n, "%s%s", e->scope[0] ? "project " : "global", e->scope);
+}
+
+size_t efirst_providers(struct efirst *f, const struct secret_set *s)
+{
+	size_t named = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct secret *e = &s->e[i];
+		char why[512], scope[80], host[256];
+		int p;
+
+		scope_text(e, scope, sizeof(scope));
+		if (!e->route[0]) {
+			p = provider_by_var(e->name);
+			if (p < 0)
+				continue;
+			snprintf(why, sizeof(why), "%s: the secret %s (%s, exported)",
+				providers[p].name, e->name, scope);
+			efirst_add(f, EFIRST_PROVIDER, providers[p].host, why);
+		} else if ((p = provider_by_name(e->route)) >= 0) {
+			snprintf(why, sizeof(why), "%s: the secret %s (%s, injected)",
+				providers[p].name, e->name, scope);
+			efirst_add(f, EFIRST_PROVIDER, providers[p].host, why);
+		} else if (!strncmp(e->route, "https://", 8) &&
+			   efirst_remote_host(e->route, host, sizeof(host)) == 0) {
+			snprintf(why, sizeof(why), "the secret %s (%s, injected to %.100s)",
+				e->name, scope, host);
+			efirst_add(f, EFIRST_PROVIDER, host, why);
+		} else {
+			continue;
+		}
+		named++;
+	}
+	return named;
+}
+
+void efirst_providers_all(struct efirst *f)
+{
+	for (size_t i = 0; i < ARRAY_N(providers); i++) {
+		char why[EFIRST_MAX_WHY];
+
+		snprintf(why, sizeof(why), "%s: no secret pushed yet (delete the providers you do "
+					   "not use)",
+			providers[i].name);
+		efirst_add(f, EFIRST_PROVIDER, providers[i].host, why);
+	}
+}
+
+void efirst_opencode(struct efirst *f)
+{
+	efirst_add(f, EFIRST_OPENCODE, "models.opencode.ai models.dev",
+		"OpenCode: the models list it fetches at start");
+	efirst_add(f, EFIRST_OPENCODE, "opencode.ai api.opencode.ai",
+		"OpenCode: its site and API (sharing, its own models)");
+	efirst_add(f, EFIRST_OPENCODE, "registry.npmjs.org",
+		"OpenCode: its plugin package (@opencode-ai/plugin), installed at start");
+}
+
+static const char *const section_title[EFIRST_N_SECTIONS] = {
+	"# Model providers.\n",
+	"# Package registries of the ecosystems found in the projects.\n",
+	"# The git hosts of the projects' remotes.\n",
+	"# OpenCode itself.\n",
+};
+
+static int render_lines(const struct efirst *f, struct buf *out)
+{
+	int r = 0;
+
+	for (int s = 0; s < EFIRST_N_SECTIONS; s++) {
+		int any = 0;
+
+		for (size_t i = 0; i < f->n; i++) {
+			const struct efirst_line *l = &f->l[i];
+
+			if (l->section != s)
+				continue;
+			if (!any++)
+				r |= buf_puts(out, section_title[s]);
+			r |= buf_printf(out, "allow %-40s # %s\n", l->hosts, l->why);
+		}
+		if (!any && s == EFIRST_GIT)
+			r |= buf_puts(out, "# The git hosts of the projects' remotes: none found.\n");
+		if (!any && s == EFIRST_REGISTRY)
+			r |= buf_puts(out, "# Package registries: no manifest or lock file found in "
+					   "the projects.\n");
+		r |= buf_puts(out, "\n");
+	}
+	return r < 0 ? -ENOMEM : 0;
+}
+
+int efirst_render(const char *tmpl, size_t len, const struct efirst *f, struct buf *out)
+{
+	const char *end = tmpl + len, *mark = NULL;
+	size_t ml = strlen(EFIRST_MARK);
+
+	for (const char *l = tmpl; l < end;) {
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		size_t ll = nl ? (size_t)(nl - l) : (size_t)(end - l);
+
+		if (ll == ml && !memcmp(l, EFIRST_MARK, ml)) {
+			if (mark)
+				return -EINVAL;
+			mark = l;
+		}
+		l += ll + (nl ? 1 : 0);
+	}
+	if (!mark)
+		return -EINVAL;
+	if (buf_append(out, tmpl, (size_t)(mark - tmpl)) < 0 || render_lines(f, out) < 0)
+		return -ENOMEM;
+	mark += ml;
+	if (mark < end && *mark == '\n')
+		mark++;
+	/* One blank line between the sections and what follows the mark. */
+	while (mark < end && *mark == '\n')
+		mark++;
+	return buf_append(out, mark, (size_t)(end - mark)) < 0 ? -ENOMEM : 0;
+}
