@@ -127,8 +127,8 @@ static int take_host(const char *s, const char *ends, char *out, size_t n)
 
 int efirst_remote_host(const char *url, char *out, size_t n)
 {
-	static const char *const schemes[] = {"https://", "http://", "ssh://", "git://",
-		"git+ssh://", "ssh+git://"};
+	static const char *const schemes[] = {
+		"https://", "http://", "ssh://", "git://", "git+ssh://", "ssh+git://"};
 	const char *s = NULL, *at, *colon;
 
 	for (size_t i = 0; i < ARRAY_N(schemes) && !s; i++)
@@ -195,7 +195,7 @@ size_t efirst_providers(struct efirst *f, const struct secret_set *s)
 				providers[p].name, e->name, scope);
 			efirst_add(f, EFIRST_PROVIDER, providers[p].host, why);
 		} else if (!strncmp(e->route, "https://", 8) &&
-			   efirst_remote_host(e->route, host, sizeof(host)) == 0) {
+			efirst_remote_host(e->route, host, sizeof(host)) == 0) {
 			snprintf(why, sizeof(why), "the secret %s (%s, injected to %.100s)",
 				e->name, scope, host);
 			efirst_add(f, EFIRST_PROVIDER, host, why);
@@ -212,8 +212,9 @@ void efirst_providers_all(struct efirst *f)
 	for (size_t i = 0; i < ARRAY_N(providers); i++) {
 		char why[EFIRST_MAX_WHY];
 
-		snprintf(why, sizeof(why), "%s: no secret pushed yet (delete the providers you do "
-					   "not use)",
+		snprintf(why, sizeof(why),
+			"%s: no secret pushed yet (delete the providers you do "
+			"not use)",
 			providers[i].name);
 		efirst_add(f, EFIRST_PROVIDER, providers[i].host, why);
 	}
@@ -253,10 +254,12 @@ static int render_lines(const struct efirst *f, struct buf *out)
 			r |= buf_printf(out, "allow %-40s # %s\n", l->hosts, l->why);
 		}
 		if (!any && s == EFIRST_GIT)
-			r |= buf_puts(out, "# The git hosts of the projects' remotes: none found.\n");
+			r |= buf_puts(
+				out, "# The git hosts of the projects' remotes: none found.\n");
 		if (!any && s == EFIRST_REGISTRY)
-			r |= buf_puts(out, "# Package registries: no manifest or lock file found in "
-					   "the projects.\n");
+			r |= buf_puts(out,
+				"# Package registries: no manifest or lock file found in "
+				"the projects.\n");
 		r |= buf_puts(out, "\n");
 	}
 	return r < 0 ? -ENOMEM : 0;

@@ -86,8 +86,8 @@ static int scan_files(struct prov *p, struct efirst *f)
 			k >= efirst_n_files())
 			continue;
 		project_text(p, p->cfg.projects.v[i], proj, sizeof(proj));
-		snprintf(why, sizeof(why), "%s: %s in %s", efirst_file_eco(k), efirst_file(k),
-			proj);
+		snprintf(
+			why, sizeof(why), "%s: %s in %s", efirst_file_eco(k), efirst_file(k), proj);
 		efirst_add(f, EFIRST_REGISTRY, efirst_file_hosts(k), why);
 	}
 	spawn_result_free(&res);
@@ -143,8 +143,8 @@ static int pushed_secrets(struct prov *p, struct secret_set **ret)
 	size_t len = 0;
 	int r = -ENOENT;
 
-	if (sodium_init() < 0 || path_join(kpath, sizeof(kpath), p->paths.varlib,
-					 SECRETS_KEY_REL) < 0 ||
+	if (sodium_init() < 0 ||
+		path_join(kpath, sizeof(kpath), p->paths.varlib, SECRETS_KEY_REL) < 0 ||
 		path_join(rpath, sizeof(rpath), p->paths.varlib, SECRETS_REC_REL) < 0)
 		return -ENOENT;
 	if (access(rpath, F_OK) < 0)
@@ -157,7 +157,7 @@ static int pushed_secrets(struct prov *p, struct secret_set **ret)
 		goto out;
 	secrets_rec_key(sk, key);
 	r = secrets_rec_open(key, (unsigned char *)data, len, ret, err, sizeof(err)) < 0 ? -ENOENT
-											  : 0;
+											 : 0;
 	sodium_memzero(key, sizeof(key));
 	if (r < 0)
 		log_warn("%s: %s: the egress rules allow every built-in provider", rpath, err);
@@ -203,10 +203,11 @@ int net_first_rules(struct prov *p, const struct buf **ret)
 	if (r == 0) {
 		r = efirst_render(egress_defaults, strlen(egress_defaults), f, &p->egress_first);
 		if (r < 0)
-			log_err("conf/egress.conf (built in): %s", r == -EINVAL
-					? "no '" EFIRST_MARK "' line where the allow lines go; "
-					  "rebuild from a clean tree"
-					: strerror(-r));
+			log_err("conf/egress.conf (built in): %s",
+				r == -EINVAL ? "no '" EFIRST_MARK
+					       "' line where the allow lines go; "
+					       "rebuild from a clean tree"
+					     : strerror(-r));
 	}
 	free(f);
 	if (r < 0)

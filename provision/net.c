@@ -41,7 +41,8 @@ static void netlock_uids_text(const struct netlock_spec *s, char *out, size_t n)
 		for (size_t k = 1; k < i && !dup; k++)
 			dup = s->others[k - 1] == u;
 		if (!dup)
-			len += (size_t)snprintf(out + len, n - len, "%s%u", len ? ", " : "", (unsigned)u);
+			len += (size_t)snprintf(
+				out + len, n - len, "%s%u", len ? ", " : "", (unsigned)u);
 	}
 }
 
@@ -232,8 +233,9 @@ static int ensure_egress_conf(struct prov *p)
 	}
 	if (net_first_rules(p, &first) < 0)
 		return -1;
-	if (!prov_change(p, "write %s (policy allowlist: %u allow lines for what the projects "
-			    "use, each with its reason)",
+	if (!prov_change(p,
+		    "write %s (policy allowlist: %u allow lines for what the projects "
+		    "use, each with its reason)",
 		    path, count_allow(first)))
 		return 0;
 	if (fo_write(path, first->data, first->len, 0644, 0, 0) < 0) {
@@ -476,8 +478,9 @@ static int netlock_without(struct prov *p)
 	}
 	netlock_uids_text(&s, uids, sizeof(uids));
 	if (r == 1) {
-		prov_change(p, "install the nftables table inet " NETLOCK_TABLE
-			       " for uids %s, without %s's (%s)",
+		prov_change(p,
+			"install the nftables table inet " NETLOCK_TABLE
+			" for uids %s, without %s's (%s)",
 			uids, p->cfg.agent, err);
 		if (netlock_apply(&s, err, sizeof(err)) < 0 ||
 			netlock_verify(&s, err, sizeof(err)) != 0) {

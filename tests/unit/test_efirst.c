@@ -73,10 +73,20 @@ static void remote_hosts(void **state)
 		{"https://git.example.org Authorization: Bearer {}", "git.example.org"},
 	};
 	static const char *const bad[] = {
-		"/srv/git/shop.git", "../shop", "file:///srv/git/shop.git", "https://localhost/x",
-		"git@gitserver:shop.git", "https://[2001:db8::1]/x", "https://a_b.example/x",
-		"https:///x", "https://.example.com/", "https://example.com./", "./a:b",
-		"https://ex\nample.com/", "ftp://example.com/x", "",
+		"/srv/git/shop.git",
+		"../shop",
+		"file:///srv/git/shop.git",
+		"https://localhost/x",
+		"git@gitserver:shop.git",
+		"https://[2001:db8::1]/x",
+		"https://a_b.example/x",
+		"https:///x",
+		"https://.example.com/",
+		"https://example.com./",
+		"./a:b",
+		"https://ex\nample.com/",
+		"ftp://example.com/x",
+		"",
 	};
 	char host[256];
 
@@ -196,8 +206,8 @@ static void render_replaces_the_mark(void **state)
 	(void)state;
 	assert_non_null(f);
 	assert_int_equal(efirst_add(f, EFIRST_OPENCODE, "models.dev", "OpenCode: models"), 0);
-	assert_int_equal(efirst_add(f, EFIRST_PROVIDER, "api.x.ai", "xai: the secret XAI_API_KEY"),
-		0);
+	assert_int_equal(
+		efirst_add(f, EFIRST_PROVIDER, "api.x.ai", "xai: the secret XAI_API_KEY"), 0);
 	assert_int_equal(efirst_add(f, EFIRST_REGISTRY, "proxy.golang.org sum.golang.org",
 				 "Go: go.mod in ~/code/tool"),
 		0);

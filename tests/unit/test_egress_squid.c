@@ -381,14 +381,15 @@ static void render_first_rules(void **state)
 	assert_int_equal(efirst_add(f, EFIRST_REGISTRY, "registry.npmjs.org",
 				 "npm: package-lock.json in ~/code/app"),
 		0);
-	assert_int_equal(efirst_add(f, EFIRST_GIT, "git.example.org", "git: remote origin of "
-								     "~/code/app"),
+	assert_int_equal(efirst_add(f, EFIRST_GIT, "git.example.org",
+				 "git: remote origin of "
+				 "~/code/app"),
 		0);
 	efirst_opencode(f);
 	assert_int_equal(efirst_render(egress_defaults, strlen(egress_defaults), f, &text), 0);
 	free(f);
-	assert_int_equal(egress_parse_buf(&e, text.data, text.len, "egress.conf", err, sizeof(err)),
-		0);
+	assert_int_equal(
+		egress_parse_buf(&e, text.data, text.len, "egress.conf", err, sizeof(err)), 0);
 	assert_non_null(strstr(text.data, "# npm: package-lock.json in ~/code/app\n"));
 	assert_int_equal(e.policy, EGRESS_ALLOWLIST);
 	expect_verdict(&e, "registry.npmjs.org", 443, 1, "allow", line_of(&text, "registry"));
