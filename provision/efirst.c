@@ -212,12 +212,10 @@ void efirst_providers_all(struct efirst *f)
 	for (size_t i = 0; i < ARRAY_N(providers); i++) {
 		char why[EFIRST_MAX_WHY];
 
-		snprintf(why, sizeof(why),
-			"%s: no secret pushed yet (delete the providers you do "
-			"not use)",
-			providers[i].name);
+		snprintf(why, sizeof(why), "%s: no secret pushed yet", providers[i].name);
 		efirst_add(f, EFIRST_PROVIDER, providers[i].host, why);
 	}
+	f->all_providers = 1;
 }
 
 void efirst_opencode(struct efirst *f)
@@ -250,7 +248,12 @@ static int render_lines(const struct efirst *f, struct buf *out)
 			if (l->section != s)
 				continue;
 			if (!any++)
-				r |= buf_puts(out, section_title[s]);
+				r |= buf_puts(out,
+					s == EFIRST_PROVIDER && f->all_providers
+						? "# Model providers: no secret was "
+						  "pushed yet, so every built-in one;\n"
+						  "# delete those you do not use.\n"
+						: section_title[s]);
 			r |= buf_printf(out, "allow %-40s # %s\n", l->hosts, l->why);
 		}
 		if (!any && s == EFIRST_GIT)

@@ -36,6 +36,7 @@ struct efirst_line {
 struct efirst {
 	struct efirst_line l[EFIRST_MAX_LINES];
 	size_t n;
+	int all_providers; /* efirst_providers_all ran: the section says so once */
 };
 
 /* The files whose presence at a project's top names an ecosystem ("package-lock.json"). */

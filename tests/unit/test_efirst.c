@@ -196,6 +196,27 @@ static void providers_match_inject(void **state)
 	free(f);
 }
 
+/* With no secret to go by, the section says once why every provider is there. */
+static void providers_all_said_once(void **state)
+{
+	static const char tmpl[] = EFIRST_MARK "\n";
+	struct efirst *f = calloc(1, sizeof(*f));
+	struct buf out = {0};
+
+	(void)state;
+	assert_non_null(f);
+	efirst_providers_all(f);
+	assert_true(f->all_providers);
+	assert_int_equal(efirst_render(tmpl, strlen(tmpl), f, &out), 0);
+	assert_non_null(strstr(out.data,
+		"# Model providers: no secret was pushed yet, so every "
+		"built-in one;\n# delete those you do not use.\n"
+		"allow api.anthropic.com "));
+	assert_non_null(strstr(out.data, "# anthropic: no secret pushed yet\n"));
+	buf_free(&out);
+	free(f);
+}
+
 static void render_replaces_the_mark(void **state)
 {
 	static const char tmpl[] = "# head\npolicy allowlist\n\n" EFIRST_MARK
@@ -242,6 +263,7 @@ int main(void)
 		cmocka_unit_test(add_dedups_and_masks),
 		cmocka_unit_test(providers_from_secrets),
 		cmocka_unit_test(providers_match_inject),
+		cmocka_unit_test(providers_all_said_once),
 		cmocka_unit_test(render_replaces_the_mark),
 	};
 
