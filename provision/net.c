@@ -41,8 +41,7 @@ static void netlock_uids_text(const struct netlock_spec *s, char *out, size_t n)
 		for (size_t k = 1; k < i && !dup; k++)
 			dup = s->others[k - 1] == u;
 		if (!dup)
-			len += (size_t)snprintf(
-				out + len, n - len, "%s%u", len ? ", " : "", (unsigned)u);
+			len += (size_t)snprintf(out + len, n - len, "%s%u", len ? ", " : "", (unsigned)u);
 	}
 }
 
@@ -478,9 +477,8 @@ static int netlock_without(struct prov *p)
 	}
 	netlock_uids_text(&s, uids, sizeof(uids));
 	if (r == 1) {
-		prov_change(p,
-			"install the nftables table inet " NETLOCK_TABLE
-			" for uids %s, without %s's (%s)",
+		prov_change(p, "install the nftables table inet " NETLOCK_TABLE
+			       " for uids %s, without %s's (%s)",
 			uids, p->cfg.agent, err);
 		if (netlock_apply(&s, err, sizeof(err)) < 0 ||
 			netlock_verify(&s, err, sizeof(err)) != 0) {
