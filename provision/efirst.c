@@ -104,25 +104,41 @@ int efirst_add(struct efirst *f, int section, const char *hosts, const char *why
 	return 0;
 }
 
-/* host[:port] at s, ending at one of `ends` or the end: lower-cased into out. */
+/*
+ * host[:port] at s, ending at one of `ends` or the end: lower-cased into out. A name as the
+ * egress rules take it (labels of 1..63 letters, digits and '-', not at a label's ends),
+ * with a dot; never an IP literal: a remote at 10.0.0.5 must not open a private address
+ * by itself (allow beats the private-network refusal), the owner allows it by hand.
+ */
 static int take_host(const char *s, const char *ends, char *out, size_t n)
 {
-	size_t len = strcspn(s, ends), dots = 0;
+	size_t len = strcspn(s, ends), label = 0, dots = 0;
 
-	if (len == 0 || len >= n || len > 253 || s[0] == '.' || s[0] == '-' || s[len - 1] == '.')
+	if (len == 0 || len >= n || len > 253)
 		return -1;
-	for (size_t i = 0; i < len; i++) {
-		char c = s[i];
+	for (size_t i = 0; i <= len; i++) {
+		char c = i < len ? s[i] : '.';
 
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c - 'A' + 'a');
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+		if (c == '.') {
+			if (label == 0 || label > 63 || out[i - 1] == '-' || out[i - label] == '-')
+				return -1;
+			dots += i < len;
+			label = 0;
+		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') {
+			label++;
+		} else {
 			return -1;
-		dots += c == '.';
-		out[i] = c;
+		}
+		if (i < len)
+			out[i] = c;
 	}
 	out[len] = '\0';
-	return dots ? 0 : -1;
+	/* The last label is the top-level domain: all digits, it was an IPv4 address. */
+	return dots && strspn(strrchr(out, '.') + 1, "0123456789") < strlen(strrchr(out, '.') + 1)
+		? 0
+		: -1;
 }
 
 int efirst_remote_host(const char *url, char *out, size_t n)

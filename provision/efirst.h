@@ -24,7 +24,7 @@ enum efirst_section {
 };
 
 #define EFIRST_MAX_LINES 96
-#define EFIRST_MAX_HOSTS 200
+#define EFIRST_MAX_HOSTS 256 /* a host name of 253 fits */
 #define EFIRST_MAX_WHY 200
 
 struct efirst_line {

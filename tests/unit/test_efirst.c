@@ -71,6 +71,8 @@ static void remote_hosts(void **state)
 		{"bitbucket.org:team/repo", "bitbucket.org"},
 		{"https://git.example", "git.example"},
 		{"https://git.example.org Authorization: Bearer {}", "git.example.org"},
+		{"https://1password.example.com/x", "1password.example.com"},
+		{"https://a-b.c0.example.io/x", "a-b.c0.example.io"},
 	};
 	static const char *const bad[] = {
 		"/srv/git/shop.git",
@@ -87,6 +89,14 @@ static void remote_hosts(void **state)
 		"https://ex\nample.com/",
 		"ftp://example.com/x",
 		"",
+		"https://github..com/x",
+		"https://-a.example.com/",
+		"https://a-.example.com/",
+		"https://10.0.0.5/repo.git",
+		"git@192.168.1.2:repo.git",
+		"https://a.b.123/",
+		"https://"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example.com/",
 	};
 	char host[256];
 
