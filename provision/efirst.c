@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "efirst.h"
-#include "../secrets/secrets.h"
 
 #define ARRAY_N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -38,22 +37,18 @@ static const struct {
 	{"debian/control", "Debian", "deb.debian.org security.debian.org"},
 };
 
-/*
- * The built-in providers of ocsb-inject (inject/conf.c: a unit test keeps the two tables
- * alike) with the variables OpenCode reads their key from.
- */
+/* The built-in providers of ocsb-inject (inject/conf.c: a unit test keeps the two alike). */
 static const struct {
-	const char *name, *host, *vars[4];
+	const char *name, *host;
 } providers[] = {
-	{"anthropic", "api.anthropic.com", {"ANTHROPIC_API_KEY"}},
-	{"openai", "api.openai.com", {"OPENAI_API_KEY"}},
-	{"google", "generativelanguage.googleapis.com",
-		{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY"}},
-	{"openrouter", "openrouter.ai", {"OPENROUTER_API_KEY"}},
-	{"mistral", "api.mistral.ai", {"MISTRAL_API_KEY"}},
-	{"groq", "api.groq.com", {"GROQ_API_KEY"}},
-	{"deepseek", "api.deepseek.com", {"DEEPSEEK_API_KEY"}},
-	{"xai", "api.x.ai", {"XAI_API_KEY"}},
+	{"anthropic", "api.anthropic.com"},
+	{"openai", "api.openai.com"},
+	{"google", "generativelanguage.googleapis.com"},
+	{"openrouter", "openrouter.ai"},
+	{"mistral", "api.mistral.ai"},
+	{"groq", "api.groq.com"},
+	{"deepseek", "api.deepseek.com"},
+	{"xai", "api.x.ai"},
 };
 
 size_t efirst_n_files(void)
@@ -167,68 +162,12 @@ int efirst_remote_host(const char *url, char *out, size_t n)
 	return take_host(s, ":", out, n);
 }
 
-static int provider_by_var(const char *var)
-{
-	for (size_t i = 0; i < ARRAY_N(providers); i++)
-		for (size_t k = 0; k < ARRAY_N(providers[i].vars) && providers[i].vars[k]; k++)
-			if (!strcmp(providers[i].vars[k], var))
-				return (int)i;
-	return -1;
-}
-
-static int provider_by_name(const char *name)
-{
-	for (size_t i = 0; i < ARRAY_N(providers); i++)
-		if (!strcmp(providers[i].name, name))
-			return (int)i;
-	return -1;
-}
-
-static void scope_text(const struct secret *e, char *out, size_t n)
-{
-	snprintf(out, n, "%s%s", e->scope[0] ? "project " : "global", e->scope);
-}
-
-size_t efirst_providers(struct efirst *f, const struct secret_set *s)
-{
-	size_t named = 0;
-
-	for (size_t i = 0; i < s->n; i++) {
-		const struct secret *e = &s->e[i];
-		char why[512], scope[80], host[256];
-		int p;
-
-		scope_text(e, scope, sizeof(scope));
-		if (!e->route[0]) {
-			p = provider_by_var(e->name);
-			if (p < 0)
-				continue;
-			snprintf(why, sizeof(why), "%s: the secret %s (%s, exported)",
-				providers[p].name, e->name, scope);
-			efirst_add(f, EFIRST_PROVIDER, providers[p].host, why);
-		} else if ((p = provider_by_name(e->route)) >= 0) {
-			snprintf(why, sizeof(why), "%s: the secret %s (%s, injected)",
-				providers[p].name, e->name, scope);
-			efirst_add(f, EFIRST_PROVIDER, providers[p].host, why);
-		} else if (!strncmp(e->route, "https://", 8) &&
-			efirst_remote_host(e->route, host, sizeof(host)) == 0) {
-			snprintf(why, sizeof(why), "the secret %s (%s, injected to %.100s)",
-				e->name, scope, host);
-			efirst_add(f, EFIRST_PROVIDER, host, why);
-		} else {
-			continue;
-		}
-		named++;
-	}
-	return named;
-}
-
 void efirst_providers_all(struct efirst *f)
 {
 	for (size_t i = 0; i < ARRAY_N(providers); i++) {
 		char why[EFIRST_MAX_WHY];
 
-		snprintf(why, sizeof(why), "%s: no secret pushed yet", providers[i].name);
+		snprintf(why, sizeof(why), "%s", providers[i].name);
 		efirst_add(f, EFIRST_PROVIDER, providers[i].host, why);
 	}
 	f->all_providers = 1;
@@ -266,8 +205,7 @@ static int render_lines(const struct efirst *f, struct buf *out)
 			if (!any++)
 				r |= buf_puts(out,
 					s == EFIRST_PROVIDER && f->all_providers
-						? "# Model providers: no secret was "
-						  "pushed yet, so every built-in one;\n"
+						? "# Model providers: every built-in one;\n"
 						  "# delete those you do not use.\n"
 						: section_title[s]);
 			r |= buf_printf(out, "allow %-40s # %s\n", l->hosts, l->why);

@@ -6,7 +6,6 @@
 
 #include "util.h"
 
-struct secret_set;
 
 /*
  * The egress rules of a first provisioning (issue 29): `policy allowlist` with allow lines
@@ -16,7 +15,7 @@ struct secret_set;
  */
 
 enum efirst_section {
-	EFIRST_PROVIDER, /* an LLM provider: a pushed secret names it, or the built-in list */
+	EFIRST_PROVIDER, /* an LLM provider of the built-in list */
 	EFIRST_REGISTRY, /* a package registry: a manifest or lock file in a project */
 	EFIRST_GIT, /* the git host of a project's remote */
 	EFIRST_OPENCODE, /* OpenCode's own endpoints */
@@ -62,13 +61,7 @@ int efirst_add(struct efirst *f, int section, const char *hosts, const char *why
  */
 int efirst_remote_host(const char *url, char *out, size_t n);
 
-/*
- * The providers the pushed secrets name: exported LLM keys by their variable name
- * (ANTHROPIC_API_KEY...), injected ones by their built-in provider or their generic
- * route's host. Returns how many secrets named one (0: none did).
- */
-size_t efirst_providers(struct efirst *f, const struct secret_set *s);
-/* Every built-in provider, for an install where no secret was pushed yet. */
+/* Every built-in provider (root does not open the supervisor's record of the secrets). */
 void efirst_providers_all(struct efirst *f);
 /* OpenCode's endpoints (docs/opencode.md, "Network at start"). */
 void efirst_opencode(struct efirst *f);

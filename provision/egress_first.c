@@ -14,12 +14,10 @@
 #include "log.h"
 #include "provision.h"
 #include "spawn.h"
-#include "../secrets/secrets.h"
 
 /*
  * The rules of a first provisioning (issue 29), gathered with the least authority that
- * can see each fact: the pushed secrets' names from root's own record, the projects'
- * files and remotes as the owner. Root reads nothing of the owner's: the owner's child
+ * can see each fact: the projects' files and remotes as the owner. Root reads nothing of the owner's: the owner's child
  * reports file indices, and git's output is cut to checked host names.
  */
 
@@ -134,46 +132,13 @@ static int scan_remotes(struct prov *p, const char *project, struct efirst *f)
 	return 0;
 }
 
-/* The names (and routes) of the pushed secrets, from root's record: 0 or -ENOENT. */
-static int pushed_secrets(struct prov *p, struct secret_set **ret)
-{
-	unsigned char *sk = NULL, pk[crypto_box_PUBLICKEYBYTES];
-	unsigned char key[crypto_aead_xchacha20poly1305_ietf_KEYBYTES];
-	char kpath[4096], rpath[4096], err[512], *data = NULL;
-	size_t len = 0;
-	int r = -ENOENT;
-
-	if (sodium_init() < 0 ||
-		path_join(kpath, sizeof(kpath), p->paths.varlib, SECRETS_KEY_REL) < 0 ||
-		path_join(rpath, sizeof(rpath), p->paths.varlib, SECRETS_REC_REL) < 0)
-		return -ENOENT;
-	if (access(rpath, F_OK) < 0)
-		return -ENOENT;
-	sk = secrets_alloc(crypto_box_SECRETKEYBYTES);
-	if (!sk)
-		return -ENOENT;
-	if (secrets_key_load(kpath, sk, pk, err, sizeof(err)) < 0 ||
-		fo_read(rpath, SECRETS_MAX_SET + 1024, &data, &len) < 0)
-		goto out;
-	secrets_rec_key(sk, key);
-	r = secrets_rec_open(key, (unsigned char *)data, len, ret, err, sizeof(err)) < 0 ? -ENOENT
-											 : 0;
-	sodium_memzero(key, sizeof(key));
-	if (r < 0)
-		log_warn("%s: %s: the egress rules allow every built-in provider", rpath, err);
-out:
-	free(data);
-	secrets_free(sk);
-	return r;
-}
-
 static int scan(struct prov *p, struct efirst *f)
 {
-	struct secret_set *s = NULL;
-
-	if (pushed_secrets(p, &s) < 0 || efirst_providers(f, s) == 0)
-		efirst_providers_all(f);
-	secrets_set_free(s);
+	/*
+	 * Every built-in provider: what secrets the owner pushed is the supervisor's to know
+	 * (its record is sealed with its key); root does not open it to narrow the list.
+	 */
+	efirst_providers_all(f);
 	if (!p->have_owner || !p->cfg.projects.n)
 		goto done;
 	if (scan_files(p, f) < 0)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The egress rules of a first provisioning (provision/efirst.c, issue 29): ecosystems by
- * file name, git hosts from remote URLs, providers from the pushed secrets, and the file
+ * file name, git hosts from remote URLs, the built-in providers, and the file
  * the template becomes. The squid side of the same rules: test_egress_squid.
  */
 #define _GNU_SOURCE
@@ -11,7 +11,6 @@
 
 #include "../../inject/inject.h"
 #include "../../provision/efirst.h"
-#include "../../secrets/secrets.h"
 
 static int has_line(const struct efirst *f, int section, const char *hosts, const char *why)
 {
@@ -135,54 +134,6 @@ static void add_dedups_and_masks(void **state)
 	free(f);
 }
 
-static struct secret_set *set_of(void)
-{
-	struct secret_set *s = secrets_set_new();
-
-	assert_non_null(s);
-	assert_int_equal(secrets_set_put(s, "", "ANTHROPIC_API_KEY", "k1", 2), 0);
-	assert_int_equal(secrets_set_put(s, "shop", "GEMINI_API_KEY", "k2", 2), 0);
-	assert_int_equal(secrets_set_put(s, "", "OPENAI_API_KEY", "k3", 2), 0);
-	assert_int_equal(secrets_set_route(s, "", "OPENAI_API_KEY", "openai"), 0);
-	assert_int_equal(secrets_set_put(s, "", "GH_TOKEN", "k4", 2), 0);
-	assert_int_equal(secrets_set_route(s, "", "GH_TOKEN",
-				 "https://api.github.com Authorization: Bearer {}"),
-		0);
-	/* Not a provider's variable, exported: names no host. */
-	assert_int_equal(secrets_set_put(s, "", "DATABASE_URL", "k5", 2), 0);
-	return s;
-}
-
-static void providers_from_secrets(void **state)
-{
-	struct efirst *f = calloc(1, sizeof(*f));
-	struct secret_set *s;
-
-	(void)state;
-	assert_non_null(f);
-	assert_int_equal(sodium_init() < 0, 0);
-	s = set_of();
-	assert_int_equal(efirst_providers(f, s), 4);
-	assert_true(has_line(f, EFIRST_PROVIDER, "api.anthropic.com",
-		"anthropic: the secret ANTHROPIC_API_KEY (global, exported)"));
-	assert_true(has_line(f, EFIRST_PROVIDER, "generativelanguage.googleapis.com",
-		"google: the secret GEMINI_API_KEY (project shop, exported)"));
-	assert_true(has_line(f, EFIRST_PROVIDER, "api.openai.com",
-		"openai: the secret OPENAI_API_KEY (global, injected)"));
-	assert_true(has_line(f, EFIRST_PROVIDER, "api.github.com",
-		"the secret GH_TOKEN (global, injected to api.github.com)"));
-	assert_int_equal(f->n, 4);
-	secrets_set_free(s);
-	/* Nothing pushed names a provider: the caller falls back to the built-in list. */
-	memset(f, 0, sizeof(*f));
-	s = secrets_set_new();
-	assert_int_equal(secrets_set_put(s, "", "DATABASE_URL", "k5", 2), 0);
-	assert_int_equal(efirst_providers(f, s), 0);
-	assert_int_equal(f->n, 0);
-	secrets_set_free(s);
-	free(f);
-}
-
 /* ocsb-inject's built-in providers and the ones the rules know are the same hosts. */
 static void providers_match_inject(void **state)
 {
@@ -206,7 +157,7 @@ static void providers_match_inject(void **state)
 	free(f);
 }
 
-/* With no secret to go by, the section says once why every provider is there. */
+/* The section says once why every provider is there. */
 static void providers_all_said_once(void **state)
 {
 	static const char tmpl[] = EFIRST_MARK "\n";
@@ -219,10 +170,9 @@ static void providers_all_said_once(void **state)
 	assert_true(f->all_providers);
 	assert_int_equal(efirst_render(tmpl, strlen(tmpl), f, &out), 0);
 	assert_non_null(strstr(out.data,
-		"# Model providers: no secret was pushed yet, so every "
-		"built-in one;\n# delete those you do not use.\n"
+		"# Model providers: every built-in one;\n# delete those you do not use.\n"
 		"allow api.anthropic.com "));
-	assert_non_null(strstr(out.data, "# anthropic: no secret pushed yet\n"));
+	assert_non_null(strstr(out.data, "# anthropic\n"));
 	buf_free(&out);
 	free(f);
 }
@@ -271,7 +221,6 @@ int main(void)
 		cmocka_unit_test(files_name_ecosystems),
 		cmocka_unit_test(remote_hosts),
 		cmocka_unit_test(add_dedups_and_masks),
-		cmocka_unit_test(providers_from_secrets),
 		cmocka_unit_test(providers_match_inject),
 		cmocka_unit_test(providers_all_said_once),
 		cmocka_unit_test(render_replaces_the_mark),
