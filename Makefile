@@ -180,7 +180,8 @@ $(LIBMIRROR): $(MIRROR_OBJ)
 $(BUILDDIR)/gen/egress_defaults.h: conf/egress.conf tools/embed.sh
 	@mkdir -p $(dir $@)
 	tools/embed.sh egress_defaults $< > $@
-$(BUILDDIR)/provision/net.o $(BUILDDIR)/tests/unit/test_egress.o $(BUILDDIR)/tests/unit/test_egress_squid.o: \
+$(BUILDDIR)/provision/net.o $(BUILDDIR)/provision/egress_first.o $(BUILDDIR)/tests/unit/test_egress.o \
+	$(BUILDDIR)/tests/unit/test_egress_squid.o $(BUILDDIR)/tests/unit/test_efirst.o: \
 	$(BUILDDIR)/gen/egress_defaults.h
 # The supervisor's systemd unit, one text: the package installs this file, and
 # ocsb-provision carries it to write /etc/systemd/system/ocsb-agentd.service where no

@@ -119,10 +119,15 @@ static int net_egress_load(struct prov *p)
 	r = egress_load(&p->egress, &p->paths, p->have_owner ? p->owner.home : NULL,
 		p->have_owner ? p->owner.uid : (uid_t)-1, err, sizeof(err));
 	if (r == -ENOENT) {
+		const struct buf *first = NULL;
+
 		egress_free(&p->egress);
 		memset(&p->egress, 0, sizeof(p->egress));
-		r = egress_parse_buf(&p->egress, egress_defaults, strlen(egress_defaults), path,
-			err, sizeof(err));
+		/* --remove needs only the settings: the template, no scan of the projects. */
+		if (p->mode != PROV_REMOVE && net_first_rules(p, &first) < 0)
+			return -1;
+		r = egress_parse_buf(&p->egress, first ? first->data : egress_defaults,
+			first ? first->len : strlen(egress_defaults), path, err, sizeof(err));
 	}
 	if (r < 0) {
 		log_err("%s", err);
@@ -170,18 +175,69 @@ int net_preflight(struct prov *p)
 	return 0;
 }
 
+static unsigned count_allow(const struct buf *b)
+{
+	unsigned n = 0;
+
+	for (const char *l = b->data; l && l < b->data + b->len; l = strchr(l, '\n') + 1) {
+		n += !strncmp(l, "allow ", 6);
+		if (!strchr(l, '\n'))
+			break;
+	}
+	return n;
+}
+
+/*
+ * An existing install keeps its policy (its file is never rewritten): under the
+ * blocklist, one line says where to switch. The line number is the main file's `policy`
+ * line, when it has one.
+ */
+static void policy_note(struct prov *p, const char *path)
+{
+	char *data = NULL, at[32] = "";
+	size_t len = 0;
+	unsigned line = 1;
+
+	if (p->egress.policy != EGRESS_BLOCKLIST || p->egress.off)
+		return;
+	if (fo_read(path, 1024 * 1024, &data, &len) == 0) {
+		for (const char *l = data; *l; line++) {
+			if (!strncmp(l + strspn(l, " \t"), "policy", 6)) {
+				snprintf(at, sizeof(at), " line %u", line);
+				break;
+			}
+			if (!strchr(l, '\n'))
+				break;
+			l = strchr(l, '\n') + 1;
+		}
+	}
+	free(data);
+	printf("ocsb-provision: egress policy blocklist (any public host passes, names are "
+	       "resolved): for an allowlist, set `policy allowlist` in %s%s%s with allow lines "
+	       "for what the agent needs, then run ocsb-provision again\n",
+		path, at[0] ? " at" : "", at);
+}
+
 static int ensure_egress_conf(struct prov *p)
 {
+	const struct buf *first = NULL;
 	char path[4096];
 	struct stat st;
 
 	if (egress_conf_path(p, path, sizeof(path)) < 0)
 		return -1;
-	if (lstat(path, &st) == 0)
+	if (lstat(path, &st) == 0) {
+		policy_note(p, path);
 		return 0;
-	if (!prov_change(p, "write %s (the shipped egress defaults)", path))
+	}
+	if (net_first_rules(p, &first) < 0)
+		return -1;
+	if (!prov_change(p,
+		    "write %s (policy allowlist: %u allow lines for what the projects "
+		    "use, each with its reason)",
+		    path, count_allow(first)))
 		return 0;
-	if (fo_write(path, egress_defaults, strlen(egress_defaults), 0644, 0, 0) < 0) {
+	if (fo_write(path, first->data, first->len, 0644, 0, 0) < 0) {
 		log_err("%s: cannot write", path);
 		return -1;
 	}

@@ -757,6 +757,7 @@ out:
 	strv_free(&p->extra_sync_keys);
 	if (p->egress_loaded)
 		egress_free(&p->egress);
+	buf_free(&p->egress_first);
 	free(p);
 	return r;
 }

@@ -70,6 +70,7 @@ struct prov {
 
 	struct egress egress; /* owned */
 	int egress_loaded;
+	struct buf egress_first; /* owned: the rules of a first run, made once (egress_first.c) */
 	struct proxy proxy;
 
 	unsigned changes;
@@ -235,6 +236,12 @@ int sshd_remove(struct prov *p);
 int net_preflight(struct prov *p);
 int net_ensure(struct prov *p);
 int net_remove(struct prov *p);
+/*
+ * egress_first.c: the text of /etc/ocsb/egress.conf for a first run (issue 29), made once
+ * per run and kept in p->egress_first: policy allowlist, allow lines for the providers,
+ * registries, git hosts and OpenCode's endpoints. 0, or -1 (said).
+ */
+int net_first_rules(struct prov *p, const struct buf **ret);
 
 /* ports.c: the agents' loopback ports against each other */
 /* What an entry of the agents registry records of an agent's loopback ports. */

@@ -11,7 +11,8 @@
 #   198.18.1.11      blocked.test     HTTP :80 "WEB blocked.test"
 #   198.18.1.12      other.test       HTTP :80 (neither allowed nor blocked), TCP :22
 #   198.18.1.13      internal.test    HTTP :80, named in tests that allow private-looking hosts
-#   198.18.0.53      DNS port 53 UDP/TCP listener that answers nothing useful (a canary)
+#   198.18.0.53      DNS port 53 UDP/TCP listener that answers nothing useful (a canary);
+#                    with INET_DNS_LOG set, each query's name is appended to that file
 #   169.254.169.254  "cloud metadata" HTTP :80, reachable only through the veth
 # Names are in /etc/hosts (squid reads it), so no resolver is needed.
 
@@ -21,10 +22,22 @@ INET_HOSTS=(allowed.test:198.18.1.10 blocked.test:198.18.1.11 other.test:198.18.
 
 # A tiny server in the internet namespace: HTTP that names the host it serves, or raw TCP
 # that greets with a banner (stands in for TLS: CONNECT tunnels only need bytes to flow).
-_inet_server() { # KIND ADDR PORT TEXT
+# LOG (optional): the name each DNS query asks for is appended to it ("udp NAME", "tcp NAME").
+_inet_server() { # KIND ADDR PORT TEXT [LOG]
 	ip netns exec "$INET_NS" python3 -c '
 import socket, sys, threading
 kind, addr, port, text = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+log = sys.argv[5] if len(sys.argv) > 5 and sys.argv[5] else None
+def qname(msg):
+    labels, i = [], 12
+    while i < len(msg) and msg[i] and len(labels) < 64:
+        labels.append(msg[i + 1:i + 1 + msg[i]].decode("ascii", "replace"))
+        i += 1 + msg[i]
+    return ".".join(labels)
+def note(how, msg):
+    if log:
+        with open(log, "a") as f:
+            f.write("%s %s\n" % (how, qname(msg)))
 fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
 typ = socket.SOCK_DGRAM if kind == "udp" else socket.SOCK_STREAM
 s = socket.socket(fam, typ)
@@ -33,6 +46,7 @@ s.bind((addr, port))
 if kind == "udp":
     while True:
         data, peer = s.recvfrom(2048)
+        note("udp", data)
         s.sendto(text.encode(), peer)
 s.listen(64)
 def serve(c):
@@ -42,6 +56,9 @@ def serve(c):
             c.recv(4096)
             body = (text + "\n").encode()
             c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        elif log:
+            note("tcp", c.recv(4096)[2:])
+            c.sendall((text + "\n").encode())
         else:
             c.sendall((text + "\n").encode())
             c.recv(1)
@@ -84,8 +101,8 @@ fake_internet_up() {
 	_inet_server tcp 198.18.1.10 443 "TLS-LIKE allowed.test:443"
 	_inet_server tcp 198.18.1.10 8443 "TLS-LIKE allowed.test:8443"
 	_inet_server tcp 198.18.1.12 22 "SSH-2.0-fake other.test"
-	_inet_server udp 198.18.0.53 53 "DNS-CANARY"
-	_inet_server tcp 198.18.0.53 53 "DNS-CANARY-TCP"
+	_inet_server udp 198.18.0.53 53 "DNS-CANARY" "${INET_DNS_LOG:-}"
+	_inet_server tcp 198.18.0.53 53 "DNS-CANARY-TCP" "${INET_DNS_LOG:-}"
 	_inet_server http 169.254.169.254 80 "METADATA secret-token"
 	for addr in 198.18.1.10 198.18.1.11 198.18.1.12 198.18.1.13 169.254.169.254; do
 		wait_port "$addr" 80 5 || return 1

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "egress_unit.h"
 
+#include "../../provision/efirst.h"
+
 /* ---- squid.conf ---- */
 
 static const char *proxy_user(void)
@@ -182,6 +184,21 @@ static void render_seed_example(void **state)
 	parse_and_free(&out, &e, why);
 }
 
+/* The line number of the first "allow" line of text holding needle. */
+static unsigned line_of(const struct buf *text, const char *needle)
+{
+	unsigned n = 1;
+
+	for (const char *l = text->data; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL, n++) {
+		size_t ll = strcspn(l, "\n");
+
+		if (!strncmp(l, "allow ", 6) && memmem(l, ll, needle, strlen(needle)))
+			return n;
+	}
+	fail_msg("no allow line with %s", needle);
+	return 0;
+}
+
 static void render_defaults_file(void **state)
 {
 #ifdef HAVE_DEFAULTS
@@ -193,7 +210,8 @@ static void render_defaults_file(void **state)
 	assert_int_equal(egress_parse_buf(&e, egress_defaults, strlen(egress_defaults),
 				 "egress.conf", err, sizeof(err)),
 		0);
-	assert_int_equal(e.policy, EGRESS_BLOCKLIST);
+	/* The template alone (no allow line in place of its mark): allowlist, nothing named. */
+	assert_int_equal(e.policy, EGRESS_ALLOWLIST);
 	assert_int_equal(e.dns_allow, 0);
 	assert_int_equal(e.off, 0);
 	/* The shipped self-checks hold with the shipped rules. */
@@ -212,11 +230,11 @@ static void render_defaults_file(void **state)
 			fail_msg("egress.conf:%u: %s %s: %s", r->line, egress_kind_name(r->kind),
 				r->value, v.why);
 	}
-	expect_verdict(&e, "api.anthropic.com", 443, 1, "allow", e.rules[0].line);
+	expect_verdict(&e, "api.anthropic.com", 443, 0, "policy allowlist", 0);
 	render(&e, &out);
 	check_common_lines(out.data);
 	check_order(out.data);
-	check_last_access(out.data, "http_access allow all ocsb_m_default");
+	check_last_access(out.data, "http_access deny all ocsb_m_policy");
 	if (why) {
 		printf("# skip: %s\n", why);
 		buf_free(&out);
@@ -344,6 +362,52 @@ static void render_odd_file_name(void **state)
 	egress_free(&e);
 }
 
+/*
+ * The rules of a first provisioning (issue 29), as ocsb-provision writes them: allowlist,
+ * the found hosts pass, the rest is refused by the policy before any step that resolves
+ * a name (check_order), and squid accepts the file.
+ */
+static void render_first_rules(void **state)
+{
+#ifdef HAVE_DEFAULTS
+	struct efirst *f = calloc(1, sizeof(*f));
+	struct egress e = {0};
+	struct buf text = {0}, out;
+	char err[512];
+	const char *why = squid_unavailable();
+
+	assert_non_null(f);
+	efirst_providers_all(f);
+	assert_int_equal(efirst_add(f, EFIRST_REGISTRY, "registry.npmjs.org",
+				 "npm: package-lock.json in ~/code/app"),
+		0);
+	assert_int_equal(efirst_add(f, EFIRST_GIT, "git.example.org",
+				 "git: remote origin of "
+				 "~/code/app"),
+		0);
+	efirst_opencode(f);
+	assert_int_equal(efirst_render(egress_defaults, strlen(egress_defaults), f, &text), 0);
+	free(f);
+	assert_int_equal(
+		egress_parse_buf(&e, text.data, text.len, "egress.conf", err, sizeof(err)), 0);
+	assert_non_null(strstr(text.data, "# npm: package-lock.json in ~/code/app\n"));
+	assert_int_equal(e.policy, EGRESS_ALLOWLIST);
+	expect_verdict(&e, "registry.npmjs.org", 443, 1, "allow", line_of(&text, "registry"));
+	expect_verdict(&e, "api.anthropic.com", 443, 1, "allow", line_of(&text, "api.anthropic"));
+	expect_verdict(&e, "git.example.org", 443, 1, "allow", line_of(&text, "git.example.org"));
+	expect_verdict(&e, "exfil.example.net", 443, 0, "policy allowlist", 0);
+	render(&e, &out);
+	check_common_lines(out.data);
+	check_order(out.data);
+	assert_has_line(out.data, "http_access deny !ocsb_allowed ocsb_m_policy");
+	check_last_access(out.data, "http_access deny all ocsb_m_policy");
+	buf_free(&text);
+	parse_and_free(&out, &e, why);
+#else
+	skip();
+#endif
+}
+
 #define FILE_TEST(f) cmocka_unit_test_setup_teardown(f, unit_setup_dir, unit_teardown_dir)
 
 int main(void)
@@ -351,6 +415,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		FILE_TEST(render_seed_example),
 		FILE_TEST(render_defaults_file),
+		FILE_TEST(render_first_rules),
 		FILE_TEST(render_allowlist),
 		FILE_TEST(render_allowlist_empty),
 		FILE_TEST(render_egress_off),
