@@ -6,8 +6,8 @@
  * What ocsb-warden takes of ocsb.conf, as a record. The warden holds no reader of the
  * file: at its start and on each reload it runs `ocsb-provision --warden-config`, a
  * one-shot root process that reads and checks the file as provisioning does and prints
- * the record (config_render_warden), and reads that (warden/wconf.c). One item a line,
- * in this order; `project` repeats; nothing follows `end`:
+ * the record (config_render_warden), and reads that (warden/main.c runs it, wconf_parse
+ * reads it). One item a line, in this order; `project` repeats; nothing follows `end`:
  *
  *   ocsb-warden-config 1
  *   agent NAME
