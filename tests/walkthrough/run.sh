@@ -105,11 +105,13 @@ steps_iso=${WALK_STEPS_ISOLATED:-$here/steps-isolated.sh}
 cp "$here/say.sh" "$steps_net" "$root/home/dev/" && cp "$steps_iso" "$root/home/dev/"
 chroot "$root" chown dev:dev /home/dev/say.sh "/home/dev/$(basename "$steps_net")" \
 	"/home/dev/$(basename "$steps_iso")"
+# WALK_ISOLATED_WRAP: a command line the isolated part runs under, e.g. a container's
+# seccomp filter: "env SECCOMP_RUN_NNP=0 /path/to/tests/e2e/seccomp-run.py EPERM keyctl,mlock --".
 in_root() { # net|isolated STEPS-FILE
-	local net=()
-	[ "$1" = isolated ] && net=(--net)
+	local net=() wrap=()
+	[ "$1" = isolated ] && net=(--net) && read -ra wrap <<<"${WALK_ISOLATED_WRAP:-}"
 	WALK_HOST_NETNS=$(readlink /proc/self/ns/net) LIBMOUNT_UTAB=$work/utab \
-		unshare --mount --pid --fork --kill-child=SIGKILL --propagation private \
+		"${wrap[@]}" unshare --mount --pid --fork --kill-child=SIGKILL --propagation private \
 		"${net[@]}" -- "$here/in-ns.sh" "$root" "$1" \
 		su - dev -c "bash ~/say.sh ~/$(basename "$2")"
 }
