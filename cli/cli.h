@@ -82,6 +82,13 @@ int doctor_instances_verdict(
 int doctor_shell_verdict(const char *login_shell, int shell_safe, long abi);
 int doctor_sensitive(const char *rel);
 /*
+ * The fix for a kernel setting below its minimum (issue 28): set it now and keep it in a
+ * file of its own, /etc/sysctl.d/60-ocsb-NAME.conf, so that following every fix doctor
+ * prints keeps every setting (one shared file kept only the last). 0, or -1 if it does
+ * not fit in n.
+ */
+int doctor_sysctl_fix(char *buf, size_t n, const char *name, int min);
+/*
  * --fix as root: chmod go-rwx home/rel through a descriptor opened below homefd without
  * following links, only if it is still the regular file `seen` (device, inode) of `owner`.
  * 0, or -1 with why it was left alone.

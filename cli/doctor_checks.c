@@ -624,6 +624,16 @@ void doctor_check_features(struct doctor *dr)
 	doctor_mirror_links(dr, path);
 }
 
+int doctor_sysctl_fix(char *buf, size_t n, const char *name, int min)
+{
+	int len = snprintf(buf, n,
+		"sudo sysctl -w %s=%d && echo '%s = %d' | sudo tee "
+		"/etc/sysctl.d/60-ocsb-%s.conf",
+		name, min, name, min, name);
+
+	return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
 void doctor_check_sysctls(struct doctor *dr)
 {
 	static const struct {
@@ -649,10 +659,7 @@ void doctor_check_sysctls(struct doctor *dr)
 			v = atoi(data);
 		free(data);
 		/* Kernel-wide: printed, never applied by --fix. */
-		snprintf(fix, sizeof(fix),
-			"sudo sysctl -w %s=%d && echo '%s = %d' | sudo tee "
-			"/etc/sysctl.d/60-ocsb.conf",
-			k[i].name, k[i].min, k[i].name, k[i].min);
+		doctor_sysctl_fix(fix, sizeof(fix), k[i].name, k[i].min);
 		if (v >= k[i].min)
 			doctor_add_machine(dr, DR_OK, "sysctl", NULL, "%s = %d", k[i].name, v);
 		else

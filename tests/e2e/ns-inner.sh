@@ -55,6 +55,25 @@ done
 [ -n "${OCSB_BUILD:-}" ] || die "OCSB_BUILD is not set"
 [ -f "$T_FILE" ] || die "no such t-file: $T_FILE"
 
+# A t-file with the line "# e2e-harness: syslog-socket" runs on a machine whose /dev/log
+# is a socket (t-02-harness-syslog): this namespace gets a /dev of its own (a tmpfs with
+# the host's nodes, its mounts bound in) and a socket at /dev/log, before anything else.
+if grep -qx '# e2e-harness: syslog-socket' "$T_FILE"; then
+	mkdir -p "$E2E_RUNDIR/dev"
+	step "a /dev of our own" mount -t tmpfs -o mode=0755 e2e-dev "$E2E_RUNDIR/dev"
+	step "the host's nodes in it" cp -a -x /dev/. "$E2E_RUNDIR/dev/"
+	while read -r m; do
+		[ "$m" = /dev ] || step "bind $m" mount --rbind "$m" "$E2E_RUNDIR/dev/${m#/dev/}"
+	done < <(findmnt -rn -o TARGET --submounts --mountpoint /dev | sort)
+	step "it on /dev" mount --move "$E2E_RUNDIR/dev" /dev
+	rm -f /dev/log
+	step "a syslog socket at /dev/log" python3 -c \
+		'import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).bind("/dev/log")'
+	[ -S /dev/log ] || die "no socket at /dev/log"
+	E2E_DEVLOG_WAS=socket
+fi
+export E2E_DEVLOG_WAS=${E2E_DEVLOG_WAS:-$( [ -S /dev/log ] && echo socket || echo none)}
+
 # For run.sh's leftover-process check: processes in this pid namespace are ours (the
 # machine may run other namespaces). Written now, while the run dir is still writable.
 readlink /proc/self/ns/pid >>"$E2E_RUNDIR/pidns"
@@ -104,6 +123,15 @@ mkdir -m 1777 /run/lock
 mkdir -m 0755 /run/user
 # utmp is where sshd records logins; create it as the system would.
 install -m 0664 -o root -g utmp /dev/null /run/utmp 2>/dev/null || : >/run/utmp
+
+# A syslog socket in /dev (a syslog daemon without systemd, as in many containers) would
+# carry useradd/PAM messages to the host's logs: cover it, while $HIDDEN is still reachable
+# (the tmpfs on /tmp below covers the run dir; issue 28 item 11). On systemd hosts it is a
+# link into /run, which is ours already (nothing there now).
+if [ -S /dev/log ]; then
+	: >"$HIDDEN/no-log"
+	step "hide /dev/log" mount --bind "$HIDDEN/no-log" /dev/log
+fi
 
 # Scratch space for the tests. Under /run (0755) rather than /tmp (1777) because sshd's
 # StrictModes rejects authorized_keys files below a world-writable directory.
@@ -157,13 +185,6 @@ if [ -f "$OCSB_BUILD/ocsb-shell" ] &&
 	[ "$(stat -c %u "$OCSB_BUILD/ocsb-shell")" != 0 -o -n "$(find "$OCSB_BUILD/ocsb-shell" -perm /022)" ]; then
 	install -m 0755 -o root -g root "$OCSB_BUILD/ocsb-shell" "$SCRATCH/ocsb-shell"
 	step "root-owned ocsb-shell" mount --bind "$SCRATCH/ocsb-shell" "$OCSB_BUILD/ocsb-shell"
-fi
-
-# A syslog socket in /dev (not covered above) would carry useradd/PAM messages to the
-# host's logs: cover it. (On systemd hosts it points into /run, which is ours already.)
-if [ -S /dev/log ]; then
-	: >"$HIDDEN/no-log"
-	step "hide /dev/log" mount --bind "$HIDDEN/no-log" /dev/log
 fi
 
 # Name resolution of our own. The name server is an address of a future fake internet

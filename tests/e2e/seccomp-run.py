@@ -29,7 +29,13 @@ for name in sys.argv[2].split(","):
         sys.exit("unknown system call: " + name)
     if lib.seccomp_rule_add(ctx, 0x00050000 | err, nr, 0) != 0:
         sys.exit("seccomp_rule_add " + name + " failed")
-# libseccomp sets no_new_privs itself (SCMP_FLTATR_CTL_NNP defaults on).
+# libseccomp sets no_new_privs itself (SCMP_FLTATR_CTL_NNP defaults on). SECCOMP_RUN_NNP=0
+# (root only) leaves it off, as a container runtime does: sudo and other set-uid programs
+# still work under the filter (the walk-through's isolated part).
+if os.environ.get("SECCOMP_RUN_NNP") == "0":
+    lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
+    if lib.seccomp_attr_set(ctx, 3, 0) != 0:  # SCMP_FLTATR_CTL_NNP
+        sys.exit("seccomp_attr_set NNP failed")
 if lib.seccomp_load(ctx) != 0:
     sys.exit("seccomp_load failed")
 os.execvp(sys.argv[4], sys.argv[4:])

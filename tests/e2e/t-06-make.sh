@@ -7,6 +7,7 @@
 # Makefile's first lines, tools/handback.sh), when a goal fails too. Cheap goals only:
 # build/gen/buildflags.h is a file make writes without compiling anything; the real
 # targets were run by hand (docs/install.md). `make help` lists every target one types.
+# `make deps` installs no test tooling; `make test-deps` adds it (issue 28 item 7).
 # shellcheck disable=SC2016 # the bash -c snippets expand their variables themselves
 
 # shellcheck source=lib.sh
@@ -54,3 +55,18 @@ missing=$(for t in $phony; do grep -qE "^  $t +[^ ]" <<<"$help" || echo "$t"; do
 check_output "the Makefile declares its targets (control)" '^test-all$' echo "$phony"
 check_output "make help lists every one of them, each with its line" '^none$' \
 	echo "${missing:-none}"
+
+# --- make deps is building and running; make test-deps adds the tests' tooling (issue 28
+# item 7: make deps had installed QEMU, mmdebstrap, lintian, clang-format for every user).
+# tools/install-deps.sh --list prints what each target installs; nothing is installed here.
+TOOLING='libcmocka-dev|clang|clang-format|lintian|mmdebstrap|qemu-system-x86|qemu-utils|gnome-keyring|python3|dbus-x11|libclang-rt-.*'
+deps=$("$TREE/tools/install-deps.sh" --list)
+test_deps=$("$TREE/tools/install-deps.sh" --list --test)
+check_output "make deps installs no test tooling" '^none$' \
+	bash -c 'o=$(grep -xE "$1" <<<"$2" | tr "\n" " "); echo "${o:-none}"' _ "$TOOLING" "$deps"
+check_output "  ... and what running ocsb needs (control: squid, nftables, openssh-server)" '^3$' \
+	bash -c 'grep -cxE "squid|nftables|openssh-server" <<<"$1"' _ "$deps"
+check_output "make test-deps adds the tooling (control: QEMU, mmdebstrap, cmocka, clang)" '^4$' \
+	bash -c 'grep -cxE "qemu-system-x86|mmdebstrap|libcmocka-dev|clang" <<<"$1"' _ "$test_deps"
+check_output "  ... on top of everything make deps installs" '^none$' \
+	bash -c 'o=$(comm -23 <(sort <<<"$1") <(sort <<<"$2") | tr "\n" " "); echo "${o:-none}"' _ "$deps" "$test_deps"

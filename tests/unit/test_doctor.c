@@ -306,6 +306,60 @@ static void instances_starting_are_not_failing(void **state)
 	assert_string_equal(d, "0 of 0 instances running");
 }
 
+/*
+ * Doctor's sysctl fixes compose (issue 28): followed one after another, as a user pastes
+ * them, every setting is kept, not only the last. Run by sh with sudo and sysctl stubbed and
+ * /etc/sysctl.d redirected to a scratch directory.
+ */
+static void sysctl_fixes_compose(void **state)
+{
+	static const char *const names[] = {"fs.protected_symlinks", "fs.protected_hardlinks",
+		"fs.protected_fifos", "fs.protected_regular"};
+	char dir[] = "/tmp/ocsb-test-sysctl.XXXXXX", script[4096], fix[300], *out = NULL;
+	size_t used;
+	FILE *p;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	used = (size_t)snprintf(script, sizeof(script),
+		"sudo() { \"$@\"; }\nsysctl() { :; }\n"
+		"tee() { case $1 in /etc/sysctl.d/*) command tee \"%s/${1#/etc/sysctl.d/}\" ;; "
+		"*) exit 9 ;; esac; }\n",
+		dir);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char want[128];
+
+		assert_int_equal(doctor_sysctl_fix(fix, sizeof(fix), names[i], 1), 0);
+		snprintf(want, sizeof(want),
+			"sudo sysctl -w %s=1 && echo '%s = 1' | sudo tee /etc/sysctl.d/", names[i],
+			names[i]);
+		assert_memory_equal(fix, want, strlen(want));
+		used += (size_t)snprintf(
+			script + used, sizeof(script) - used, "%s >/dev/null\n", fix);
+		assert_true(used < sizeof(script));
+	}
+	snprintf(script + used, sizeof(script) - used, "cat \"%s\"/*.conf | sort\nrm -rf \"%s\"\n",
+		dir, dir);
+	p = popen(script, "r");
+	assert_non_null(p);
+	{
+		char buf[1024];
+		size_t got = fread(buf, 1, sizeof(buf) - 1, p);
+
+		buf[got] = 0;
+		out = strdup(buf);
+	}
+	assert_int_equal(pclose(p), 0);
+	assert_string_equal(out,
+		"fs.protected_fifos = 1\n"
+		"fs.protected_hardlinks = 1\n"
+		"fs.protected_regular = 1\n"
+		"fs.protected_symlinks = 1\n");
+	free(out);
+	/* Too small a buffer is refused, not cut. */
+	assert_int_equal(doctor_sysctl_fix(fix, 40, names[0], 1), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -321,6 +375,7 @@ int main(void)
 		cmocka_unit_test(abstract_sockets_need_ocsb_shell_and_abi_6),
 		cmocka_unit_test(routes_compared_with_the_guard),
 		cmocka_unit_test(instances_starting_are_not_failing),
+		cmocka_unit_test(sysctl_fixes_compose),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,10 +3,13 @@
 # The README's quick start, followed as a new user would, in a fresh Debian root (issue 15's
 # acceptance walk-through). Opt-in, root, not part of `make test`:
 #
-#   sudo tests/walkthrough/run.sh [ROOT.tar]
+#   sudo [WALK_RELEASE=trixie] tests/walkthrough/run.sh [ROOT.tar]
 #
 # ROOT.tar: a fresh root (default: made now with `mmdebstrap --variant=apt
-# --include=sudo,git,ca-certificates bookworm`, kept in /var/tmp/ocsb-walk-root.tar).
+# --include=sudo,git,ca-certificates,passwd RELEASE`, kept in /var/tmp/ocsb-walk-root.tar
+# for bookworm, /var/tmp/ocsb-walk-root-RELEASE.tar for another). WALK_RELEASE: the Debian
+# release, bookworm (12, the default) or trixie (13). passwd: the machine's `useradd dev`
+# (Debian 12's apt variant has it; Debian 13's does not, where an installed system does).
 # The "machine": that root with a developer account `dev` (sudo without a password, so the
 # steps run unattended), /etc/hosts, and Docker's policy-rc.d (a container: installing
 # a package starts no service; there is no systemd). The developer's clone of ocsb is a
@@ -15,14 +18,19 @@
 # network; everything after them runs in a network namespace of its own (only its
 # loopback), so nothing the walk-through loads (nftables) or starts (sshd, squid,
 # ocsb-agentd) touches this machine's ruleset or ports. The transcript (each command, its
-# output, its exit status) goes to stdout and to WORK/transcript.txt; the root is removed
-# at the end unless WALK_KEEP=1.
+# output, its exit status and wall time) goes to stdout and to WORK/transcript.txt; the root
+# is removed at the end unless WALK_KEEP=1.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 [ "$(id -u)" -eq 0 ] || { echo "run.sh: needs root" >&2; exit 1; }
 
-tar_in=${1:-/var/tmp/ocsb-walk-root.tar}
+release=${WALK_RELEASE:-bookworm}
+case $release in
+bookworm) tar_in=${1:-/var/tmp/ocsb-walk-root.tar} ;;
+[a-z]*) tar_in=${1:-/var/tmp/ocsb-walk-root-$release.tar} ;;
+*) echo "run.sh: WALK_RELEASE '$release' is not a Debian release name" >&2; exit 2 ;;
+esac
 # WALK_REUSE=DIR: the kept work directory of an earlier run (WALK_KEEP=1), whose root has
 # the downloads already: its clone is refreshed from HEAD (as `git pull` would) and only the
 # isolated steps run, from `make deps deb-install` (which then downloads nothing) on.
@@ -42,8 +50,13 @@ if [ -n "${WALK_REUSE:-}" ]; then
 	exit 0
 fi
 if [ ! -f "$tar_in" ]; then
-	mmdebstrap --variant=apt --include=sudo,git,ca-certificates bookworm "$tar_in" ||
-		{ echo "run.sh: mmdebstrap failed" >&2; exit 1; }
+	if ! mmdebstrap --variant=apt --format=tar --include=sudo,git,ca-certificates,passwd \
+		"$release" "$tar_in.part"; then
+		rm -f "$tar_in.part"
+		echo "run.sh: mmdebstrap failed" >&2
+		exit 1
+	fi
+	mv "$tar_in.part" "$tar_in"
 fi
 work=$(mktemp -d /var/tmp/ocsb-walk.XXXXXX)
 root=$work/root
@@ -92,15 +105,23 @@ steps_iso=${WALK_STEPS_ISOLATED:-$here/steps-isolated.sh}
 cp "$here/say.sh" "$steps_net" "$root/home/dev/" && cp "$steps_iso" "$root/home/dev/"
 chroot "$root" chown dev:dev /home/dev/say.sh "/home/dev/$(basename "$steps_net")" \
 	"/home/dev/$(basename "$steps_iso")"
+# WALK_ISOLATED_WRAP: a command line the isolated part runs under, e.g. a container's
+# seccomp filter: "env SECCOMP_RUN_NNP=0 /path/to/tests/e2e/seccomp-run.py EPERM keyctl,mlock --".
 in_root() { # net|isolated STEPS-FILE
-	local net=()
-	[ "$1" = isolated ] && net=(--net)
+	local net=() wrap=()
+	[ "$1" = isolated ] && net=(--net) && read -ra wrap <<<"${WALK_ISOLATED_WRAP:-}"
 	WALK_HOST_NETNS=$(readlink /proc/self/ns/net) LIBMOUNT_UTAB=$work/utab \
-		unshare --mount --pid --fork --kill-child=SIGKILL --propagation private \
+		"${wrap[@]}" unshare --mount --pid --fork --kill-child=SIGKILL --propagation private \
 		"${net[@]}" -- "$here/in-ns.sh" "$root" "$1" \
 		su - dev -c "bash ~/say.sh ~/$(basename "$2")"
 }
-echo "# walk-through in $root" | tee "$transcript"
+echo "# walk-through in $root: $(sed -n 's/^PRETTY_NAME="\(.*\)"$/\1/p' "$root/etc/os-release")" |
+	tee "$transcript"
+t0=$SECONDS
 in_root net "$steps_net" 2>&1 | tee -a "$transcript"
+t1=$SECONDS
 in_root isolated "$steps_iso" 2>&1 | tee -a "$transcript"
+t2=$SECONDS
+echo "# wall time: $((t1 - t0)) s with the network, $((t2 - t1)) s isolated, $((t2 - t0)) s in all" |
+	tee -a "$transcript"
 echo "# transcript: $transcript"
