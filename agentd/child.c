@@ -23,6 +23,7 @@
 #include "procs.h"
 #include "opencode.h"
 #include "dirs.h"
+#include "gitident.h"
 #include "../secrets/secrets.h"
 
 #define BACKOFF_MIN_MS 1000
@@ -122,10 +123,12 @@ int opencode_prepare(struct agentd *d, struct child *c, struct child_spawn *sp)
 		"NO_PROXY=localhost,127.0.0.1,::1", pw, "OPENCODE_DISABLE_AUTOUPDATE=1",
 		OPENCODE_PERMISSION_ENV, "OPENCODE_DISABLE_MODELS_FETCH=1"};
 	char *const *inj = injectd_child_env(d, strchr(c->name, '/') + 1);
-	const char *v[ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX];
-	size_t n = 0, len = 0, off = 0;
+	char git[GITIDENT_ENV_MAX][GITIDENT_LINE];
+	const char *v[ARRAY_SIZE(base) + GITIDENT_ENV_MAX + INJECT_ENV_MAX + SECRETS_ENV_MAX];
+	size_t n = 0, len = 0, off = 0, ngit;
 
-	_Static_assert(ARRAY_SIZE(base) + INJECT_ENV_MAX + SECRETS_ENV_MAX <= WP_MAX_ENV,
+	_Static_assert(ARRAY_SIZE(base) + GITIDENT_ENV_MAX + INJECT_ENV_MAX + SECRETS_ENV_MAX <=
+			WP_MAX_ENV,
 		"the warden takes them all");
 	snprintf(home, sizeof(home), "HOME=%s", d->agent.home);
 	snprintf(user, sizeof(user), "USER=%s", d->agent.name);
@@ -137,6 +140,10 @@ int opencode_prepare(struct agentd *d, struct child *c, struct child_spawn *sp)
 	snprintf(HSP, sizeof(HSP), "HTTPS_PROXY=http://127.0.0.1:%u", d->cfg.proxy_port);
 	for (size_t i = 0; i < ARRAY_SIZE(base); i++)
 		v[n++] = base[i];
+	/* The agent commits as itself, not as the owner its mirrored .gitconfig names. */
+	ngit = gitident_env(d->agent.name, NULL, d->cfg.git_author_agent, git);
+	for (size_t i = 0; i < ngit; i++)
+		v[n++] = git[i];
 	/* The injector's routes: provider base URLs and git's insteadOf (injectd.c). */
 	for (size_t i = 0; inj && inj[i] && i < INJECT_ENV_MAX; i++)
 		v[n++] = inj[i];

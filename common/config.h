@@ -38,6 +38,7 @@ struct ocsb_config {
 	struct strv keys; /* extra public key files for the owner */
 	struct strv sync_keys; /* public key files authorized for git only (remote owners) */
 	char shell[256];
+	int git_author_agent; /* agent-git-author agent: the agent's commits name it as author */
 	unsigned ssh_port;
 	unsigned proxy_port;
 	unsigned ports_lo, ports_hi; /* loopback TCP ports the agent may reach (0 = none) */

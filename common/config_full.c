@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ocsb.conf as a whole: the keywords only other programs than the warden use (the owner's
- * keys, the shell, the mirror's paths), the whole table and its checks, for
- * ocsb-provision, the supervisor, ocsb and ocsb-shell. The keywords the warden reads too,
- * and their checks, are config.c's (config_int.h).
+ * keys, the shell, the agent's git author, the mirror's paths), the whole table and its
+ * checks, for ocsb-provision, the supervisor, ocsb and ocsb-shell. The keywords the warden
+ * reads too, and their checks, are config.c's (config_int.h).
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +39,26 @@ static int kw_shell(
 		return -1;
 	}
 	snprintf(c->shell, sizeof(c->shell), "%s", argv[0]);
+	return 0;
+}
+
+/*
+ * agent-git-author owner|agent: who the agent's commits name as author (gitident.h). The
+ * committer is the agent either way.
+ */
+static int kw_agent_git_author(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct ocsb_config *c = ctx;
+
+	if (strcmp(argv[0], "owner") != 0 && strcmp(argv[0], "agent") != 0) {
+		snprintf(err, errlen,
+			"agent-git-author '%.64s': 'owner' (the mirrored user.name and user.email, "
+			"the default) or 'agent'",
+			argv[0]);
+		return -1;
+	}
+	c->git_author_agent = argv[0][0] == 'a';
 	return 0;
 }
 
@@ -99,6 +119,7 @@ const struct conf_kw config_keywords[] = {
 	{"key", 1, 1, kw_key, 0},
 	{"sync-key", 1, 1, kw_sync_key, 0},
 	{"shell", 1, 1, kw_shell, CONF_ONCE},
+	{"agent-git-author", 1, 1, kw_agent_git_author, CONF_ONCE},
 	{"mirror", 1, CONF_MAX_ARGS, kw_mirror, 0},
 	{"mirror-writable", 1, CONF_MAX_ARGS, kw_mirror_writable, 0},
 	{"mirror-noscan", 1, CONF_MAX_ARGS, kw_mirror_noscan, 0},

@@ -89,6 +89,11 @@ int config_render(const struct ocsb_config *c, struct buf *o)
 	r |= buf_printf(o, "\n# The agent's login shell.\n%sshell %s\n",
 		strcmp(c->shell, OCSB_DEFAULT_SHELL) ? "" : "#", c->shell);
 	r |= buf_printf(o,
+		"\n# The agent's commits name the agent as committer (\"AGENT (ocsb agent)\"\n"
+		"# <AGENT@HOST.ocsb>), and as author: 'owner' keeps the mirrored\n"
+		"# user.name and user.email, 'agent' names the agent.\n%sagent-git-author %s\n",
+		c->git_author_agent ? "" : "#", c->git_author_agent ? "agent" : "owner");
+	r |= buf_printf(o,
 		"\n# Port of this machine's sshd (pinned in the owner's known_hosts).\n%sssh-port "
 		"%u\n",
 		c->ssh_port == OCSB_DEFAULT_SSH_PORT ? "#" : "", c->ssh_port);

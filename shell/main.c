@@ -6,10 +6,12 @@
  * (kernel 6.12 and later; without it the shell runs unscoped, ocsb doctor says so), then the
  * real shell (`shell` in /etc/ocsb/ocsb.conf, /bin/bash when the file cannot be read) with
  * the same arguments and login-shell mark. Signals stay unscoped: the developer signals the
- * agent's processes from her session.
+ * agent's processes from her session. It also names the agent as the committer of what git
+ * commits in the session (gitident.h), whatever the real shell reads at start.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +20,35 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "gitident.h"
 #include "landlock.h"
 #include "loginshell.h"
 
 #define ME OCSB_SHELL_NAME
 #define CONFIG "/etc/ocsb/ocsb.conf"
 
-/* The real shell: `shell` of the config, or the default (said on stderr) when unusable. */
+/*
+ * git's identity for this uid's commits: the committer always (and the author with
+ * `agent-git-author agent`), by the account's own name.
+ */
+static void git_identity(const struct ocsb_config *c)
+{
+	char env[GITIDENT_ENV_MAX][GITIDENT_LINE];
+	const struct passwd *pw = getpwuid(getuid());
+	size_t n = gitident_env(pw ? pw->pw_name : c->agent, NULL, c->git_author_agent, env);
+
+	for (size_t i = 0; i < n; i++) {
+		char *eq = strchr(env[i], '=');
+
+		*eq = '\0';
+		setenv(env[i], eq + 1, 1);
+	}
+}
+
+/*
+ * The real shell: `shell` of the config, or the default (said on stderr) when unusable;
+ * the git identity set by the config (its defaults when unusable).
+ */
 static void real_shell(char *out, size_t n)
 {
 	struct ocsb_config c;
@@ -34,9 +58,12 @@ static void real_shell(char *out, size_t n)
 	if (config_load(&c, CONFIG, err, sizeof(err)) < 0) {
 		fprintf(stderr, "%s: %s; using %s\n", ME, err, OCSB_DEFAULT_SHELL);
 		snprintf(out, n, "%s", OCSB_DEFAULT_SHELL);
+		config_free(&c);
+		config_defaults(&c);
 	} else {
 		snprintf(out, n, "%s", c.shell);
 	}
+	git_identity(&c);
 	config_free(&c);
 }
 

@@ -81,6 +81,12 @@ check_output "without the password: 401" '^401$' as_owner curl -s -o /dev/null -
 env_of() { tr '\0' '\n' <"/proc/$1/environ"; }
 check_output "OpenCode gets the proxy variables" '^http_proxy=http://127.0.0.1:3128$' env_of "$pid"
 check_output "OpenCode gets its password" '^OPENCODE_SERVER_PASSWORD=' env_of "$pid"
+# Issue 28: what OpenCode commits names the agent as committer; the author stays git's
+# choice (the owner's mirrored user.name) without agent-git-author agent.
+check_output "OpenCode's git commits name the agent as committer" \
+	"^GIT_COMMITTER_NAME=$AGENT \(ocsb agent\)\$" env_of "$pid"
+check_output "and its email" "^GIT_COMMITTER_EMAIL=$AGENT@[a-z0-9-]+\.ocsb\$" env_of "$pid"
+check_fails "the author is not set for OpenCode by default" bash -c "tr '\\0' '\\n' </proc/$pid/environ | grep -q '^GIT_AUTHOR_'"
 check_output "positive control: agentd itself has the canary variable" '^CANARY_ROOT_ENV=leak$' env_of "$AGENTD"
 check_fails "nothing of root's environment reaches OpenCode" bash -c "tr '\\0' '\\n' </proc/$pid/environ | grep -q CANARY_ROOT_ENV"
 check_output "the password file is the supervisor's alone" '^600 ocsb-agentd$' stat -c '%a %U' /var/lib/ocsb/agentd/shop.password

@@ -3,6 +3,7 @@
 #include "unit.h"
 
 #include "config.h"
+#include "gitident.h"
 #include "opencode.h"
 
 /* Parse `text` over the defaults; -1 with err set on error. */
@@ -403,6 +404,7 @@ static void assert_same_config(const struct ocsb_config *a, const struct ocsb_co
 	for (size_t i = 0; i < a->keys.n; i++)
 		assert_string_equal(a->keys.v[i], b->keys.v[i]);
 	assert_string_equal(a->shell, b->shell);
+	assert_int_equal(a->git_author_agent, b->git_author_agent);
 	assert_int_equal(a->ssh_port, b->ssh_port);
 	assert_int_equal(a->proxy_port, b->proxy_port);
 	assert_string_equal(a->opencode_bin, b->opencode_bin);
@@ -448,6 +450,7 @@ static void render_round_trip(void **state)
 	snprintf(c.shell, sizeof(c.shell), "/usr/bin/zsh");
 	c.ssh_port = 2222;
 	c.proxy_port = 8080;
+	c.git_author_agent = 1;
 	round_trip(&c);
 	snprintf(c.opencode_bin, sizeof(c.opencode_bin), "/srv/open code/bin/opencode");
 	c.opencode_bin_set = 1;
@@ -535,9 +538,9 @@ static void render_many_mirror_paths(void **state)
 
 static void render_documents_every_keyword(void **state)
 {
-	static const char *const kws[] = {"agent", "owner", "project", "key", "shell", "ssh-port",
-		"proxy-port", "agent-ports", "opencode-bin", "opencode-port", "limit-memory",
-		"limit-tasks", "limit-cpu"};
+	static const char *const kws[] = {"agent", "owner", "project", "key", "shell",
+		"agent-git-author", "ssh-port", "proxy-port", "agent-ports", "opencode-bin",
+		"opencode-port", "limit-memory", "limit-tasks", "limit-cpu"};
 	struct ocsb_config c;
 	struct buf out = {0};
 
@@ -563,6 +566,40 @@ static void render_documents_every_keyword(void **state)
 	}
 	buf_free(&out);
 	config_free(&c);
+}
+
+/* agent-git-author: owner (the default) or agent, once; and the identity it sets. */
+static void agent_git_author(void **state)
+{
+	char env[GITIDENT_ENV_MAX][GITIDENT_LINE], name[96], email[160], err[512];
+	struct ocsb_config c;
+
+	assert_int_equal(parse(&c, "agent-git-author agent\n", err, sizeof(err)), 0);
+	assert_true(c.git_author_agent);
+	config_free(&c);
+	assert_int_equal(parse(&c, "agent-git-author owner\n", err, sizeof(err)), 0);
+	assert_false(c.git_author_agent);
+	config_free(&c);
+	assert_int_equal(parse(&c, "\n", err, sizeof(err)), 0);
+	assert_false(c.git_author_agent);
+	config_free(&c);
+	expect_bad("agent-git-author alice", "ocsb.conf:3: agent-git-author 'alice': 'owner'");
+	expect_bad("agent-git-author", "ocsb.conf:3:");
+
+	gitident_agent("ai-dev", "Box-7.example.org", name, sizeof(name), email, sizeof(email));
+	assert_string_equal(name, "ai-dev (ocsb agent)");
+	assert_string_equal(email, "ai-dev@box-7.ocsb");
+	/* A host name git would carry into every commit as it is: not taken. */
+	gitident_agent("ai-dev", "a\nb", name, sizeof(name), email, sizeof(email));
+	assert_string_equal(email, "ai-dev@localhost.ocsb");
+	gitident_agent("ai-dev", "-x", name, sizeof(name), email, sizeof(email));
+	assert_string_equal(email, "ai-dev@localhost.ocsb");
+	assert_int_equal(gitident_env("bot", "h", 0, env), 2);
+	assert_string_equal(env[0], "GIT_COMMITTER_NAME=bot (ocsb agent)");
+	assert_string_equal(env[1], "GIT_COMMITTER_EMAIL=bot@h.ocsb");
+	assert_int_equal(gitident_env("bot", "h", 1, env), 4);
+	assert_string_equal(env[2], "GIT_AUTHOR_NAME=bot (ocsb agent)");
+	assert_string_equal(env[3], "GIT_AUTHOR_EMAIL=bot@h.ocsb");
 }
 
 static void limits(void **state)
@@ -649,6 +686,7 @@ int main(void)
 		cmocka_unit_test(render_round_trip_shell),
 		cmocka_unit_test(render_many_mirror_paths),
 		cmocka_unit_test(render_documents_every_keyword),
+		cmocka_unit_test(agent_git_author),
 		cmocka_unit_test(limits),
 		cmocka_unit_test(limits_round_trip),
 	};
