@@ -69,6 +69,24 @@ static int sync_branch_records(
 	return 0;
 }
 
+/*
+ * Who committed the commits new since the last pull (old -> tip), or on a first pull the
+ * commits to review (base -> tip). A commit that cannot be read ends the list there (the
+ * history check says why): "only the first commits read".
+ */
+static int sync_branch_who(struct sync_ctx *x, const struct sync_branch *b,
+	const struct sync_review *rv, struct buf *out)
+{
+	const git_oid *hide = b->have_old ? &b->old : rv->have_base ? &rv->base : NULL;
+	struct sync_whos w;
+
+	if (sync_who_collect(x->repo, &b->tip, hide, &w) < 0) {
+		w.cut = 1;
+		git_error_clear();
+	}
+	return sync_ho_put_who(out, &w);
+}
+
 /* Say why the review of branch b failed: r from sync_review_run, msg libgit2's error then. */
 static void sync_review_failed(
 	struct sync_ctx *x, const struct sync_branch *b, int r, const char *msg)
@@ -110,7 +128,7 @@ static int sync_review_branch(struct sync_ctx *x, struct sync_branch *b,
 	b->since_files = rv->since.n;
 	b->since_ins = rv->since.ins;
 	b->since_del = rv->since.del;
-	if (sync_branch_records(rv, b, out) < 0) {
+	if (sync_branch_records(rv, b, out) < 0 || sync_branch_who(x, b, rv, out) < 0) {
 		git_error_set_oom();
 		return -1;
 	}

@@ -6,8 +6,9 @@
  * pass sync_ref_name_ok (the parent writes refs/remotes/NS/NAME), ids are 40 lowercase hex
  * digits, numbers plain decimal, a state agrees with the old and new ids, texts are what
  * sync_escape produces (no control byte, no bidi mark, a backslash only in "\xHH"), flags
- * are the gate's names, records come in their order and end with "end". Anything else
- * fails the pull: a child that breaks the format is not believed on anything.
+ * are the gate's names, who records (who.c) at most SYNC_WHO_MAX per branch, records come
+ * in their order and end with "end". Anything else fails the pull: a child that breaks the
+ * format is not believed on anything.
  *
  * What the parent cannot check without reading the objects itself, it does not need to:
  * the review's numbers and flags are information for the owner (a turned child could hide
@@ -80,6 +81,26 @@ int sync_ho_put_flag(struct buf *b, const char *path, unsigned flag, int is_new)
 	if (buf_puts(b, "flag\t") < 0 || sync_ho_put_text(b, path) < 0)
 		return -1;
 	return buf_printf(b, "\t%s\t%d\n", sync_flag_name(flag), is_new ? 1 : 0);
+}
+
+int sync_ho_put_who(struct buf *b, const struct sync_whos *w)
+{
+	for (size_t i = 0; i < w->n; i++) {
+		const struct sync_who *e = &w->v[i];
+
+		if (buf_printf(b, "who\t%zu\t", e->commits) < 0 ||
+			sync_ho_put_text(b, e->committer) < 0 || buf_puts(b, "\t") < 0)
+			return -1;
+		/* "-": the same person ("name <email>" always holds a '<'). */
+		if (!strcmp(e->committer, e->author) ? buf_puts(b, "-") < 0
+						     : sync_ho_put_text(b, e->author) < 0)
+			return -1;
+		if (buf_puts(b, "\n") < 0)
+			return -1;
+	}
+	if (!w->other && !w->cut)
+		return 0;
+	return buf_printf(b, "whomore\t%zu\t%d\n", w->other, w->cut ? 1 : 0);
 }
 
 /* --- the parent's side */
@@ -230,6 +251,7 @@ static int ho_branch(struct sync_ho *h, char **f, size_t nf, char *err, size_t e
 		h->nstat = nn;
 		h->cap = cap;
 	}
+	b.who_first = h->nwho;
 	h->br[h->nb] = b;
 	memset(&h->stat[h->nb], 0, sizeof(h->stat[h->nb]));
 	h->nstat[h->nb] = 0;
@@ -315,6 +337,90 @@ static int ho_flag(struct sync_ho *h, char **f, size_t nf, char *err, size_t err
 	return 0;
 }
 
+/* An identity as sync_ho_put_who sends it: escaped, bounded, with its " <". */
+static int ho_ident_ok(const char *s)
+{
+	return strlen(s) < SYNC_WHO_ESC && strstr(s, " <") && ho_text_ok(s);
+}
+
+/* who COUNT COMMITTER AUTHOR|-: at most SYNC_WHO_MAX for the last branch, before its whomore. */
+static int ho_who(struct sync_ho *h, char **f, size_t nf, char *err, size_t errlen)
+{
+	struct sync_branch *b = h->nb ? &h->br[h->nb - 1] : NULL;
+	struct sync_whorec r = {0};
+
+	if (!b || nf != 4 || !ho_size(f[1], &r.commits) || !r.commits || !ho_ident_ok(f[2]) ||
+		(strcmp(f[3], "-") && !ho_ident_ok(f[3])) || b->who_n >= SYNC_WHO_MAX ||
+		b->who_other || b->who_cut) {
+		snprintf(err, errlen, "a malformed or misplaced who record");
+		return -1;
+	}
+	if (h->nwho == h->whocap) {
+		size_t cap = h->whocap ? h->whocap * 2 : 16;
+		struct sync_whorec *v = realloc(h->who, cap * sizeof(*v));
+
+		if (!v)
+			goto oom;
+		h->who = v;
+		h->whocap = cap;
+	}
+	r.committer = strdup(f[2]);
+	r.author = strcmp(f[3], "-") ? strdup(f[3]) : NULL;
+	if (!r.committer || (strcmp(f[3], "-") && !r.author)) {
+		free(r.committer);
+		free(r.author);
+		goto oom;
+	}
+	h->who[h->nwho++] = r;
+	b->who_n++;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -1;
+}
+
+/* whomore OTHER CUT: once per branch, saying something. */
+static int ho_whomore(struct sync_ho *h, char **f, size_t nf, char *err, size_t errlen)
+{
+	struct sync_branch *b = h->nb ? &h->br[h->nb - 1] : NULL;
+	size_t other;
+	int cut;
+
+	if (!b || nf != 3 || !ho_size(f[1], &other) || !ho_bool(f[2], &cut) || (!other && !cut) ||
+		b->who_other || b->who_cut) {
+		snprintf(err, errlen, "a malformed or misplaced whomore record");
+		return -1;
+	}
+	b->who_other = other;
+	b->who_cut = cut;
+	return 0;
+}
+
+int sync_ho_who_text(const struct sync_ho *h, size_t i, struct buf *out)
+{
+	const struct sync_branch *b = &h->br[i];
+	int r = 0;
+
+	for (size_t k = b->who_first; k < b->who_first + b->who_n; k++) {
+		const struct sync_whorec *w = &h->who[k];
+
+		if (w->author)
+			r |= buf_printf(out, "  %zu commit%s committed by %s, authored by %s\n",
+				w->commits, w->commits == 1 ? "" : "s", w->committer, w->author);
+		else
+			r |= buf_printf(out, "  %zu commit%s committed and authored by %s\n",
+				w->commits, w->commits == 1 ? "" : "s", w->committer);
+	}
+	if (b->who_other)
+		r |= buf_printf(out, "  %zu more commit%s by other committers or authors\n",
+			b->who_other, b->who_other == 1 ? "" : "s");
+	if (b->who_cut)
+		r |= buf_printf(out,
+			"  (who committed: only the first %d commits from the tip read)\n",
+			SYNC_WHO_WALK);
+	return r ? -1 : 0;
+}
+
 int sync_ho_feed(struct sync_ho *h, const char *line, size_t len, char *err, size_t errlen)
 {
 	char buf[SYNC_HO_LINE_MAX + 1], *f[HO_MAX_FIELDS];
@@ -373,6 +479,10 @@ int sync_ho_feed(struct sync_ho *h, const char *line, size_t len, char *err, siz
 		return ho_stat(h, f, nf, f[0][0] == 'm', err, errlen) < 0 ? -1 : SYNC_HO_RESULT;
 	if (!strcmp(f[0], "flag"))
 		return ho_flag(h, f, nf, err, errlen) < 0 ? -1 : SYNC_HO_RESULT;
+	if (!strcmp(f[0], "who"))
+		return ho_who(h, f, nf, err, errlen) < 0 ? -1 : SYNC_HO_RESULT;
+	if (!strcmp(f[0], "whomore"))
+		return ho_whomore(h, f, nf, err, errlen) < 0 ? -1 : SYNC_HO_RESULT;
 	if (!strcmp(f[0], "deleted")) {
 		char rec[SYNC_REF_MAX + 64];
 		git_oid id;
@@ -444,6 +554,11 @@ void sync_ho_free(struct sync_ho *h)
 	free(h->nstat);
 	free(h->br);
 	free(h->fl);
+	for (size_t i = 0; i < h->nwho; i++) {
+		free(h->who[i].committer);
+		free(h->who[i].author);
+	}
+	free(h->who);
 	strv_free(&h->skipped);
 	strv_free(&h->deleted);
 	memset(h, 0, sizeof(*h));

@@ -222,7 +222,7 @@ out:
 }
 
 static void sync_print_branch_text(
-	struct sync_ctx *x, const struct sync_branch *b, const char *stat)
+	struct sync_ctx *x, const struct sync_branch *b, const char *stat, const char *who)
 {
 	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1];
 
@@ -248,9 +248,29 @@ static void sync_print_branch_text(
 			b->since_commits, b->since_commits == 1 ? "" : "s", b->since_files,
 			b->since_files == 1 ? "" : "s", b->since_ins, b->since_ins == 1 ? "" : "s",
 			b->since_del, b->since_del == 1 ? "" : "s");
+	fputs(who, stdout);
 }
 
-static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch *b, int first)
+/* Who committed (handover.c's who records): texts escaped already, JSON-quoted here. */
+static void sync_print_who_json(const struct sync_ho *h, const struct sync_branch *b)
+{
+	printf(",\"committers\":[");
+	for (size_t k = b->who_first; k < b->who_first + b->who_n; k++) {
+		const struct sync_whorec *w = &h->who[k];
+
+		printf("%s{\"commits\":%zu,\"committer\":", k == b->who_first ? "" : ",",
+			w->commits);
+		json_fput_str(stdout, w->committer);
+		printf(",\"author\":");
+		json_fput_str(stdout, w->author ? w->author : w->committer);
+		printf("}");
+	}
+	printf("],\"other_commits\":%zu,\"committers_cut\":%s", b->who_other,
+		b->who_cut ? "true" : "false");
+}
+
+static void sync_print_branch_json(
+	struct sync_ctx *x, const struct sync_ho *h, const struct sync_branch *b, int first)
 {
 	char t[GIT_OID_HEXSZ + 1], o[GIT_OID_HEXSZ + 1], base[GIT_OID_HEXSZ + 1], ref[512];
 
@@ -276,6 +296,7 @@ static void sync_print_branch_json(struct sync_ctx *x, const struct sync_branch 
 		printf("null");
 	printf(",\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,\"deletions\":%zu", b->commits,
 		b->files, b->ins, b->del);
+	sync_print_who_json(h, b);
 	if (b->have_since)
 		printf(",\"since_last_pull\":{\"commits\":%zu,\"files\":%zu,\"insertions\":%zu,"
 		       "\"deletions\":%zu}}",
@@ -293,7 +314,7 @@ static void sync_print(struct sync_ctx *x, const struct sync_ho *h, const struct
 		json_fput_str(stdout, x->project);
 		printf(",\"branches\":[");
 		for (size_t i = 0; i < h->nb; i++)
-			sync_print_branch_json(x, &h->br[i], i == 0);
+			sync_print_branch_json(x, h, &h->br[i], i == 0);
 		printf("],\"deleted\":[");
 		for (size_t i = 0; i < deleted->n; i++) {
 			const char *tab = strchr(deleted->v[i], '\t');
@@ -335,8 +356,15 @@ static void sync_print(struct sync_ctx *x, const struct sync_ho *h, const struct
 	}
 	if (!h->nb && !deleted->n)
 		printf("%s has no branches to fetch\n", x->cfg.agent);
-	for (size_t i = 0; i < h->nb; i++)
-		sync_print_branch_text(x, &h->br[i], h->stat[i].data ? h->stat[i].data : "");
+	for (size_t i = 0; i < h->nb; i++) {
+		struct buf who = {0};
+
+		if (sync_ho_who_text(h, i, &who) < 0)
+			log_warn("who committed on %s: out of memory", h->br[i].name);
+		sync_print_branch_text(x, &h->br[i], h->stat[i].data ? h->stat[i].data : "",
+			who.data ? who.data : "");
+		buf_free(&who);
+	}
 	for (size_t i = 0; i < deleted->n; i++) {
 		const char *tab = strchr(deleted->v[i], '\t');
 

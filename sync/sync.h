@@ -291,6 +291,9 @@ struct sync_branch {
 	size_t files, ins, del;
 	int have_since; /* since the last pull: old -> tip */
 	size_t since_commits, since_files, since_ins, since_del;
+	/* The parent's: its who records, h->who[who_first .. + who_n), and its whomore. */
+	size_t who_first, who_n, who_other;
+	int who_cut;
 };
 
 struct sync_flagrec {
@@ -298,6 +301,43 @@ struct sync_flagrec {
 	char path[1024]; /* escaped */
 	unsigned flag;
 	int is_new; /* also raised by what is new since the last pull */
+};
+
+/*
+ * Who committed a branch's commits (who.c, issue 28): the commits new since the last
+ * pull, or on a first pull the commits to review (base -> tip), grouped by committer and
+ * author ("name <email>", each part cut to SYNC_WHO_NAME / SYNC_WHO_EMAIL bytes). The
+ * first SYNC_WHO_MAX pairs met from the tip are listed, the rest counted; at most
+ * SYNC_WHO_WALK commits are read.
+ */
+#define SYNC_WHO_MAX 4
+#define SYNC_WHO_WALK 1000
+#define SYNC_WHO_NAME 64
+#define SYNC_WHO_EMAIL 96
+#define SYNC_WHO_TEXT (SYNC_WHO_NAME + SYNC_WHO_EMAIL + 4) /* "name <email>" */
+#define SYNC_WHO_ESC (4 * SYNC_WHO_TEXT) /* the same escaped (sync_escape) */
+struct sync_who {
+	char committer[SYNC_WHO_TEXT], author[SYNC_WHO_TEXT]; /* raw bytes */
+	size_t commits;
+};
+struct sync_whos {
+	struct sync_who v[SYNC_WHO_MAX];
+	size_t n;
+	size_t other; /* commits of pairs not listed */
+	int cut; /* more commits than SYNC_WHO_WALK: the rest not read */
+};
+/*
+ * The commits reachable from tip and not from hide (NULL: none hidden), grouped. 0, or -1
+ * with libgit2's error set (out then holds what was read before).
+ */
+int sync_who_collect(
+	git_repository *repo, const git_oid *tip, const git_oid *hide, struct sync_whos *out);
+
+/* The parent's copy of a who record: texts escaped, checked. */
+struct sync_whorec {
+	size_t commits;
+	char *committer; /* owned */
+	char *author; /* owned; NULL: the committer is the author */
 };
 
 enum sync_ho_memo { SYNC_HO_MEMO_NONE, SYNC_HO_MEMO_WRITE, SYNC_HO_MEMO_KEEP, SYNC_HO_MEMO_REMOVE };
@@ -310,6 +350,8 @@ struct sync_ho {
 	size_t nb, cap;
 	struct sync_flagrec *fl; /* owned */
 	size_t nfl, flcap;
+	struct sync_whorec *who; /* owned, in branch order (sync_branch.who_first) */
+	size_t nwho, whocap;
 	struct strv skipped; /* "escaped name\treason" */
 	struct strv deleted; /* "name\thex id" */
 	enum sync_ho_memo memo_review, memo_unrelated;
@@ -331,6 +373,13 @@ void sync_ho_free(struct sync_ho *h);
 int sync_ho_put_branch(struct buf *b, const struct sync_branch *br);
 int sync_ho_put_stat(struct buf *b, const struct sync_rfile *d);
 int sync_ho_put_flag(struct buf *b, const char *path, unsigned flag, int is_new);
+/* The who and whomore records of one branch (after its other records). */
+int sync_ho_put_who(struct buf *b, const struct sync_whos *w);
+/*
+ * Branch i's who lines as the summary prints them ("  N commits committed by X, authored
+ * by Y" when they differ), into out. 0 or -1 (no memory).
+ */
+int sync_ho_who_text(const struct sync_ho *h, size_t i, struct buf *out);
 /* A text field: t escaped (sync_escape), and tabs are control bytes: escaped too. */
 int sync_ho_put_text(struct buf *b, const char *t);
 /* 1 if flag name is one of the gate's; *ret_flag its bit. */

@@ -298,6 +298,33 @@ check_fails "an aborted pull wrote no ref" ogit rev-parse -q --verify refs/remot
 check_output "positive control: the same pull within the bounds works" 'ai-dev/big: new' \
 	ocsb_owner sync pull
 
+# --- who committed (issue 28): the agent's commits name it as committer, the author is
+# the owner's mirrored user.name by default (agent-git-author agent names the agent), and
+# the pull's review says both. The agent's own user.name (set above) goes, so the
+# mirrored one applies again.
+as_user "$AGENT" git config --global --unset user.name
+as_user "$AGENT" git config --global --unset user.email
+agent_ident='ai-dev \(ocsb agent\) <ai-dev@[a-z0-9-]+\.ocsb>'
+check_output "an ssh session of the agent has the agent as git's committer" \
+	"^$agent_ident\$" owner_ssh "$AGENT" 'echo "$GIT_COMMITTER_NAME <$GIT_COMMITTER_EMAIL>"'
+owner_ssh "$AGENT" 'cd ~/shop && git branch who "$(git commit-tree -p main -m who "main^{tree}")"'
+check_output "a commit the agent makes in its ssh session names the agent as committer" \
+	"^$agent_ident\$" agit log -1 --format='%cn <%ce>' who
+check_output "control: its author is the owner's mirrored user.name and user.email" \
+	'^Owner <owner@example.com>$' agit log -1 --format='%an <%ae>' who
+_capture ocsb_owner sync pull
+check_output "the pull's review says the agent committed it and the owner is the author" \
+	"^  1 commit committed by $agent_ident, authored by Owner <owner@example.com>\$" \
+	printf '%s\n' "$_out"
+echo 'agent-git-author agent' >>/etc/ocsb/ocsb.conf
+owner_ssh "$AGENT" 'cd ~/shop && git branch who2 "$(git commit-tree -p main -m who2 "main^{tree}")"'
+check_output "agent-git-author agent: the author is the agent too" \
+	"^$agent_ident / $agent_ident\$" agit log -1 --format='%an <%ae> / %cn <%ce>' who2
+check_output "and the JSON review names the agent as committer and author" \
+	"\"commits\":1,\"committer\":\"$agent_ident\",\"author\":\"$agent_ident\"" \
+	ocsb_owner sync pull --json
+sed -i '/^agent-git-author /d' /etc/ocsb/ocsb.conf
+
 # --- the host key pin (invariant 6)
 cp -p "$PIN" "$E2E_SCRATCH/pin.good"
 ssh-keygen -q -t ed25519 -N '' -f "$E2E_SCRATCH/fake" >/dev/null

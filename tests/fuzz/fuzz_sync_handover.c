@@ -8,7 +8,9 @@
  *   - a branch's state agrees with its ids (new without an old id, up to date when equal);
  *   - what reaches the terminal (diffstat lines, flag paths, skipped names and reasons,
  *     remote text) has no control byte but the diffstat's newlines;
- *   - at most SYNC_STAT_FILES + 1 diffstat lines per branch.
+ *   - at most SYNC_STAT_FILES + 1 diffstat lines per branch;
+ *   - at most SYNC_WHO_MAX who records per branch, their identities without a control
+ *     byte, and the summary's who lines too.
  * Build and run: `make fuzz FUZZ_ONLY=sync_handover` (tests/fuzz/README.md).
  */
 #define _GNU_SOURCE
@@ -53,6 +55,20 @@ static void check_ho(const struct sync_ho *h)
 				lines += h->stat[i].data[k] == '\n';
 		}
 		CHECK(lines <= SYNC_STAT_FILES + 1);
+		CHECK(b->who_n <= SYNC_WHO_MAX && b->who_first + b->who_n <= h->nwho);
+		{
+			struct buf who = {0};
+
+			CHECK(sync_ho_who_text(h, i, &who) == 0);
+			if (who.data)
+				check_text(who.data, 1);
+			buf_free(&who);
+		}
+	}
+	for (size_t i = 0; i < h->nwho; i++) {
+		check_text(h->who[i].committer, 0);
+		if (h->who[i].author)
+			check_text(h->who[i].author, 0);
 	}
 	for (size_t i = 0; i < h->nfl; i++) {
 		check_text(h->fl[i].path, 0);

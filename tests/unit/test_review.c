@@ -611,6 +611,139 @@ static void review_walk_onto(void **state)
 	repo = NULL;
 }
 
+/* One commit on *tip (the tree of a.txt = text) by committer c, author a. */
+static void commit_by(git_oid *tip, const char *cn, const char *ce, const char *an, const char *ae,
+	const char *text)
+{
+	git_signature *c, *a;
+	git_oid tid;
+	git_tree *t;
+	git_commit *p;
+	struct tstate s;
+
+	state_of(tip, &s);
+	blob_of(text, &s.id[0]);
+	s.mode[0] = 0100644;
+	tree_of(&s, &tid);
+	assert_int_equal(git_tree_lookup(&t, repo, &tid), 0);
+	assert_int_equal(git_commit_lookup(&p, repo, tip), 0);
+	assert_int_equal(git_signature_new(&c, cn, ce, rtime++, 0), 0);
+	assert_int_equal(git_signature_new(&a, an, ae, rtime++, 0), 0);
+	assert_int_equal(
+		git_commit_create(tip, repo, NULL, a, c, NULL, "c", t, 1, (const git_commit **)&p),
+		0);
+	git_signature_free(c);
+	git_signature_free(a);
+	git_commit_free(p);
+	git_tree_free(t);
+}
+
+/*
+ * Who committed (who.c) through the handover to the summary's lines: the agent as
+ * committer with the owner as author is said as both, the same person once, the
+ * agent's control bytes and bidi marks escaped, pairs past SYNC_WHO_MAX counted.
+ */
+static void review_who(void **state)
+{
+	char gitdir[PATH_MAX + 64], err[256];
+	struct sync_whos w;
+	struct sync_branch b = {0};
+	struct sync_ho h = {0};
+	struct buf out = {0}, text = {0};
+	struct tstate s;
+	git_oid root, tip;
+
+	(void)state;
+	snprintf(gitdir, sizeof(gitdir), "%s/who.git", unit_dir);
+	assert_int_equal(git_repository_init(&repo, gitdir, 1), 0);
+	rstate = 11;
+	memset(&s, 0, sizeof(s));
+	mutate_slot(&s, 0);
+	commit_state(&s, NULL, 0, &root);
+	tip = root;
+	commit_by(
+		&tip, "ai-dev (ocsb agent)", "ai-dev@box.ocsb", "Alice", "alice@example.org", "1");
+	commit_by(
+		&tip, "ai-dev (ocsb agent)", "ai-dev@box.ocsb", "Alice", "alice@example.org", "2");
+	commit_by(&tip, "Alice", "alice@example.org", "Alice", "alice@example.org", "3");
+	commit_by(&tip, "Eve\x1b[2J\xe2\x80\xae", "e\tve@x", "Eve", "eve@x", "4");
+	assert_int_equal(sync_who_collect(repo, &tip, &root, &w), 0);
+	assert_int_equal(w.n, 3);
+	assert_int_equal(w.other, 0);
+	assert_false(w.cut);
+	/* From the tip: the hostile one first, the agent's two last. */
+	assert_string_equal(w.v[2].committer, "ai-dev (ocsb agent) <ai-dev@box.ocsb>");
+	assert_string_equal(w.v[2].author, "Alice <alice@example.org>");
+	assert_int_equal(w.v[2].commits, 2);
+
+	snprintf(b.name, sizeof(b.name), "feature");
+	git_oid_cpy(&b.tip, &tip);
+	b.state = "new";
+	assert_int_equal(sync_ho_put_branch(&out, &b), 0);
+	assert_int_equal(sync_ho_put_who(&out, &w), 0);
+	assert_int_equal(buf_puts(&out, "end\n"), 0);
+	for (char *p = out.data, *nl; (nl = strchr(p, '\n')); p = nl + 1)
+		assert_true(sync_ho_feed(&h, p, (size_t)(nl - p), err, sizeof(err)) >= 0);
+	assert_int_equal(sync_ho_finish(&h, err, sizeof(err)), 0);
+	assert_int_equal(sync_ho_who_text(&h, 0, &text), 0);
+	assert_string_equal(text.data,
+		"  1 commit committed by Eve\\x1b[2J\\xe2\\x80\\xae <e\\x09ve@x>, authored by "
+		"Eve <eve@x>\n"
+		"  1 commit committed and authored by Alice <alice@example.org>\n"
+		"  2 commits committed by ai-dev (ocsb agent) <ai-dev@box.ocsb>, authored by "
+		"Alice <alice@example.org>\n");
+	sync_ho_free(&h);
+	buf_free(&text);
+	buf_free(&out);
+
+	/* Past SYNC_WHO_MAX pairs (B, A, Eve, Alice from the tip): the agent's two counted. */
+	commit_by(&tip, "A", "a@x", "A", "a@x", "5");
+	commit_by(&tip, "B", "b@x", "B", "b@x", "6");
+	commit_by(&tip, "B", "b@x", "B", "b@x", "7");
+	assert_int_equal(sync_who_collect(repo, &tip, &root, &w), 0);
+	assert_int_equal(w.n, SYNC_WHO_MAX);
+	assert_int_equal(w.other, 2);
+	assert_int_equal(sync_who_collect(repo, &tip, &tip, &w), 0);
+	assert_int_equal(w.n + w.other, 0);
+	assert_int_equal(sync_ho_put_who(&out, &w), 0);
+	assert_null(out.data);
+	git_repository_free(repo);
+	repo = NULL;
+}
+
+/* A turned child's who records: misplaced, too many, unescaped, or without an identity. */
+static void review_who_hostile(void **state)
+{
+	static const char *const bad[] = {
+		"who\t1\tA <a@x>\t-", /* before any branch */
+		"B\twho\t0\tA <a@x>\t-", /* zero commits */
+		"B\twho\t1\tA \x1b <a@x>\t-", /* a control byte */
+		"B\twho\t1\tnobody\t-", /* no identity */
+		"B\twho\t1\tA <a@x>\t-\nwho\t1\tB <b@x>\t-\nwho\t1\tC <c@x>\t-\nwho\t1\tD "
+		"<d@x>\t-\nwho\t1\tE <e@x>\t-", /* a fifth pair */
+		"B\twhomore\t1\t0\nwho\t1\tA <a@x>\t-", /* after its whomore */
+		"B\twhomore\t0\t0", /* saying nothing */
+		"B\twhomore\t1\t0\nwhomore\t1\t0", /* twice */
+	};
+	const char *branch =
+		"branch\tmain\t0123456789abcdef0123456789abcdef01234567\t-\tnew\t0\t0\t0\t1"
+		"\t-\t0\t0\t0\t0\t0\t0\t0\t0";
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct sync_ho h = {0};
+		char err[256], lines[1024];
+		int failed = 0;
+
+		snprintf(lines, sizeof(lines), "%s%s\n", bad[i][0] == 'B' ? branch : "",
+			bad[i] + (bad[i][0] == 'B' ? 1 : 0));
+		for (char *p = lines, *nl; !failed && (nl = strchr(p, '\n')); p = nl + 1)
+			failed = sync_ho_feed(&h, p, (size_t)(nl - p), err, sizeof(err)) < 0;
+		assert_true(failed);
+		sync_ho_free(&h);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -620,6 +753,8 @@ int main(void)
 			review_walk_onto, unit_setup_dir, unit_teardown_dir),
 		cmocka_unit_test_setup_teardown(
 			review_differential, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test_setup_teardown(review_who, unit_setup_dir, unit_teardown_dir),
+		cmocka_unit_test(review_who_hostile),
 	};
 
 	return sync_unit_run(tests, sizeof(tests) / sizeof(tests[0]));
