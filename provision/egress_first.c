@@ -95,21 +95,12 @@ static int scan_files(struct prov *p, struct efirst *f)
 /* remote.NAME.url of one project, read by git as the owner: its local config only. */
 static int scan_remotes(struct prov *p, const char *project, struct efirst *f)
 {
-	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
 	const char *argv[] = {GIT, "-C", project, "config", "--local", "--get-regexp",
 		"^remote\\..*\\.url$", NULL};
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = "/",
-		.envp = env,
-		.capture = 1,
-		.timeout_ms = 30000};
 	struct spawn_result res;
 	char *save = NULL, proj[160];
 
-	if (access(GIT, X_OK) < 0 || spawn_run(argv, &o, &res) < 0)
+	if (access(GIT, X_OK) < 0 || prov_owner_git(p, argv, &res) < 0)
 		return 0;
 	project_text(p, project, proj, sizeof(proj));
 	for (char *l = res.status == 0 ? strtok_r(res.output, "\n", &save) : NULL; l;

@@ -117,6 +117,12 @@ int prov_agentd_running(struct prov *p);
  * first (the warden's supervisor runs its own). 0, or 1.
  */
 int prov_warden_config(const char *path, int start);
+struct spawn_result;
+/*
+ * git as the owner (repos.c): no system config, PATH and LC_ALL alone, its output
+ * captured, 30 s at most. spawn_run's return; the caller frees res.
+ */
+int prov_owner_git(struct prov *p, const char *const argv[], struct spawn_result *res);
 /*
  * 1 when this run's configuration is the one ocsb-agentd reads (/etc/ocsb/ocsb.conf): its
  * agent is the one agentd serves, whose secrets and OpenCode passwords agentd keeps.

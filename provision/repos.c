@@ -160,8 +160,7 @@ static int ocsb_cli_path(char *out, size_t n)
 	return -1;
 }
 
-/* git as the owner, in the owner's repository: its exit status (output in out), or -1. */
-static int owner_git(struct prov *p, const char *const argv[], char *out, size_t n)
+int prov_owner_git(struct prov *p, const char *const argv[], struct spawn_result *res)
 {
 	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
 	struct spawn_opts o = {.drop = 1,
@@ -172,10 +171,17 @@ static int owner_git(struct prov *p, const char *const argv[], char *out, size_t
 		.envp = env,
 		.capture = 1,
 		.timeout_ms = 30000};
+
+	return spawn_run(argv, &o, res);
+}
+
+/* git as the owner, in the owner's repository: its exit status (output in out), or -1. */
+static int owner_git(struct prov *p, const char *const argv[], char *out, size_t n)
+{
 	struct spawn_result res;
 	int st;
 
-	if (spawn_run(argv, &o, &res) < 0)
+	if (prov_owner_git(p, argv, &res) < 0)
 		return -1;
 	st = res.status;
 	if (out)
