@@ -3,8 +3,9 @@
 #define OCSB_TEST_NETLOCK_UNIT_H
 
 /*
- * For test_netlock and test_priv_netlock: the includes, the tools' paths and the helpers
- * of the checks that run in a child (LCHECK in the child, child_report in the test).
+ * For test_netlock, test_netlock_live and test_priv_netlock: the includes, the tools'
+ * paths and the helpers of the checks that run in a child (LCHECK in the child,
+ * child_report in the test).
  */
 #include <arpa/inet.h>
 #include <grp.h>
@@ -26,6 +27,19 @@
 #include "netlock.h"
 #include "spawn.h"
 #include "util.h"
+
+/* Specs both test_netlock and test_netlock_live render and apply. */
+static const struct netlock_spec spec_all __attribute__((unused)) = {
+	.uid = 65534, .proxy_port = 65535, .ports_lo = 1, .ports_hi = 65535, .dns_allow = 1};
+static const struct netlock_spec spec_injector __attribute__((unused)) = {.uid = 1000,
+	.proxy_port = 3128,
+	.inject_ports = {18400, 18401},
+	.n_inject = 2,
+	.inject_uid = 995,
+	.inject_uports = {8443, 443, 443},
+	.n_uports = 3,
+	.ns = {{AF_INET, {127, 0, 0, 53}}, {AF_INET6, {[15] = 1}}},
+	.n_ns = 2};
 
 #define UNSHARE "/usr/bin/unshare"
 #define NFT "/usr/sbin/nft"
