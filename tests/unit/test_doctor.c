@@ -308,8 +308,8 @@ static void instances_starting_are_not_failing(void **state)
 
 /*
  * Doctor's sysctl fixes compose (issue 28): followed one after another, as a user pastes
- * them, every setting is kept, not only the last. Run by sh with sudo and sysctl stubbed and
- * /etc/sysctl.d redirected to a scratch directory.
+ * them, every setting is kept, not only the last. Run by sh with sudo and sysctl replaced
+ * by stand-ins and /etc/sysctl.d redirected to a scratch directory.
  */
 static void sysctl_fixes_compose(void **state)
 {
