@@ -59,12 +59,7 @@ static void project_text(struct prov *p, const char *path, char *out, size_t n)
 
 static int scan_files(struct prov *p, struct efirst *f)
 {
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = "/",
-		.timeout_ms = 30000};
+	struct spawn_opts o = prov_as_owner(p);
 	struct spawn_result res;
 	char *save = NULL;
 	int r;

@@ -353,15 +353,11 @@ static int child_remove_owner_files(void *arg, int outfd)
 /* Run fn as the owner; returns the child's CHILD_* code or -1 (already logged). */
 static int owner_run(struct prov *p, int (*fn)(void *, int), struct owner_job *j, char **ret_out)
 {
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = p->owner.home,
-		.timeout_ms = 30000};
+	struct spawn_opts o = prov_as_owner(p);
 	struct spawn_result res;
 	int r;
 
+	o.cwd = p->owner.home;
 	r = spawn_fn(fn, j, &o, &res);
 	if (r < 0) {
 		log_err("running as %s: %s", p->owner.name, strerror(-r));

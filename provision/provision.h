@@ -118,6 +118,9 @@ int prov_agentd_running(struct prov *p);
  */
 int prov_warden_config(const char *path, int start);
 struct spawn_result;
+struct spawn_opts;
+/* Options of a run as the owner: dropped to the owner's uid, gid and groups, cwd "/", 30 s. */
+struct spawn_opts prov_as_owner(const struct prov *p);
 /*
  * git as the owner (repos.c): no system config, PATH and LC_ALL alone, its output
  * captured, 30 s at most. spawn_run's return; the caller frees res.

@@ -57,12 +57,7 @@ static int child_check_projects(void *arg, int outfd)
 
 int repos_preflight(struct prov *p)
 {
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = "/",
-		.timeout_ms = 30000};
+	struct spawn_opts o = prov_as_owner(p);
 	struct spawn_result res;
 	int r;
 
@@ -160,18 +155,25 @@ static int ocsb_cli_path(char *out, size_t n)
 	return -1;
 }
 
-int prov_owner_git(struct prov *p, const char *const argv[], struct spawn_result *res)
+struct spawn_opts prov_as_owner(const struct prov *p)
 {
-	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
 	struct spawn_opts o = {.drop = 1,
 		.uid = p->owner.uid,
 		.gid = p->owner.gid,
 		.user = p->owner.name,
 		.cwd = "/",
-		.envp = env,
-		.capture = 1,
 		.timeout_ms = 30000};
 
+	return o;
+}
+
+int prov_owner_git(struct prov *p, const char *const argv[], struct spawn_result *res)
+{
+	char *env[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", "GIT_CONFIG_NOSYSTEM=1", NULL};
+	struct spawn_opts o = prov_as_owner(p);
+
+	o.envp = env;
+	o.capture = 1;
 	return spawn_run(argv, &o, res);
 }
 
@@ -223,19 +225,16 @@ static int owner_seed(struct prov *p, const char *project, const char *name)
 	/* libgit2 reads $HOME/.gitconfig: the owner's, never root's (0700, kept by sudo). */
 	char *env[] = {"PATH=/usr/bin:/bin", home, NULL};
 	const char *push[] = {cli, "sync", "push", "--all", NULL};
-	struct spawn_opts o = {.drop = 1,
-		.uid = p->owner.uid,
-		.gid = p->owner.gid,
-		.user = p->owner.name,
-		.cwd = project,
-		.envp = env,
-		.capture = 1,
-		.timeout_ms = 300000};
+	struct spawn_opts o = prov_as_owner(p);
 	const char *head[] = {GIT, "-C", name, "symbolic-ref", "HEAD", NULL, NULL};
 	char branch[256], ref[300];
 	struct spawn_result res;
 	int r;
 
+	o.cwd = project;
+	o.envp = env;
+	o.capture = 1;
+	o.timeout_ms = 300000;
 	if (ocsb_cli_path(cli, sizeof(cli)) < 0)
 		return -1;
 	snprintf(home, sizeof(home), "HOME=%s", p->owner.home);
