@@ -169,6 +169,7 @@ static int load_config(struct agentd *d)
 	}
 	if (r < 0) {
 		log_err("%s", err);
+		snprintf(d->reload_error, sizeof(d->reload_error), "%.500s", err);
 		return -1;
 	}
 	snprintf(d->opencode_bin, sizeof(d->opencode_bin), "%s", d->cfg.opencode_bin);
@@ -321,6 +322,7 @@ int agentd_setup(struct agentd *d)
 			return -1;
 		child_start(d, &d->proxy_child);
 	}
+	d->egress_gen = d->proxy_gen = 1;
 	for (size_t i = 0; i < d->n_oc; i++)
 		child_start(d, &d->oc[i]);
 	return 0;
@@ -339,6 +341,8 @@ void agentd_reload(struct agentd *d)
 	char bin[sizeof(d->opencode_bin)];
 
 	memcpy(bin, d->opencode_bin, sizeof(bin));
+	d->reloads++;
+	d->reload_error[0] = '\0';
 	memset(&d->cfg, 0, sizeof(d->cfg));
 	memset(&d->egress, 0, sizeof(d->egress));
 	/*
@@ -351,6 +355,9 @@ void agentd_reload(struct agentd *d)
 			log_err("reload: the agent or the owner changed: restart ocsb-warden (or the "
 				"unit) for that");
 		log_err("reload failed: keeping the running configuration");
+		if (!d->reload_error[0])
+			snprintf(d->reload_error, sizeof(d->reload_error),
+				"ocsb.conf or the accounts (the supervisor's log says which)");
 		config_free(&d->cfg);
 		egress_free(&d->egress);
 		d->cfg = old;
@@ -363,6 +370,7 @@ void agentd_reload(struct agentd *d)
 	}
 	config_free(&old);
 	egress_free(&olde);
+	d->egress_gen++;
 	/* The limits and the rest of the netlock are the warden's, from its own reading. */
 	agentd_send_egress(d);
 	proxycheck_begin(d); /* squid gets the new rules once `squid -k parse` took them */
@@ -482,8 +490,8 @@ int agentd_run(struct agentd *d)
 	struct epoll_event evs[32];
 
 	while (!d->stopping) {
-		/* No timeout: with nothing to do the daemon does not wake up. */
-		int n = epoll_wait(d->epfd, evs, 32, -1);
+		/* No timeout: with nothing to do the daemon does not wake up, unless learning. */
+		int n = epoll_wait(d->epfd, evs, 32, agentd_learn_timeout(d));
 
 		if (n < 0) {
 			if (errno == EINTR)

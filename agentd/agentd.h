@@ -166,6 +166,13 @@ struct agentd {
 	struct src pcheck_src;
 	struct buf pcheck_conf, pcheck_out; /* owned */
 	int pcheck_again;
+	/*
+	 * Generations, for `ocsb egress allow|apply|learn` to wait on a reload: the rules
+	 * loaded (1 at start, +1 each reload that took or learn mode's end), the ones squid
+	 * has (and the one it refused), the reloads tried and why the last failed.
+	 */
+	unsigned egress_gen, proxy_gen, pcheck_gen, proxy_failed_gen, reloads;
+	char proxy_error[512], reload_error[512];
 	struct timespec started;
 
 	/* secrets (secretd.c) */
@@ -254,6 +261,11 @@ int wc_wait_exit(struct agentd *d, uint32_t slot, long timeout_ms, struct wp_e_e
 void proxycheck_begin(struct agentd *d);
 void proxycheck_event(struct agentd *d);
 void proxycheck_close(struct agentd *d);
+/*
+ * Learn mode's end (egress.learn_until passed): the allowlist again, squid told. The
+ * milliseconds until it is due (-1: not learning; at most a minute, for clock changes).
+ */
+int agentd_learn_timeout(struct agentd *d);
 
 /* children: child.c */
 /* What a child was doing when it failed before its exec (the high 16 bits of its report). */

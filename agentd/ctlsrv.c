@@ -270,6 +270,61 @@ static void route_ports(struct agentd *d, char *out, size_t n, int *routes_ok)
 	}
 }
 
+/*
+ * RELOAD, root's (what `sudo ocsb egress allow|apply|learn` send after changing root's
+ * files): as a SIGHUP, through the warden, which re-reads ocsb.conf first. The answer
+ * gives the generations before it; the client polls STATUS until they move.
+ */
+static void do_reload(struct agentd *d, uid_t uid, struct buf *b)
+{
+	unsigned reloads = d->reloads, gen = d->egress_gen;
+	int r;
+
+	if (uid != 0) {
+		ctl_response_err(b, "RELOAD is root's: run it with sudo");
+		return;
+	}
+	r = wc_call_ok(d, WP_RELOAD, NULL, 0, NULL, 0);
+	if (r < 0) {
+		ctl_response_err(b, "the warden refused the reload (%s)", strerror(-r));
+		return;
+	}
+	ctl_response_ok(b);
+	ctl_response_add(b, "reloads", "%u", reloads);
+	ctl_response_add(b, "egress-generation", "%u", gen);
+}
+
+/* The rules in force and learn mode, for `ocsb status` and the reload's wait. */
+static void add_egress(struct agentd *d, struct buf *b)
+{
+	const struct egress *e = &d->egress;
+	char until[32];
+	time_t now = time(NULL);
+
+	ctl_response_add(b, "egress", "%s", e->off ? "off" : "on");
+	ctl_response_add(b, "egress-policy", "%s",
+		e->policy == EGRESS_ALLOWLIST ? "allowlist" : "blocklist");
+	if (e->learn_until) {
+		egress_time_utc(e->learn_until, until, sizeof(until));
+		if (e->learning)
+			ctl_response_add(b, "egress-learn", "on until %s (%ld min left; set in %s)",
+				until, (long)((e->learn_until - now + 59) / 60), e->learn_file);
+		else
+			ctl_response_add(b, "egress-learn",
+				"ended %s: sudo ocsb egress learn stop writes the proposal", until);
+	}
+	for (size_t i = 0; i < e->proposals.n; i++)
+		ctl_response_add(b, "egress-proposal", "%s (not in force: sudo ocsb egress apply)",
+			e->proposals.v[i]);
+	ctl_response_add(b, "egress-generation", "%u", d->egress_gen);
+	ctl_response_add(b, "proxy-generation", "%u", d->proxy_gen);
+	if (d->proxy_failed_gen > d->proxy_gen)
+		ctl_response_add(b, "proxy-refused", "%u: %s", d->proxy_failed_gen, d->proxy_error);
+	ctl_response_add(b, "reloads", "%u", d->reloads);
+	if (d->reload_error[0])
+		ctl_response_add(b, "reload-error", "%s", d->reload_error);
+}
+
 static void do_status(struct agentd *d, struct buf *b, int web_only)
 {
 	char routes[WP_MAX_ROUTES * 6 + 8];
@@ -308,7 +363,7 @@ static void do_status(struct agentd *d, struct buf *b, int web_only)
 		} else {
 			ctl_response_add(b, "limits", "NONE: %s", st->cg_error);
 		}
-		ctl_response_add(b, "egress", "%s", d->egress.off ? "off" : "on");
+		add_egress(d, b);
 		if (!d->egress.off)
 			add_child(b, &d->proxy_child, 0);
 	}
@@ -456,6 +511,9 @@ static void handle(struct agentd *d, struct ctl_client *cl, const char *payload,
 		break;
 	case CTL_SECRET_PUT:
 		secretd_put(d, cl->uid, rq.sealed, &b);
+		break;
+	case CTL_RELOAD:
+		do_reload(d, cl->uid, &b);
 		break;
 	}
 	ctl_request_free(&rq);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agentd.h"
@@ -40,31 +41,46 @@ static int check_child(struct agentd *d, int fd)
 	return r < 0 ? 1 : 0;
 }
 
+/* The rules of pcheck_gen are not squid's: why, for `ocsb status`. */
+static void refused(struct agentd *d, const char *why)
+{
+	d->proxy_failed_gen = d->pcheck_gen;
+	snprintf(d->proxy_error, sizeof(d->proxy_error), "%s", why);
+}
+
 void proxycheck_begin(struct agentd *d)
 {
 	pid_t pid;
 	int p[2];
 
-	if (d->egress.off)
+	if (d->egress.off) {
+		d->proxy_gen = d->egress_gen;
 		return;
+	}
 	if (d->pcheck_pid > 0) {
 		d->pcheck_again = 1;
 		return;
 	}
+	d->pcheck_gen = d->egress_gen;
 	buf_free(&d->pcheck_conf);
-	if (proxy_render(&d->proxy, &d->egress, &d->pcheck_conf) < 0)
+	if (proxy_render(&d->proxy, &d->egress, &d->pcheck_conf) < 0) {
+		refused(d, "proxy: out of memory rendering the rules");
 		return;
+	}
 	if (fo_same(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644, getuid(),
 		    getgid()) == 1) {
 		buf_free(&d->pcheck_conf);
+		d->proxy_gen = d->pcheck_gen;
 		return; /* the rules changed nothing squid sees */
 	}
 	if (pipe2(p, O_CLOEXEC) < 0) {
+		refused(d, "proxy: pipe failed");
 		log_err("proxy: pipe: %s (the proxy keeps its rules)", strerror(errno));
 		return;
 	}
 	pid = fork();
 	if (pid < 0) {
+		refused(d, "proxy: fork failed");
 		log_err("proxy: fork: %s (the proxy keeps its rules)", strerror(errno));
 		close(p[0]);
 		close(p[1]);
@@ -114,10 +130,13 @@ void proxycheck_event(struct agentd *d)
 		log_err("%.*s; the proxy keeps its rules",
 			d->pcheck_out.len ? (int)d->pcheck_out.len : 30,
 			d->pcheck_out.len ? d->pcheck_out.data : "proxy: the configuration check failed");
+		refused(d, "squid -k parse refused the rendered rules (the supervisor's log says why)");
 	} else if ((r = fo_write(d->proxy.conf, d->pcheck_conf.data, d->pcheck_conf.len, 0644,
 			    getuid(), getgid())) < 0) {
 		log_err("%s: %s (the proxy keeps its rules)", d->proxy.conf, strerror(-r));
+		refused(d, "writing squid's configuration failed");
 	} else {
+		d->proxy_gen = d->pcheck_gen;
 		/* squid is the warden's child: it sends the SIGHUP by its pidfd. */
 		if (d->proxy_child.pid > 0 && (r = wc_signal(d, d->proxy_child.slot, SIGHUP)) < 0)
 			log_warn("proxy: reload (SIGHUP): %s", strerror(-r));
@@ -129,6 +148,26 @@ void proxycheck_event(struct agentd *d)
 		d->pcheck_again = 0;
 		proxycheck_begin(d);
 	}
+}
+
+int agentd_learn_timeout(struct agentd *d)
+{
+	time_t now = time(NULL);
+	char until[32];
+
+	if (!d->egress.learning)
+		return -1;
+	if (now < d->egress.learn_until)
+		return (int)(d->egress.learn_until - now > 60 ? 60000
+							       : (d->egress.learn_until - now) * 1000);
+	egress_time_utc(d->egress.learn_until, until, sizeof(until));
+	d->egress.learning = 0;
+	d->egress_gen++;
+	log_notice("egress: learn mode ended (%s): the allowlist again; `sudo ocsb egress learn "
+		   "stop` writes what it learned",
+		until);
+	proxycheck_begin(d);
+	return -1;
 }
 
 void proxycheck_close(struct agentd *d)

@@ -48,6 +48,11 @@ int cmd_sync(int argc, char **argv);
 int cmd_egress(struct cli *c, int argc, char **argv);
 /* Its arguments (after "egress"): 0, or 2 with one line that says what is wrong. */
 int egress_args(int argc, char **argv);
+/* egress_learn.c: `ocsb egress learn|apply|allow|denied` (argv[0] is the verb) */
+int egress_learn_cmd(struct cli *c, int argc, char **argv);
+int egress_learn_args(int argc, char **argv);
+/* --since WHEN (30m, 2h, 7d, 2026-12-06, 2026-12-06T21:00:00Z) as a time: 0, or -1. */
+int egress_since(const char *s, time_t now, time_t *ret);
 /* Turn one squid access.log line into a readable one, with the rule that decided it. */
 int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "egress_log.h"
 #include "fileops.h"
 #include "args.h"
 #include "log.h"
@@ -147,64 +148,31 @@ static int egress_verify(struct cli *c)
 
 int egress_log_line(const struct egress *e, const char *line, char *out, size_t n)
 {
-	double ts;
-	long elapsed, bytes;
-	char client[64], action[64], method[32], url[2048], user[64], hier[300], type[128];
-	char step[64] = "", rule[1100] = "", host[1024], when[32], why[1200];
-	unsigned port = 80;
+	struct egress_logrec r;
 	struct egress_verdict v;
-	const char *h, *end;
+	char when[32], why[1200];
 	time_t t;
 	struct tm tm;
-	int f;
 
-	/*
-	 * squid's native fields, then (our logformat) the deciding step and rule as squid
-	 * itself saw them, after name resolution: "block /etc/ocsb/egress.conf:3".
-	 */
-	f = sscanf(line, "%lf %ld %63s %63s %ld %31s %2047s %63s %299s %127s %63s %1099s", &ts,
-		&elapsed, client, action, &bytes, method, url, user, hier, type, step, rule);
-	/* A time squid could write (NaN, or far out of time_t's range, is no log line). */
-	if (f < 7 || !(ts >= 0 && ts < 1e15))
+	if (egress_log_parse(line, &r) < 0)
 		return -1;
-	if (!strcmp(method, "CONNECT")) {
-		h = url;
-		port = 443;
-	} else {
-		h = strstr(url, "://");
-		h = h ? h + 3 : url;
-		if (!strncmp(url, "https:", 6))
-			port = 443;
-	}
-	if (*h == '[') {
-		end = strchr(h, ']');
-		if (!end)
-			return -1;
-		snprintf(host, sizeof(host), "%.*s", (int)(end - h - 1), h + 1);
-		end++;
-	} else {
-		end = h + strcspn(h, ":/");
-		snprintf(host, sizeof(host), "%.*s", (int)(end - h), h);
-	}
-	if (*end == ':')
-		port = (unsigned)strtoul(end + 1, NULL, 10);
-	if (f == 12 && strcmp(step, "-") != 0) {
-		snprintf(why, sizeof(why), "%s%s%s", step, strcmp(rule, "builtin") ? " " : "",
-			strcmp(rule, "builtin") ? rule : "");
+	if (r.step[0]) {
+		snprintf(why, sizeof(why), "%s%s%s", r.step, strcmp(r.rule, "builtin") ? " " : "",
+			strcmp(r.rule, "builtin") ? r.rule : "");
 	} else {
 		/* An older log line without our fields: what the rules say now. */
-		egress_decide(e, host, port, &v);
+		egress_decide(e, r.host, r.port, &v);
 		if (v.rule)
 			snprintf(why, sizeof(why), "%s %s:%u (by the current rules)", v.tag,
 				v.rule->file, v.rule->line);
 		else
 			snprintf(why, sizeof(why), "%s (by the current rules)", v.tag);
 	}
-	t = (time_t)ts;
+	t = (time_t)r.ts;
 	localtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s]", when,
-		strstr(action, "DENIED") ? "DENY" : "ALLOW", method, host, port, action, why);
+	snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s]", when, r.denied ? "DENY" : "ALLOW",
+		r.method, r.host, r.port, r.action, why);
 	return 0;
 }
 
@@ -291,15 +259,21 @@ static int egress_logs(struct cli *c, int follow)
 
 int egress_args(int argc, char **argv)
 {
-	static const char *const subs[] = {"render", "verify", "logs", NULL};
+	static const char *const subs[] = {
+		"render", "verify", "logs", "denied", "allow", "learn", "apply", NULL};
 	static const char *const logs_opts[] = {"-f", NULL};
+	size_t k;
 
 	if (argc < 1) {
-		log_err("say render, verify or logs; see ocsb --help");
+		log_err("say render, verify, logs, denied, allow, learn or apply; see ocsb --help");
 		return 2;
 	}
-	if (strcmp(argv[0], "render") && strcmp(argv[0], "verify") && strcmp(argv[0], "logs"))
+	for (k = 0; subs[k] && strcmp(argv[0], subs[k]); k++)
+		;
+	if (!subs[k])
 		return args_unknown("subcommand", argv[0], subs, "ocsb --help");
+	if (k >= 3)
+		return egress_learn_args(argc, argv);
 	if (!strcmp(argv[0], "logs") && argc == 2 && strcmp(argv[1], "-f"))
 		return args_unknown("option", argv[1], logs_opts, "ocsb --help");
 	if (argc > (strcmp(argv[0], "logs") ? 1 : 2)) {
@@ -319,5 +293,7 @@ int cmd_egress(struct cli *c, int argc, char **argv)
 		return egress_render(c);
 	if (!strcmp(argv[0], "verify"))
 		return egress_verify(c);
-	return egress_logs(c, argc == 2);
+	if (!strcmp(argv[0], "logs"))
+		return egress_logs(c, argc == 2);
+	return egress_learn_cmd(c, argc, argv);
 }

@@ -27,6 +27,7 @@ static const struct {
 	{CTL_WEB, "WEB"},
 	{CTL_PING, "PING"},
 	{CTL_SECRET_PUT, "SECRET-PUT"},
+	{CTL_RELOAD, "RELOAD"},
 };
 
 const char *ctl_verb_name(enum ctl_verb verb)
@@ -274,8 +275,8 @@ int ctl_parse_request(
 			rq.verb = verbs[i].verb;
 	if (!rq.verb)
 		return seterr(err, errlen,
-			"unknown verb '%s' (expected STATUS, RESTART, LOGS, WEB, PING or "
-			"SECRET-PUT)",
+			"unknown verb '%s' (expected STATUS, RESTART, LOGS, WEB, PING, "
+			"SECRET-PUT or RELOAD)",
 			clip(tok[1], toklen[1], q));
 	name = ctl_verb_name(rq.verb);
 

@@ -40,6 +40,7 @@ enum ctl_verb {
 	CTL_WEB,
 	CTL_PING,
 	CTL_SECRET_PUT,
+	CTL_RELOAD, /* root only: re-read ocsb.conf and the egress rules (as a SIGHUP does) */
 };
 
 struct ctl_request {

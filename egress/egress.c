@@ -479,6 +479,7 @@ void egress_free(struct egress *e)
 		egress_rule_free(&e->rules[i]);
 	free(e->rules);
 	strv_free(&e->files);
+	strv_free(&e->proposals);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -656,10 +657,27 @@ static int kw_expect_block(
 	return add_expect(ctx, loc, argc, argv, EGRESS_EXPECT_BLOCK, err, errlen);
 }
 
+/* Settings change what is in force: a proposal holds rules only. */
+static int setting(struct parse_ctx *c, const char *kw, char *err, size_t errlen)
+{
+	if (c->proposal) {
+		snprintf(err, errlen,
+			"%s: a proposal holds allow, connect and block lines only (it is not in "
+			"force until `sudo ocsb egress apply FILE`)",
+			kw);
+		return -1;
+	}
+	c->setting = 1;
+	return 0;
+}
+
 static int kw_policy(
 	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
 {
 	struct egress *e = ((struct parse_ctx *)ctx)->e;
+
+	if (setting(ctx, "policy", err, errlen) < 0)
+		return -1;
 
 	if (!strcmp(argv[0], "blocklist"))
 		e->policy = EGRESS_BLOCKLIST;
@@ -678,6 +696,8 @@ static int kw_egress(
 	struct egress *e = ((struct parse_ctx *)ctx)->e;
 	int on;
 
+	if (setting(ctx, "egress", err, errlen) < 0)
+		return -1;
 	if (conf_bool(argv[0], &on, err, errlen) < 0)
 		return -1;
 	e->off = !on;
@@ -689,6 +709,8 @@ static int kw_dns(
 {
 	struct egress *e = ((struct parse_ctx *)ctx)->e;
 
+	if (setting(ctx, "dns", err, errlen) < 0)
+		return -1;
 	if (!strcmp(argv[0], "allow"))
 		e->dns_allow = 1;
 	else if (!strcmp(argv[0], "deny"))
@@ -700,7 +722,89 @@ static int kw_dns(
 	return 0;
 }
 
+void egress_time_utc(time_t t, char *out, size_t n)
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, n, "?");
+}
+
+/* "2026-12-06T21:00:00Z" exactly (UTC, seconds, the Z): what egress_time_utc writes. */
+static int utc_value(const char *v, time_t *ret, char *err, size_t errlen)
+{
+	struct tm tm = {0};
+	char back[32];
+	int len = 0;
+
+	if (sscanf(v, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &len) != 6 ||
+		v[len] || tm.tm_year < 2000 || tm.tm_year > 9999)
+		goto bad;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*ret = timegm(&tm);
+	egress_time_utc(*ret, back, sizeof(back));
+	if (*ret == (time_t)-1 || strcmp(back, v) != 0)
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "'%.64s': give a UTC time as 2026-12-06T21:00:00Z", v);
+	return -1;
+}
+
+/* Learn mode lasts at most a day: longer is a blocklist by another name. */
+#define EGRESS_LEARN_MAX_S (24 * 3600)
+
+static int kw_learn(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct parse_ctx *c = ctx;
+	time_t from, until;
+	char msg[160];
+
+	if (setting(c, "learn", err, errlen) < 0)
+		return -1;
+	if (utc_value(argv[0], &from, msg, sizeof(msg)) < 0 ||
+		utc_value(argv[1], &until, msg, sizeof(msg)) < 0) {
+		snprintf(err, errlen, "learn %s", msg);
+		return -1;
+	}
+	if (until <= from || until - from > EGRESS_LEARN_MAX_S) {
+		snprintf(err, errlen,
+			"learn: the end must come after the start, and at most 24 hours after "
+			"it (sudo ocsb egress learn start --minutes N writes this line)");
+		return -1;
+	}
+	c->e->learn_from = from;
+	c->e->learn_until = until;
+	c->e->learn_file = c->file;
+	return 0;
+}
+
+static int kw_proposal(
+	void *ctx, const struct conf_loc *loc, int argc, char **argv, char *err, size_t errlen)
+{
+	struct parse_ctx *c = ctx;
+
+	if (c->e->n != c->start_n || c->setting) {
+		snprintf(err, errlen, "proposal: say it first in the file, before any rule");
+		return -1;
+	}
+	c->proposal = 1;
+	return 0;
+}
+
+int egress_learn_update(struct egress *e, time_t now)
+{
+	e->learning = e->policy == EGRESS_ALLOWLIST && !e->off && e->learn_until &&
+		now < e->learn_until;
+	return e->learning;
+}
+
 const struct conf_kw egress_keywords[] = {
+	{"learn", 2, 2, kw_learn, CONF_ONCE},
+	{"proposal", 0, 0, kw_proposal, CONF_ONCE},
 	{"policy", 1, 1, kw_policy, CONF_ONCE},
 	{"egress", 1, 1, kw_egress, CONF_ONCE},
 	{"dns", 1, 1, kw_dns, CONF_ONCE},

@@ -5,6 +5,7 @@
 #include <regex.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "paths.h"
 #include "util.h"
@@ -22,12 +23,18 @@
  *   connect HOST:PORT...              tunnels to other ports ([v6]:port for IPv6)
  *   expect-pass URL [curl options]    self-checks for `ocsb egress verify`
  *   expect-block URL [curl options]
+ *   learn FROM UNTIL                  learn mode between two UTC times (2026-12-06T21:00:00Z):
+ *                                     under the allowlist, what the policy would refuse
+ *                                     passes and is logged as step `learn`
+ *   proposal                          first statement of a file that is not in force: it is
+ *                                     parsed and checked, its rules are dropped
  *
  * Evaluation (egress_decide, and the squid configuration in the same order):
  * destinations that are never legitimate (loopback, unspecified, link-local with the
  * cloud metadata address, multicast, localhost names) -> connect -> ports other than
  * 80/443 -> allow -> block -> dotless names -> private networks unless allowed or
- * connected by name -> the policy (blocklist: allow, allowlist: deny).
+ * connected by name -> the policy (blocklist: allow, allowlist: deny; allowlist while
+ * learning: allow, as step "learn").
  *
  * A zeroed struct egress holds the defaults: blocklist, egress on, dns deny, no rules.
  */
@@ -68,7 +75,21 @@ struct egress {
 	int off; /* `egress off` */
 	int dns_allow; /* `dns allow` */
 	struct strv files; /* every file read, in order; rules point into it */
+	/* `learn FROM UNTIL` (0 when none): the window, as written (a past one stays here). */
+	time_t learn_from, learn_until;
+	const char *learn_file; /* borrowed from files: where it was set */
+	/*
+	 * Learning now: policy allowlist and the load's clock inside the window (set by the
+	 * loaders, egress_learn_update; the supervisor clears it when the window ends).
+	 */
+	int learning;
+	struct strv proposals; /* the files that say `proposal`: read, checked, not in force */
 };
+
+/* Set e->learning for the time `now`; 1 when learning. */
+int egress_learn_update(struct egress *e, time_t now);
+/* "2026-12-06T21:00:00Z" for t (UTC), as `learn` takes it; out of at least 24 bytes. */
+void egress_time_utc(time_t t, char *out, size_t n);
 
 /*
  * Parse one buffer and add its rules; `file` names it in errors ("file:line: ...").
@@ -136,7 +157,7 @@ struct egress_verdict {
 	/*
 	 * "connect rule", "port not 80/443", "allow", "block", "dotless name",
 	 * "private network", "loopback/link-local", "policy allowlist", "default allow",
-	 * "egress off", "bad host name"
+	 * "learn mode", "egress off", "bad host name"
 	 */
 	const char *why;
 	/* The same step as squid logs it (%{ocsb_step}note): "connect-rule", ... */

@@ -204,7 +204,9 @@ void egress_decide(
 		verdict(ret, 0, NULL, "private network", "private-network");
 		return;
 	}
-	if (e->policy == EGRESS_ALLOWLIST)
+	if (e->policy == EGRESS_ALLOWLIST && e->learning)
+		verdict(ret, 1, NULL, "learn mode", "learn");
+	else if (e->policy == EGRESS_ALLOWLIST)
 		verdict(ret, 0, NULL, "policy allowlist", "policy-allowlist");
 	else
 		verdict(ret, 1, NULL, "default allow", "default-allow");

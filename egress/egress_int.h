@@ -42,6 +42,9 @@ struct parse_ctx {
 	struct egress *e;
 	const char *file; /* borrowed from e->files */
 	unsigned long re_weight; /* of the file's regexes so far (EGRESS_REGEX_FILE_WEIGHT) */
+	size_t start_n; /* e->n when the file began */
+	int setting; /* the file said policy, egress, dns or learn */
+	int proposal; /* the file began with `proposal`: its rules are dropped at its end */
 };
 /* egress.conf's keywords, ending with a NULL entry: egress.c. */
 extern const struct conf_kw egress_keywords[];

@@ -28,6 +28,8 @@ struct snapshot {
 	enum egress_policy policy;
 	int off;
 	int dns_allow;
+	time_t learn_from, learn_until;
+	const char *learn_file;
 };
 
 static int begin(struct egress *e, const char *file, struct parse_ctx *c, struct snapshot *s,
@@ -38,13 +40,36 @@ static int begin(struct egress *e, const char *file, struct parse_ctx *c, struct
 	s->policy = e->policy;
 	s->off = e->off;
 	s->dns_allow = e->dns_allow;
+	s->learn_from = e->learn_from;
+	s->learn_until = e->learn_until;
+	s->learn_file = e->learn_file;
 	if (strv_push(&e->files, file) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	c->e = e;
 	c->re_weight = 0;
+	c->start_n = e->n;
+	c->setting = 0;
+	c->proposal = 0;
 	c->file = e->files.v[e->files.n - 1];
+	return 0;
+}
+
+/*
+ * A file parsed whole: a proposal's rules were checked and are dropped now (its name is
+ * kept: `ocsb status` and `egress render` say which proposals wait).
+ */
+static int end(struct egress *e, const struct parse_ctx *c, char *err, size_t errlen)
+{
+	if (!c->proposal)
+		return 0;
+	while (e->n > c->start_n)
+		egress_rule_free(&e->rules[--e->n]);
+	if (strv_push(&e->proposals, c->file) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	return 0;
 }
 
@@ -59,6 +84,9 @@ static void rollback(struct egress *e, const struct snapshot *s)
 	e->policy = s->policy;
 	e->off = s->off;
 	e->dns_allow = s->dns_allow;
+	e->learn_from = s->learn_from;
+	e->learn_until = s->learn_until;
+	e->learn_file = s->learn_file;
 }
 
 int egress_parse_buf(
@@ -69,10 +97,12 @@ int egress_parse_buf(
 
 	if (begin(e, file, &c, &s, err, errlen) < 0)
 		return -1;
-	if (conf_parse_buf(buf, len, c.file, egress_keywords, &c, err, errlen) < 0) {
+	if (conf_parse_buf(buf, len, c.file, egress_keywords, &c, err, errlen) < 0 ||
+		end(e, &c, err, errlen) < 0) {
 		rollback(e, &s);
 		return -1;
 	}
+	egress_learn_update(e, time(NULL));
 	return 0;
 }
 
@@ -86,6 +116,8 @@ static int load_file(struct egress *e, const char *path, uid_t owner, char *err,
 	if (begin(e, path, &c, &s, err, errlen) < 0)
 		return -ENOMEM;
 	r = conf_parse_file(c.file, owner, egress_keywords, &c, err, errlen);
+	if (r == 0 && end(e, &c, err, errlen) < 0)
+		r = -ENOMEM;
 	if (r < 0)
 		rollback(e, &s);
 	return r;
@@ -239,6 +271,7 @@ int egress_load_as(struct egress *e, const struct paths *p, uid_t sys_uid, const
 		if (r < 0)
 			goto fail;
 	}
+	egress_learn_update(&tmp, time(NULL));
 	*e = tmp;
 	return 0;
 fail:
@@ -288,6 +321,7 @@ int egress_load_text_as(struct egress *e, const struct paths *p, uid_t sys_uid,
 			goto fail;
 		}
 	}
+	egress_learn_update(&tmp, time(NULL));
 	*e = tmp;
 	return 0;
 fail:

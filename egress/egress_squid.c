@@ -269,6 +269,17 @@ int egress_render_squid(const struct egress *e, const struct egress_squid *sq, s
 	}
 	put(out, &bad, "# policy %s, egress %s\n",
 		e->policy == EGRESS_ALLOWLIST ? "allowlist" : "blocklist", e->off ? "off" : "on");
+	if (e->learning) {
+		char until[32];
+
+		egress_time_utc(e->learn_until, until, sizeof(until));
+		put(out, &bad,
+			"# learn mode until %s: what the allowlist refuses passes as the blocklist\n"
+			"# would let it, logged as step learn (names are resolved meanwhile)\n",
+			until);
+	}
+	for (size_t i = 0; i < e->proposals.n; i++)
+		put(out, &bad, "# not in force (a proposal): %s\n", e->proposals.v[i]);
 	put(out, &bad,
 		"\n# Loopback only: the netlock lets the agent reach this port and nothing else.\n"
 		"http_port 127.0.0.1:%u\n"
@@ -331,6 +342,8 @@ int egress_render_squid(const struct egress *e, const struct egress_squid *sq, s
 	put_mark(out, &bad, "ocsb_m_private", "private-network", NULL);
 	put_mark(out, &bad, "ocsb_m_policy", "policy-allowlist", NULL);
 	put_mark(out, &bad, "ocsb_m_default", "default-allow", NULL);
+	if (e->learning)
+		put_mark(out, &bad, "ocsb_m_learn", "learn", NULL);
 
 	put_str(out, &bad, "\n# Built-in destinations.\n");
 	put_str(out, &bad, "acl ocsb_web_proto proto HTTP HTTPS\n");
@@ -392,7 +405,7 @@ int egress_render_squid(const struct egress *e, const struct egress_squid *sq, s
 	put_str(out, &bad, "http_access deny ocsb_ip_literal ocsb_private_dst");
 	put_unless_named(out, &bad, have_allow, have_connect);
 	put_str(out, &bad, " ocsb_m_private\n");
-	if (e->policy == EGRESS_ALLOWLIST) {
+	if (e->policy == EGRESS_ALLOWLIST && !e->learning) {
 		put_str(out, &bad, "# allowlist: what allow and connect do not name ends here.\n");
 		if (have_allow || have_connect) {
 			put_str(out, &bad, "http_access deny");
@@ -421,7 +434,9 @@ int egress_render_squid(const struct egress *e, const struct egress_squid *sq, s
 			put(out, &bad, "http_access allow ocsb_%s_%u ocsb_%s_%u_mark\n",
 				groups[g].acl, groups[g].id, groups[g].acl, groups[g].id);
 	}
-	if (e->policy == EGRESS_ALLOWLIST)
+	if (e->policy == EGRESS_ALLOWLIST && e->learning)
+		put_str(out, &bad, "http_access allow all ocsb_m_learn\n");
+	else if (e->policy == EGRESS_ALLOWLIST)
 		put_str(out, &bad, "http_access deny all ocsb_m_policy\n");
 	else
 		put_str(out, &bad, "http_access allow all ocsb_m_default\n");

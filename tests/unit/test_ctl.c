@@ -132,7 +132,8 @@ static void verb_names(void **state)
 	assert_string_equal(ctl_verb_name(CTL_STATUS), "STATUS");
 	assert_string_equal(ctl_verb_name(CTL_SECRET_PUT), "SECRET-PUT");
 	assert_null(ctl_verb_name(0));
-	assert_null(ctl_verb_name(7));
+	assert_string_equal(ctl_verb_name(CTL_RELOAD), "RELOAD");
+	assert_null(ctl_verb_name(8));
 }
 
 /* ---- requests: every malformed one, with its exact message ---- */
@@ -187,19 +188,19 @@ static void request_unknown_verb(void **state)
 	char payload[256], want[256];
 
 	REQ_ERR("OCSB/1 FOO\n",
-		"unknown verb 'FOO' (expected STATUS, RESTART, LOGS, WEB, PING or SECRET-PUT)");
+		"unknown verb 'FOO' (expected STATUS, RESTART, LOGS, WEB, PING, SECRET-PUT or RELOAD)");
 	REQ_ERR("OCSB/1 status\n",
-		"unknown verb 'status' (expected STATUS, RESTART, LOGS, WEB, PING or SECRET-PUT)");
+		"unknown verb 'status' (expected STATUS, RESTART, LOGS, WEB, PING, SECRET-PUT or RELOAD)");
 	REQ_ERR("OCSB/1 STATUSX\n",
 		"unknown verb 'STATUSX' (expected STATUS, RESTART, LOGS, WEB, "
-		"PING or SECRET-PUT)");
+		"PING, SECRET-PUT or RELOAD)");
 	REQ_ERR("OCSB/1 SECRET\n",
 		"unknown verb 'SECRET' (expected STATUS, RESTART, LOGS, WEB, "
-		"PING or SECRET-PUT)");
+		"PING, SECRET-PUT or RELOAD)");
 	/* A long token is cut in the message: it goes back to the peer and into logs. */
 	snprintf(payload, sizeof(payload), "OCSB/1 %s\n", rep('V', 200));
 	snprintf(want, sizeof(want),
-		"unknown verb '%s...' (expected STATUS, RESTART, LOGS, WEB, PING or SECRET-PUT)",
+		"unknown verb '%s...' (expected STATUS, RESTART, LOGS, WEB, PING, SECRET-PUT or RELOAD)",
 		rep('V', 40));
 	request_err(payload, strlen(payload), want);
 }
