@@ -260,12 +260,13 @@ static int egress_logs(struct cli *c, int follow)
 int egress_args(int argc, char **argv)
 {
 	static const char *const subs[] = {
-		"render", "verify", "logs", "denied", "allow", "learn", "apply", NULL};
+		"render", "verify", "logs", "denied", "allow", "learn", "apply", "reload", NULL};
 	static const char *const logs_opts[] = {"-f", NULL};
 	size_t k;
 
 	if (argc < 1) {
-		log_err("say render, verify, logs, denied, allow, learn or apply; see ocsb --help");
+		log_err("say render, verify, logs, denied, allow, learn, apply or reload; see ocsb "
+			"--help");
 		return 2;
 	}
 	for (k = 0; subs[k] && strcmp(argv[0], subs[k]); k++)

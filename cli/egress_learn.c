@@ -39,7 +39,9 @@ static int need_root(const char *what)
 {
 	if (geteuid() == 0)
 		return 0;
-	log_err("%s changes root's files under /etc/ocsb: run 'sudo ocsb egress %s'", what, what);
+	log_err("%s is root's (it changes /etc/ocsb or reloads the supervisor): run 'sudo ocsb "
+		"egress %s'",
+		what, what);
 	return -1;
 }
 
@@ -755,6 +757,8 @@ static int denied(struct cli *c, const char *since)
 
 int egress_learn_cmd(struct cli *c, int argc, char **argv)
 {
+	if (!strcmp(argv[0], "reload"))
+		return need_root("reload") < 0 || reload_wait(c) < 0 ? 1 : 0;
 	if (!strcmp(argv[0], "learn")) {
 		unsigned long min = LEARN_DEFAULT_MIN;
 
@@ -794,6 +798,13 @@ int egress_learn_args(int argc, char **argv)
 			}
 		} else if (argc > 2) {
 			log_err("learn %s: unexpected argument '%s'", argv[1], argv[2]);
+			return 2;
+		}
+		return 0;
+	}
+	if (!strcmp(sub, "reload")) {
+		if (argc > 1) {
+			log_err("reload: unexpected argument '%s'", argv[1]);
 			return 2;
 		}
 		return 0;

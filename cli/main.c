@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"                       egress.d/learned-DATE.conf, not in force\n"
 		"  egress apply FILE [--yes]\n"
 		"                       show what FILE changes, then put it in force (root)\n"
+		"  egress reload        have ocsb-agentd re-read the rules, wait until squid has\n"
+		"                       them (root; allow, learn and apply do it themselves)\n"
 		"  sync push [BRANCH]   hand your current branch (or BRANCH) to the agent's clone\n"
 		"  sync pull            fetch the agent's branches into refs/remotes/AGENT/* and\n"
 		"                       print a review of risky changes (--json)\n"

@@ -62,7 +62,7 @@ check_fails "and the resolver was not asked for it" in_dns_log "unknown-$$.examp
 check_output "agent: one.example.com is refused before learning" '^403$' code one.example.com
 
 # --- who may start it
-check_fails_output "the owner cannot start learn mode (root's files)" "sudo ocsb egress learn start" \
+check_fails_output "the owner cannot start learn mode (root's)" "sudo ocsb egress learn start" \
 	as_owner "$OCSB" egress learn start
 check_output "the owner's RELOAD on the control socket is refused" "^OCSB/1 ERR RELOAD is root.s" \
 	ctl_raw "$OWNER" "OCSB/1 RELOAD"
@@ -143,7 +143,8 @@ check_output "a second allow changes nothing" '^third\.example\.net: already all
 
 # --- learn mode ends by itself, and a restart past its time does not bring it back
 printf 'learn %s %s\n' "$(date -u +%FT%TZ)" "$(date -u -d '+4 sec' +%FT%TZ)" >"$D/ocsb-learn.conf"
-kill -HUP "$WARDEN"
+check_fails_output "egress reload is root's" "sudo ocsb egress reload" as_owner "$OCSB" egress reload
+check_output "sudo ocsb egress reload: in force" '^in force: ' "$OCSB" egress reload
 learning_in_force() { # the status says learning and squid has those rules
 	local s
 	s=$(status)
