@@ -16,6 +16,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -52,6 +53,27 @@ static int dropin_path(const struct cli *c, const char *name, char *out, size_t 
 	if (path_join(dir, sizeof(dir), c->paths.etc, "ocsb/egress.d") < 0 ||
 		path_join(out, n, dir, name) < 0) {
 		log_err("%s: path too long", c->paths.etc);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * One change at a time: two `egress allow` at once would each write the file the other
+ * read. An exclusive flock on /etc/ocsb (kept until exit). 0, or -1 said.
+ */
+static int lock_etc(const struct cli *c)
+{
+	char dir[4096];
+	int fd;
+
+	if (path_join(dir, sizeof(dir), c->paths.etc, "ocsb") < 0)
+		return -1;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		log_err("%s: %s", dir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	return 0;
@@ -483,6 +505,38 @@ static unsigned show_difference(const struct egress *now, const struct egress *f
 	return changes;
 }
 
+/*
+ * The settings the file would change (policy, egress, dns, learn): the rules in force with
+ * the file read last on top, against the rules in force. How many lines it printed.
+ */
+static unsigned show_settings(const struct cli *c, const char *text, size_t len, const char *file)
+{
+	const struct egress *now = &c->egress;
+	struct egress with;
+	char err[1024];
+	unsigned n = 0;
+
+	if (egress_load(&with, &c->paths, c->have_owner ? c->owner.home : NULL,
+		    c->have_owner ? c->owner.uid : (uid_t)-1, err, sizeof(err)) < 0)
+		return 0;
+	if (egress_parse_buf(&with, text, len, file, err, sizeof(err)) == 0) {
+		if (with.policy != now->policy && ++n)
+			printf("  ! policy %s (now %s)\n",
+				with.policy == EGRESS_ALLOWLIST ? "allowlist" : "blocklist",
+				now->policy == EGRESS_ALLOWLIST ? "allowlist" : "blocklist");
+		if (with.off != now->off && ++n)
+			printf("  ! egress %s (now %s)\n", with.off ? "off" : "on",
+				now->off ? "off" : "on");
+		if (with.dns_allow != now->dns_allow && ++n)
+			printf("  ! dns %s (now %s)\n", with.dns_allow ? "allow" : "deny",
+				now->dns_allow ? "allow" : "deny");
+		if (with.learn_until != now->learn_until && ++n)
+			printf("  ! learn mode %s\n", with.learning ? "on" : "set, not in force");
+	}
+	egress_free(&with);
+	return n;
+}
+
 /* The file's text with its `proposal` statement turned into a comment. */
 static int unpropose(const char *text, size_t len, struct buf *out)
 {
@@ -562,10 +616,15 @@ static int apply(struct cli *c, const char *file, int yes)
 	if (exists && fo_read(target, 1 << 20, &old, &oldlen) < 0)
 		old = NULL;
 	printf("%s%s, against the rules in force:\n", file, proposal ? " (a proposal)" : "");
-	changes = show_difference(&c->egress, &f);
+	changes = show_difference(&c->egress, &f) + show_settings(c, out.data, out.len, file);
 	printf("%u rule%s change%s what the agent may reach\n", changes, changes == 1 ? "" : "s",
 		changes == 1 ? "s" : "");
-	if (!yes && isatty(0)) {
+	if (!yes && !isatty(0)) {
+		log_err("no terminal to ask on: add --yes to apply %s as %s (nothing applied)",
+			file, target);
+		goto out;
+	}
+	if (!yes) {
 		char ans[16] = "";
 
 		printf("apply it as %s? [y/N] ", target);
@@ -759,6 +818,19 @@ int egress_learn_cmd(struct cli *c, int argc, char **argv)
 {
 	if (!strcmp(argv[0], "reload"))
 		return need_root("reload") < 0 || reload_wait(c) < 0 ? 1 : 0;
+	/* The rules read before the lock could be another change's past: read them again. */
+	if (strcmp(argv[0], "denied") != 0 && geteuid() == 0) {
+		char err[1024];
+
+		if (lock_etc(c) < 0)
+			return 1;
+		egress_free(&c->egress);
+		if (egress_load(&c->egress, &c->paths, c->have_owner ? c->owner.home : NULL,
+			    c->have_owner ? c->owner.uid : (uid_t)-1, err, sizeof(err)) < 0) {
+			log_err("%s", err);
+			return 1;
+		}
+	}
 	if (!strcmp(argv[0], "learn")) {
 		unsigned long min = LEARN_DEFAULT_MIN;
 

@@ -392,7 +392,7 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 {
 	struct group_row *rows;
 	size_t nr = 0;
-	unsigned long skipped = 0, skipped_req = 0;
+	unsigned long skipped = 0, skipped_req = 0, over = 0, over_req = 0;
 	char a[32], b[32];
 	int bad = 0, lines = 0;
 
@@ -404,6 +404,12 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 		if (!egress_host_plain(t->v[i].host)) {
 			skipped++;
 			skipped_req += t->v[i].count;
+			continue;
+		}
+		/* The most requested first (the tally's order): a flood does not bury them. */
+		if (nr == EGRESS_PROPOSAL_MAX) {
+			over++;
+			over_req += t->v[i].count;
 			continue;
 		}
 		rows[nr].s = &t->v[i];
@@ -459,6 +465,12 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 			"request%s), %lu request%s past %d destinations.\n",
 			skipped, skipped == 1 ? "" : "s", skipped_req, skipped_req == 1 ? "" : "s",
 			t->dropped, t->dropped == 1 ? "" : "s", EGRESS_TALLY_MAX);
+	if (over)
+		put(out, &bad,
+			"# Left out: %lu less requested destination%s (%lu request%s): a proposal "
+			"holds the %d most requested.\n",
+			over, over == 1 ? "" : "s", over_req, over_req == 1 ? "" : "s",
+			EGRESS_PROPOSAL_MAX);
 	free(rows);
 	return bad ? -ENOMEM : lines;
 }

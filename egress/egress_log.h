@@ -89,11 +89,14 @@ void egress_psl_free(struct egress_psl *psl);
  */
 void egress_registrable(const struct egress_psl *psl, const char *host, char *out, size_t n);
 
+/* A proposal's allow lines at most: beyond, the file would outgrow what the loader reads. */
+#define EGRESS_PROPOSAL_MAX 2000
 /*
  * learn stop's proposal for a tally of learned requests: a header saying it is not in force,
  * `proposal`, then the hosts grouped by registrable domain, one `allow HOST` line each with
  * its counts, methods, ports and first use. Hosts that are not plain are left out and
- * counted in a comment. Returns how many allow lines it wrote (0: nothing learned), or
+ * counted in a comment, and so are destinations past the EGRESS_PROPOSAL_MAX most
+ * requested. Returns how many allow lines it wrote (0: nothing learned), or
  * -ENOMEM.
  */
 int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl, time_t from,

@@ -116,6 +116,10 @@ check_fails_output "a proposal with a setting is refused whole" 'bad\.conf:3: .*
 printf 'allow fine.example.com\nallow bad..name\n' >"$E2E_SCRATCH/bad2.conf"
 check_fails_output "a bad line refuses the file" 'bad2\.conf:2: ' "$OCSB" egress apply "$E2E_SCRATCH/bad2.conf" --yes
 check "neither was copied" test ! -e "$D/bad.conf" -a ! -e "$D/bad2.conf"
+printf 'policy blocklist\n' >"$E2E_SCRATCH/open.conf"
+check_fails_output "apply names a change of policy, and without a terminal or --yes applies nothing" \
+	'! policy blocklist \(now allowlist\)' bash -c "'$OCSB' egress apply '$E2E_SCRATCH/open.conf' </dev/null"
+check "so open.conf was not copied" test ! -e "$D/open.conf"
 check_output "apply shows the difference" '^  \+ allow one\.example\.com +refused now \(policy-allowlist\)' \
 	"$OCSB" egress apply "$PROP" --yes
 check_output "and the proposal is in force, its proposal line a comment" '^# applied by ' cat "$PROP"
