@@ -209,6 +209,16 @@ static int check_alone(const char *text, size_t len, const char *name)
 	return r;
 }
 
+static int check_proposal(const char *text, size_t len, const char *name)
+{
+	char err[1024];
+
+	if (egress_proposal_check(text, len, name, err, sizeof(err)) == 0)
+		return 0;
+	log_err("%s (no proposal written)", err);
+	return -1;
+}
+
 /* path holds text now (NULL: removed); old/old_len what to put back (old NULL: none). */
 static int install(const struct cli *c, const char *path, const char *text, size_t len,
 	const char *old, size_t old_len)
@@ -429,16 +439,34 @@ static int learn_stop(struct cli *c)
 	}
 	j.from = c->egress.learn_from;
 	j.until = now < c->egress.learn_until ? now : c->egress.learn_until;
-	/* Learning ends before the log is read: nothing learned after is lost unseen. */
-	if (fo_read(path, 1 << 20, &old, &oldlen) < 0 ||
-		install(c, path, NULL, 0, old, oldlen) < 0) {
-		free(old);
+	if (j.until <= j.from)
+		j.until = j.from + 1;
+	/*
+	 * Learning ends before the log is read, so nothing learned after goes unseen: the
+	 * window is cut to now and kept until the proposal is written (a failure on the way
+	 * leaves it for the next `learn stop`).
+	 */
+	if (fo_read(path, 1 << 20, &old, &oldlen) < 0) {
+		log_err("%s: cannot be read", path);
 		return 1;
+	}
+	if (j.until < c->egress.learn_until) {
+		char a[32], b[32], text[512];
+		int n;
+
+		egress_time_utc(j.from, a, sizeof(a));
+		egress_time_utc(j.until, b, sizeof(b));
+		n = snprintf(text, sizeof(text),
+			"# Learn mode, ended by `sudo ocsb egress learn stop`; the file goes once "
+			"its\n# proposal is written.\nlearn %s %s\n",
+			a, b);
+		if (install(c, path, text, (size_t)n, old, oldlen) < 0 || reload_wait(c) < 0) {
+			free(old);
+			return 1;
+		}
 	}
 	free(old);
 	printf("learn mode off (it ran %ld min)\n", (long)((j.until - j.from + 59) / 60));
-	if (reload_wait(c) < 0)
-		return 1;
 	if (read_log(c, "learn stop", &log, &loglen) < 0)
 		return 1;
 	j.text = log;
@@ -449,14 +477,19 @@ static int learn_stop(struct cli *c)
 	if (r < 0)
 		return 1;
 	if (!res.output_len) {
+		spawn_result_free(&res);
+		if (install(c, path, NULL, 0, NULL, 0) < 0)
+			return 1;
 		printf("nothing learned: every request of the run was allowed already or refused "
 		       "for another reason; no proposal written\n");
-		spawn_result_free(&res);
-		return 0;
+		return reload_wait(c) < 0 ? 1 : 0;
 	}
-	/* What came back is checked as rules before root writes it anywhere. */
+	/*
+	 * What came back was made from the agent's text: root checks it is a proposal (its
+	 * first statement, so nothing of it is in force) before writing it anywhere.
+	 */
 	if (proposal_path(c, now, prop, sizeof(prop)) < 0 ||
-		check_alone(res.output, res.output_len, prop) < 0 ||
+		check_proposal(res.output, res.output_len, prop) < 0 ||
 		install(c, prop, res.output, res.output_len, NULL, 0) < 0) {
 		spawn_result_free(&res);
 		return 1;
@@ -465,7 +498,9 @@ static int learn_stop(struct cli *c)
 	printf("\nwritten: %s (NOT in force). Review it, then: sudo ocsb egress apply %s\n", prop,
 		prop);
 	spawn_result_free(&res);
-	/* So `ocsb status` lists the proposal; squid's rules are unchanged by it. */
+	/* The window goes now; the reload also lets `ocsb status` list the proposal. */
+	if (install(c, path, NULL, 0, NULL, 0) < 0)
+		return 1;
 	return reload_wait(c) < 0 ? 1 : 0;
 }
 

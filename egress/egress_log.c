@@ -475,6 +475,21 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 	return bad ? -ENOMEM : lines;
 }
 
+int egress_proposal_check(const char *text, size_t len, const char *name, char *err, size_t errlen)
+{
+	struct egress e = {0};
+	int r = egress_parse_buf(&e, text, len, name, err, errlen);
+
+	if (r == 0 && (e.proposals.n != 1 || e.n != 0 || e.learn_until ||
+			      e.policy != EGRESS_BLOCKLIST || e.off || e.dns_allow)) {
+		snprintf(err, errlen, "%s: not a proposal (its first statement must be `proposal`)",
+			name);
+		r = -1;
+	}
+	egress_free(&e);
+	return r;
+}
+
 /* Bytes a terminal would act on become '?': host names are the agent's text. */
 static void shown(const char *in, char *out, size_t n)
 {

@@ -103,6 +103,13 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 	time_t until, const char *machine, struct buf *out);
 
 /*
+ * Is text a proposal and nothing else (what root checks before writing what the log's
+ * reader made): it parses, its first statement is `proposal` (so none of its rules is in
+ * force), it holds no setting. 0, or -1 with err ("name:line: ..." or why not).
+ */
+int egress_proposal_check(const char *text, size_t len, const char *name, char *err, size_t errlen);
+
+/*
  * `ocsb egress denied`: a table of the refused destinations, most refused first, each with
  * the step and rule that refused it and the line that would allow it (or why none can); e
  * says what the rules in force decide now ("allowed now" after `egress allow`).
