@@ -242,7 +242,10 @@ static int ensure_egress_conf(struct prov *p)
 		return -1;
 	}
 	prov_done(p);
-	return 0;
+	/* Read as a later run reads it: with the drop-ins and the owner's layer after it. */
+	egress_free(&p->egress);
+	p->egress_loaded = 0;
+	return net_egress_load(p);
 }
 
 static int ensure_netlock(struct prov *p)
