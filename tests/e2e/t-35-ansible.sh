@@ -93,6 +93,10 @@ check_fails "  ... before any change (no account x)" getent passwd x
 check_play "first play provisions (changed)" first '[1-9][0-9]*'
 echo "  # first play: $(prov_says first)"
 check_output "  ... ocsb-provision reported its changes" 'ocsb-provision: [1-9][0-9]* changes' cat "$W/first.out"
+# The harness runs on a machine with OpenCode installed (make deps; provisioning needs it):
+# --install-opencode is not run, for that reason.
+check_output "  ... --install-opencode did not run: OpenCode's default binary is there" \
+	"since '?/opt/ocsb/opencode/node_modules/opencode-linux-x64/bin/opencode'? exists" cat "$W/first.out"
 check_output "  ... the agent logs in" "^$AGENT$" owner_ssh "$AGENT" id -un
 check_output "  ... ocsb.conf is the role's" "^project \"$PROJECT\"$" cat /etc/ocsb/ocsb.conf
 check_output "  ... the egress drop-in is written" '^block blocked-by-ansible.test$' cat /etc/ocsb/egress.d/ansible.conf
@@ -129,4 +133,11 @@ check_fails "  ... the account is gone" getent passwd "$AGENT"
 check_fails "  ... /etc/ocsb is gone (the role's drop-in with it)" test -e /etc/ocsb
 check_fails "  ... /var/lib/ocsb is gone" test -e /var/lib/ocsb
 check_play "  ... again: changed=0" purge-again 0 -e ocsb_state=absent -e ocsb_purge=true
-echo "  # times (s): $(for n in first second check-drift fix purge purge-again; do printf '%s %s, ' "$n" "$(cat "$W/$n.time" 2>/dev/null)"; done)"
+# Each play's wall time, and of it the time ocsb-provision's runs took (the command
+# tasks' deltas): the rest is Ansible's own.
+prov_time() {
+	grep -o '"delta": "[0-9:.]*"' "$W/$1.out" | grep -o '[0-9.]*"$' | tr -d '"' |
+		awk '{ s += $1 } END { printf "%.1f", s }'
+}
+echo "  # times (s): $(for n in first second check-drift fix purge purge-again; do
+	printf '%s %s (ocsb-provision %s), ' "$n" "$(cat "$W/$n.time" 2>/dev/null)" "$(prov_time "$n")"; done)"
