@@ -39,10 +39,11 @@ ca-certificates"
 # on a session bus (ocsb secrets end to end; dbus-x11 is the session bus gnome-keyring asks
 # for, where apt would otherwise pick dbus-user-session and systemd's user session with it), at and cron (the escape battery's persistence
 # probes), iproute2 and util-linux (the harness's namespaces), mmdebstrap (build matrix, VM
-# images), QEMU and e2fsprogs (VM tier).
+# images), QEMU and e2fsprogs (VM tier), ansible-core (the Ansible role's end-to-end test,
+# t-35; ansible-lint below).
 TEST_PKGS="libcmocka-dev clang clang-format lintian
 python3 openssl dbus dbus-x11 gnome-keyring libsecret-tools at cron iproute2 util-linux
-mmdebstrap qemu-system-x86 qemu-utils e2fsprogs"
+mmdebstrap qemu-system-x86 qemu-utils e2fsprogs ansible-core"
 
 if [ -n "$test" ]; then
 	# libFuzzer's runtime is only recommended by clang; where it is a package of its own
@@ -50,6 +51,11 @@ if [ -n "$test" ]; then
 	clang_ver=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
 	if [ -n "$clang_ver" ] && apt-cache show "libclang-rt-$clang_ver-dev" >/dev/null 2>&1; then
 		TEST_PKGS="$TEST_PKGS libclang-rt-$clang_ver-dev"
+	fi
+	# ansible-lint checks the Ansible role (t-35), which skips that check where a release
+	# has no such package (Debian 12 has it).
+	if apt-cache show ansible-lint >/dev/null 2>&1; then
+		TEST_PKGS="$TEST_PKGS ansible-lint"
 	fi
 	PKGS="$PKGS $TEST_PKGS"
 fi

@@ -59,7 +59,7 @@ check_output "make help lists every one of them, each with its line" '^none$' \
 # --- make deps is building and running; make test-deps adds the tests' tooling (issue 28
 # item 7: make deps had installed QEMU, mmdebstrap, lintian, clang-format for every user).
 # tools/install-deps.sh --list prints what each target installs; nothing is installed here.
-TOOLING='libcmocka-dev|clang|clang-format|lintian|mmdebstrap|qemu-system-x86|qemu-utils|gnome-keyring|python3|dbus-x11|libclang-rt-.*'
+TOOLING='libcmocka-dev|clang|clang-format|lintian|mmdebstrap|qemu-system-x86|qemu-utils|gnome-keyring|python3|dbus-x11|libclang-rt-.*|ansible-core|ansible-lint'
 deps=$("$TREE/tools/install-deps.sh" --list)
 test_deps=$("$TREE/tools/install-deps.sh" --list --test)
 check_output "make deps installs no test tooling" '^none$' \
@@ -68,5 +68,7 @@ check_output "  ... and what running ocsb needs (control: squid, nftables, opens
 	bash -c 'grep -cxE "squid|nftables|openssh-server" <<<"$1"' _ "$deps"
 check_output "make test-deps adds the tooling (control: QEMU, mmdebstrap, cmocka, clang)" '^4$' \
 	bash -c 'grep -cxE "qemu-system-x86|mmdebstrap|libcmocka-dev|clang" <<<"$1"' _ "$test_deps"
+check_output "  ... ansible-core, for the Ansible role's test (t-35)" '^ansible-core$' \
+	bash -c 'grep -x ansible-core <<<"$1"' _ "$test_deps"
 check_output "  ... on top of everything make deps installs" '^none$' \
 	bash -c 'o=$(comm -23 <(sort <<<"$1") <(sort <<<"$2") | tr "\n" " "); echo "${o:-none}"' _ "$deps" "$test_deps"
