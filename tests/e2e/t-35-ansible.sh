@@ -100,9 +100,9 @@ check_output "  ... --install-opencode did not run: OpenCode's default binary is
 check_output "  ... the agent logs in" "^$AGENT$" owner_ssh "$AGENT" id -un
 check_output "  ... ocsb.conf is the role's" "^project \"$PROJECT\"$" cat /etc/ocsb/ocsb.conf
 check_output "  ... the egress drop-in is written" '^block blocked-by-ansible.test$' cat /etc/ocsb/egress.d/ansible.conf
-check_output "  ... this play wrote egress.conf (the run that reads no drop-in: control)" \
+check_output "  ... this play wrote egress.conf (a first run)" \
 	'write /etc/ocsb/egress.conf' cat "$W/first.out"
-check "  ... and the drop-in is in force at once (squid's rules name it)" \
+check "  ... and the drop-in is in force at once: that run read it (squid's rules name it)" \
 	grep -q 'blocked-by-ansible.test' /var/lib/ocsb/proxy/squid.conf
 snapshot_state second
 check_play "second play: changed=0" second 0
