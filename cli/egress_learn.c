@@ -104,7 +104,8 @@ static void sleep_ms(long ms)
  */
 static void proxy_answers(const struct cli *c)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->cfg.proxy_port)};
+	struct sockaddr_in a = {
+		.sin_family = AF_INET, .sin_port = htons((uint16_t)c->cfg.proxy_port)};
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sleep_ms(200);
@@ -147,7 +148,8 @@ static int reload_wait(const struct cli *c)
 		ctl_response_free(&resp);
 		return -1;
 	}
-	r = status_uint(&resp, "reloads", &reloads0) | status_uint(&resp, "egress-generation", &gen0);
+	r = status_uint(&resp, "reloads", &reloads0) |
+		status_uint(&resp, "egress-generation", &gen0);
 	ctl_response_free(&resp);
 	if (r < 0) {
 		log_err("ocsb-agentd did not say which reload it made (an older version?)");
@@ -170,8 +172,10 @@ static int reload_wait(const struct cli *c)
 		r = status_uint(&resp, "reloads", &reloads) |
 			status_uint(&resp, "egress-generation", &gen) |
 			status_uint(&resp, "proxy-generation", &pgen);
-		if (r == 0 && reloads > reloads0 && (why = ctl_response_get(&resp, "reload-error"))) {
-			log_err("ocsb-agentd refused the new rules and keeps the ones it had: %s", why);
+		if (r == 0 && reloads > reloads0 &&
+			(why = ctl_response_get(&resp, "reload-error"))) {
+			log_err("ocsb-agentd refused the new rules and keeps the ones it had: %s",
+				why);
 			ctl_response_free(&resp);
 			return -1;
 		}
@@ -277,8 +281,7 @@ static int tally_child(void *arg, int outfd)
 	struct buf out = {0};
 	int r;
 
-	if (egress_tally_text(&t, j->text, j->len, j->learn, (double)j->from,
-		    (double)j->until) < 0)
+	if (egress_tally_text(&t, j->text, j->len, j->learn, (double)j->from, (double)j->until) < 0)
 		return 3;
 	if (j->learn) {
 		if (egress_psl_load(&psl, EGRESS_PSL_FILE) < 0)
@@ -365,7 +368,8 @@ static int learn_start(struct cli *c, unsigned minutes)
 		egress_time_utc(c->egress.learn_until, until, sizeof(until));
 		log_err("%s: learn mode %s %s: 'sudo ocsb egress learn stop' first (it writes what "
 			"that run learned)",
-			c->egress.learn_file, c->egress.learning ? "is on until" : "ended at", until);
+			c->egress.learn_file, c->egress.learning ? "is on until" : "ended at",
+			until);
 		return 1;
 	}
 	if (lstat(path, &st) == 0) {
@@ -381,7 +385,8 @@ static int learn_start(struct cli *c, unsigned minutes)
 		"# stop` removes this file and writes what was learned as a proposal.\n"
 		"learn %s %s\n",
 		from, from, until);
-	if (check_alone(text, (size_t)n, path) < 0 || install(c, path, text, (size_t)n, NULL, 0) < 0)
+	if (check_alone(text, (size_t)n, path) < 0 ||
+		install(c, path, text, (size_t)n, NULL, 0) < 0)
 		return 1;
 	printf("learn mode on until %s (%u min): the agent may reach what the blocklist would "
 	       "allow, and each such request is logged\n",
@@ -525,9 +530,9 @@ static unsigned show_difference(const struct egress *now, const struct egress *f
 			else
 				snprintf(shown, sizeof(shown), "%s", r->value);
 			if (v.allow == (k != EGRESS_BLOCK)) {
-				printf("  = %s %-40s already %s now (%s%s%s)\n", egress_kind_name(k),
-					shown, v.allow ? "allowed" : "refused", v.tag,
-					v.rule ? " " : "", v.rule ? v.rule->file : "");
+				printf("  = %s %-40s already %s now (%s%s%s)\n",
+					egress_kind_name(k), shown, v.allow ? "allowed" : "refused",
+					v.tag, v.rule ? " " : "", v.rule ? v.rule->file : "");
 				continue;
 			}
 			printf("  + %s %-40s %s now (%s)\n", egress_kind_name(k), shown,
@@ -587,7 +592,8 @@ static int unpropose(const char *text, size_t len, struct buf *out)
 
 		if (!done && l >= w + 8 && !strncmp(p + w, "proposal", 8) &&
 			(w + 8 == l || strchr(" \t\r\n#", p[w + 8]))) {
-			if (buf_printf(out, "# applied by `sudo ocsb egress apply` on %s\n", stamp) < 0)
+			if (buf_printf(out, "# applied by `sudo ocsb egress apply` on %s\n",
+				    stamp) < 0)
 				return -1;
 			done = 1;
 		} else if (buf_append(out, p, l) < 0) {
@@ -727,8 +733,9 @@ static int allow(struct cli *c, int argc, char **argv)
 	if (fo_read(path, 1 << 20, &old, &oldlen) == 0)
 		buf_append(&text, old, oldlen);
 	else
-		buf_puts(&text, "# Hosts added by `sudo ocsb egress allow HOST`, one line each with "
-				"its date.\n");
+		buf_puts(&text,
+			"# Hosts added by `sudo ocsb egress allow HOST`, one line each with "
+			"its date.\n");
 	egress_time_utc(time(NULL), stamp, sizeof(stamp));
 	for (int i = 0; i < argc; i++) {
 		struct egress one = {0};
@@ -739,7 +746,8 @@ static int allow(struct cli *c, int argc, char **argv)
 		if (allow_line(argv[i], line, sizeof(line)) < 0)
 			goto out;
 		if (egress_parse_buf(&one, line, strlen(line), argv[i], err, sizeof(err)) < 0) {
-			log_err("%s (nothing added)", strchr(err, ' ') ? strchr(err, ' ') + 1 : err);
+			log_err("%s (nothing added)",
+				strchr(err, ' ') ? strchr(err, ' ') + 1 : err);
 			egress_free(&one);
 			goto out;
 		}
@@ -792,7 +800,10 @@ int egress_since(const char *s, time_t now, time_t *ret)
 	const char *rest;
 
 	if (e != s && s[0] >= '0' && s[0] <= '9' && e[0] && !e[1] && n > 0 && n <= 100000) {
-		unsigned long unit = e[0] == 'm' ? 60 : e[0] == 'h' ? 3600 : e[0] == 'd' ? 86400 : 0;
+		unsigned long unit = e[0] == 'm' ? 60
+			: e[0] == 'h'		 ? 3600
+			: e[0] == 'd'		 ? 86400
+						 : 0;
 
 		if (unit) {
 			*ret = now - (time_t)(n * unit);
@@ -835,7 +846,8 @@ static int denied(struct cli *c, const char *since)
 	}
 	free(log);
 	egress_time_utc(j.from, from, sizeof(from));
-	printf("refused since %s%s\n", from, since ? "" : " (the last 24 hours; --since to change)");
+	printf("refused since %s%s\n", from,
+		since ? "" : " (the last 24 hours; --since to change)");
 	/* The child read the agent's text: what it says is shown, never acted on. */
 	for (const char *p = res.output ? res.output : ""; *p;) {
 		size_t l = strcspn(p, "\n");
@@ -895,7 +907,8 @@ int egress_learn_args(int argc, char **argv)
 		}
 		if (!strcmp(argv[1], "start") && argc >= 3) {
 			if (argc != 4 || strcmp(argv[2], "--minutes")) {
-				log_err("learn start: the one option is --minutes N; see ocsb --help");
+				log_err("learn start: the one option is --minutes N; see ocsb "
+					"--help");
 				return 2;
 			}
 			min = strtoul(argv[3], &e, 10);
