@@ -3,7 +3,7 @@
 # `ansible-playbook -c local -i localhost,` against this build's ocsb-provision: the first
 # play provisions (changed), the second reports changed=0 and touches nothing, check mode
 # on a drifted host (ocsb.conf edited, the sshd drop-in removed) reports the drift and
-# fixes nothing, a play fixes it, `ocsb_state: absent` removes and purges. The package step
+# fixes nothing, `ocsb_state: absent` removes and purges, and again reports changed=0. The package step
 # cannot run here (no .deb, /usr read-only): ocsb_install_package is false, and the apt
 # tasks are covered by --syntax-check and ansible-lint.
 . "$E2E_LIB"
@@ -121,10 +121,7 @@ check_output "  ... the removed sshd drop-in, from ocsb-provision --check" \
 check_output "  ... and --dry-run's plan, shown with --diff" \
 	"would: write /etc/ssh/sshd_config.d/ocsb-$AGENT.conf" cat "$W/check-drift.out"
 state_unchanged "  ... and fixes nothing" drifted
-check_play "a play fixes both (changed=2: the file and provisioning; the control of changed=0)" fix 2
-check_output "  ... ocsb-provision said 1 change (the drop-in)" 'ocsb-provision: 1 change\b' cat "$W/fix.out"
-check_output "  ... ocsb.conf is the role's again" '^agent-ports 9000-9009$' cat /etc/ocsb/ocsb.conf
-check "  ... the drop-in is back" test -f /etc/ssh/sshd_config.d/ocsb-$AGENT.conf
+# (The next play would fix both; the absent play below starts from the drifted host.)
 
 # --- ocsb_state: absent with ocsb_purge
 check_play "ocsb_state absent with ocsb_purge: --remove --purge (changed)" purge '[1-9][0-9]*' \
@@ -139,5 +136,5 @@ prov_time() {
 	grep -o '"delta": "[0-9:.]*"' "$W/$1.out" | grep -o '[0-9.]*"$' | tr -d '"' |
 		awk '{ s += $1 } END { printf "%.1f", s }'
 }
-echo "  # times (s): $(for n in first second check-drift fix purge purge-again; do
+echo "  # times (s): $(for n in first second check-drift purge purge-again; do
 	printf '%s %s (ocsb-provision %s), ' "$n" "$(cat "$W/$n.time" 2>/dev/null)" "$(prov_time "$n")"; done)"
