@@ -262,6 +262,16 @@ static int install(const struct cli *c, const char *path, const char *text, size
 	return -1;
 }
 
+/* A change of root's: checked alone, installed (put back if refused), said, reloaded. */
+static int put_in_force(const struct cli *c, const char *path, const char *text, size_t len,
+	const char *old, size_t old_len, const char *said)
+{
+	if (check_alone(text, len, path) < 0 || install(c, path, text, len, old, old_len) < 0)
+		return -1;
+	printf("%s %s\n", said, path);
+	return reload_wait(c);
+}
+
 /* ---- the log, read by root, counted by nobody ---- */
 
 struct tally_job {
@@ -676,11 +686,7 @@ static int apply(struct cli *c, const char *file, int yes)
 			goto out;
 		}
 	}
-	if (check_alone(out.data, out.len, target) < 0 ||
-		install(c, target, out.data, out.len, old, oldlen) < 0)
-		goto out;
-	printf("applied: %s\n", target);
-	r = reload_wait(c) < 0 ? 1 : 0;
+	r = put_in_force(c, target, out.data, out.len, old, oldlen, "applied:") < 0 ? 1 : 0;
 out:
 	egress_free(&f);
 	buf_free(&out);
@@ -778,11 +784,7 @@ static int allow(struct cli *c, int argc, char **argv)
 		r = 0;
 		goto out;
 	}
-	if (check_alone(text.data, text.len, path) < 0 ||
-		install(c, path, text.data, text.len, old, oldlen) < 0)
-		goto out;
-	printf("added to %s\n", path);
-	r = reload_wait(c) < 0 ? 1 : 0;
+	r = put_in_force(c, path, text.data, text.len, old, oldlen, "added to") < 0 ? 1 : 0;
 out:
 	buf_free(&text);
 	free(old);

@@ -109,3 +109,14 @@ fake_internet_up() {
 	done
 	wait_port 198.18.1.10 443 5
 }
+
+# inet_dns_asked NAME: 0 when the fake resolver logged a query for NAME (INET_DNS_LOG)
+# within 3 seconds.
+inet_dns_asked() {
+	local i
+	for i in $(seq 30); do
+		grep -q -- " $1\$" "$INET_DNS_LOG" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}

