@@ -80,6 +80,7 @@ int egress_host_plain(const char *host)
 {
 	unsigned char a[16];
 	size_t len = strlen(host), label = 0;
+	const char *last;
 
 	if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
 		return 1;
@@ -99,8 +100,12 @@ int egress_host_plain(const char *host)
 			return 0;
 		label++;
 	}
-	/* A dotted name: a dotless one is refused by the rules before any allow. */
-	return strchr(host, '.') != NULL;
+	/*
+	 * A dotted name (a dotless one is refused by the rules before any allow) whose last
+	 * label is not numeric: the rules read such a name as an IPv4 address ("1.2.3").
+	 */
+	last = strrchr(host, '.');
+	return last && strspn(last + 1, "0123456789") < strlen(last + 1);
 }
 
 /* ---- the tally: open addressing on host and port ---- */
@@ -387,6 +392,9 @@ static int cmp_group(const void *a, const void *b)
 	return c ? c : (x->s->port < y->s->port ? -1 : x->s->port > y->s->port);
 }
 
+/* The ports of one host listed in its allow line's comment; the rest are counted. */
+#define PROPOSAL_PORTS 8
+
 int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl, time_t from,
 	time_t until, const char *machine, struct buf *out)
 {
@@ -432,12 +440,16 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 	for (size_t i = 0; i < nr; i++) {
 		const struct egress_seen *s = rows[i].s;
 		char first[32], meth[48];
+		unsigned long more = 0, more_req = 0;
+		double t0; /* the first use of any of its ports */
 
 		if (i == 0 || strcmp(rows[i].dom, rows[i - 1].dom) != 0) {
 			unsigned long hosts = 0, req = 0;
 
+			/* Hosts, not destinations: a host's ports are adjacent rows. */
 			for (size_t j = i; j < nr && !strcmp(rows[j].dom, rows[i].dom); j++) {
-				hosts++;
+				hosts +=
+					j == i || strcmp(rows[j].s->host, rows[j - 1].s->host) != 0;
 				req += rows[j].s->count;
 			}
 			put(out, &bad, "\n# %s: %lu host%s, %lu request%s\n", rows[i].dom, hosts,
@@ -446,16 +458,26 @@ int egress_proposal_render(struct egress_tally *t, const struct egress_psl *psl,
 		/* One line a host: a second port of the same host is in its comment. */
 		if (i > 0 && !strcmp(s->host, rows[i - 1].s->host))
 			continue;
-		iso(s->first, first, sizeof(first));
+		t0 = s->first;
 		put(out, &bad, "allow %s  #", s->host);
 		for (size_t j = i; j < nr && !strcmp(rows[j].s->host, s->host); j++) {
 			methods_text(rows[j].s, meth, sizeof(meth));
-			put(out, &bad, "%s %lu request%s (%s port %u)", j > i ? ";" : "",
-				rows[j].s->count, rows[j].s->count == 1 ? "" : "s", meth + 1,
-				rows[j].s->port);
-			if (rows[j].s->first < s->first)
-				iso(rows[j].s->first, first, sizeof(first));
+			/* A few ports, the rest counted: a rule line has CONF_MAX_LINE bytes. */
+			if (j - i < PROPOSAL_PORTS)
+				put(out, &bad, "%s %lu request%s (%s port %u)", j > i ? ";" : "",
+					rows[j].s->count, rows[j].s->count == 1 ? "" : "s",
+					meth + 1, rows[j].s->port);
+			else {
+				more++;
+				more_req += rows[j].s->count;
+			}
+			if (rows[j].s->first < t0)
+				t0 = rows[j].s->first;
 		}
+		iso(t0, first, sizeof(first));
+		if (more)
+			put(out, &bad, "; %lu more port%s (%lu request%s)", more,
+				more == 1 ? "" : "s", more_req, more_req == 1 ? "" : "s");
 		put(out, &bad, ", first %s\n", first);
 		lines++;
 	}
@@ -496,7 +518,7 @@ static void shown(const char *in, char *out, size_t n)
 	size_t i = 0;
 
 	for (; in[i] && i + 1 < n; i++)
-		out[i] = (in[i] > 0x20 && in[i] < 0x7f) ? in[i] : '?';
+		out[i] = (in[i] >= 0x20 && in[i] < 0x7f) ? in[i] : '?';
 	out[i] = '\0';
 }
 
