@@ -23,9 +23,10 @@
  *   connect HOST:PORT...              tunnels to other ports ([v6]:port for IPv6)
  *   expect-pass URL [curl options]    self-checks for `ocsb egress verify`
  *   expect-block URL [curl options]
- *   learn FROM UNTIL                  learn mode between two UTC times (2026-12-06T21:00:00Z):
- *                                     under the allowlist, what the policy would refuse
- *                                     passes and is logged as step `learn`
+ *   learn FROM UNTIL                  learn mode until UNTIL (UTC, 2026-12-06T21:00:00Z); FROM
+ *                                     starts the log window `learn stop` reads. Under the
+ *                                     allowlist, what the policy would refuse passes and
+ *                                     is logged as step `learn`
  *   proposal                          first statement of a file that is not in force: it is
  *                                     parsed and checked, its rules are dropped
  *
@@ -79,7 +80,8 @@ struct egress {
 	time_t learn_from, learn_until;
 	const char *learn_file; /* borrowed from files: where it was set */
 	/*
-	 * Learning now: policy allowlist and the load's clock inside the window (set by the
+	 * Learning now: policy allowlist and the load's clock before UNTIL (FROM is not
+	 * waited for: `learn start` writes the time it starts) (set by the
 	 * loaders, egress_learn_update; the supervisor clears it when the window ends).
 	 */
 	int learning;

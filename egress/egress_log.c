@@ -91,7 +91,8 @@ int egress_host_plain(const char *host)
 
 		if (c == '.' || c == '\0') {
 			/* No empty label, none longer than 63, none that starts or ends with '-'. */
-			if (label == 0 || label > 63 || host[i - 1] == '-' || host[i - label] == '-')
+			if (label == 0 || label > 63 || host[i - 1] == '-' ||
+				host[i - label] == '-')
 				return 0;
 			label = 0;
 			continue;
@@ -179,8 +180,8 @@ int egress_tally_add(struct egress_tally *t, const struct egress_logrec *r)
 		s->first = r->ts;
 	if (r->ts >= s->last) {
 		s->last = r->ts;
-		snprintf(s->step, sizeof(s->step), "%s", r->step);
-		snprintf(s->rule, sizeof(s->rule), "%s", r->rule);
+		snprintf(s->step, sizeof(s->step), "%.31s", r->step);
+		snprintf(s->rule, sizeof(s->rule), "%.239s", r->rule);
 	}
 	s->methods |= method_bit(r->method);
 	return 0;
@@ -220,8 +221,8 @@ void egress_tally_free(struct egress_tally *t)
 	memset(t, 0, sizeof(*t));
 }
 
-int egress_tally_text(struct egress_tally *t, const char *text, size_t len, int learn, double from,
-	double until)
+int egress_tally_text(
+	struct egress_tally *t, const char *text, size_t len, int learn, double from, double until)
 {
 	const char *p = text, *end = text + len;
 
@@ -349,7 +350,8 @@ void egress_registrable(const struct egress_psl *psl, const char *host, char *ou
 
 /* ---- what is written and printed ---- */
 
-static void put(struct buf *b, int *bad, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(struct buf *b, int *bad, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void put(struct buf *b, int *bad, const char *fmt, ...)
 {
 	char line[4096];
@@ -360,7 +362,8 @@ static void put(struct buf *b, int *bad, const char *fmt, ...)
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	/* Every piece is bounded by its fields, well under a line's room. */
-	if (n < 0 || buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+	if (n < 0 ||
+		buf_append(b, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 		*bad = 1;
 }
 
@@ -502,8 +505,9 @@ int egress_proposal_check(const char *text, size_t len, const char *name, char *
 	struct egress e = {0};
 	int r = egress_parse_buf(&e, text, len, name, err, errlen);
 
-	if (r == 0 && (e.proposals.n != 1 || e.n != 0 || e.learn_until ||
-			      e.policy != EGRESS_BLOCKLIST || e.off || e.dns_allow)) {
+	if (r == 0 &&
+		(e.proposals.n != 1 || e.n != 0 || e.learn_until || e.policy != EGRESS_BLOCKLIST ||
+			e.off || e.dns_allow)) {
 		snprintf(err, errlen, "%s: not a proposal (its first statement must be `proposal`)",
 			name);
 		r = -1;

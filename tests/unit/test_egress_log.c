@@ -389,6 +389,31 @@ static void denied_render(void **state)
 	egress_tally_free(&t);
 }
 
+/*
+ * What root checks before writing what the log's reader made: a proposal and nothing else.
+ * A reader that lost its `proposal` line, or slipped a setting in, is refused.
+ */
+static void proposal_check(void **state)
+{
+	static const char good[] = "# learned\nproposal\nallow a.example.com  # 1 request\n";
+	static const char *const bad[] = {
+		"allow a.example.com\n", /* no proposal line: its rules would be in force */
+		"allow a.example.com\nproposal\n", /* not first */
+		"proposal\npolicy blocklist\n",
+		"proposal\nlearn 2026-12-06T21:00:00Z "
+		"2026-12-06T22:00:00Z\n",
+		"proposal\nallow a..b\n", /* a bad line */
+		"", /* nothing */
+	};
+	char err[512];
+
+	(void)state;
+	assert_int_equal(egress_proposal_check(good, strlen(good), "p.conf", err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (egress_proposal_check(bad[i], strlen(bad[i]), "p.conf", err, sizeof(err)) == 0)
+			fail_msg("accepted as a proposal: '%s'", bad[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -400,6 +425,7 @@ int main(void)
 		cmocka_unit_test(psl_registrable),
 		cmocka_unit_test(proposal_render),
 		cmocka_unit_test(denied_render),
+		cmocka_unit_test(proposal_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
