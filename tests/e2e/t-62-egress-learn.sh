@@ -124,6 +124,7 @@ check_output "applied: third.example.net is still refused" '^403$' code third.ex
 check "status: no proposal waits" no_line egress-proposal
 
 # --- denials
+"$OCSB" egress denied 2>&1 | sed 's/^/# /'
 check_output "denied lists the third with the line that allows it" \
 	'^ +[1-9][0-9]* +20[0-9: -]+ +third\.example\.net:80 +policy-allowlist +allow third\.example\.net$' \
 	"$OCSB" egress denied
