@@ -112,7 +112,9 @@ check_fails "account deleted" getent passwd "$AGENT"
 check_fails "group deleted" getent group "$AGENT"
 check_fails "home deleted" test -e /home/$AGENT
 check_fails "no process of the uid left" pgrep -u "$uid"
-left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/spool /var/mail -xdev -uid "$uid" 2>/dev/null | head)
+places=(/home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/spool /var/mail)
+root_writable && places=(/ "${places[@]}")
+left=$(find "${places[@]}" -xdev -uid "$uid" 2>/dev/null | head)
 [ -z "$left" ] && pass "no file owned by uid $uid anywhere" || fail "files of uid $uid remain" "$left"
 check_fails "config removed by --purge" test -e /etc/ocsb/ocsb.conf
 check_fails "state removed by --purge" test -e /var/lib/ocsb/agents/$AGENT
@@ -126,7 +128,9 @@ check_fails "/var/lib/ocsb removed with the last agent" test -e /var/lib/ocsb
 check_fails "/var/log/ocsb (the supervisor's logs) removed with the last agent" test -e /var/log/ocsb
 # Like ocsb-inject's, the supervisor's account stays (apt purge ocsb removes it): owns no file.
 check "the system account ocsb-agentd is kept" getent passwd ocsb-agentd
-left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/log /var/spool -xdev -user ocsb-agentd 2>/dev/null | head)
+places=(/home /run /tmp /var/tmp /dev/shm /etc /var/lib /var/log /var/spool)
+root_writable && places=(/ "${places[@]}")
+left=$(find "${places[@]}" -xdev -user ocsb-agentd 2>/dev/null | head)
 [ -z "$left" ] && pass "no file owned by ocsb-agentd left" || fail "files of ocsb-agentd remain" "$left"
 check_fails "/etc/ocsb removed with the last agent" test -e /etc/ocsb
 check_fails "pam_namespace line gone from /etc/pam.d/sshd" grep -q 'ocsb-provision' /etc/pam.d/sshd

@@ -48,7 +48,9 @@ for ((k = 1; k <= 40; k++)); do
 	fi
 	out=$(prov --remove --purge 2>&1)
 	rc2=$?
-	left=$(find / /home /run /tmp /var/tmp /dev/shm /etc /var/lib -xdev -uid "$uid" 2>/dev/null | head -5)
+	places=(/home /run /tmp /var/tmp /dev/shm /etc /var/lib)
+	root_writable && places=(/ "${places[@]}")
+	left=$(find "${places[@]}" -xdev -uid "$uid" 2>/dev/null | head -5)
 	if [ $rc -eq 137 ] && [ $rc2 -eq 0 ] && [ -z "$left" ] && ! getent passwd "$AGENT" >/dev/null; then
 		pass "purge killed after step $k: re-run leaves no account and no file of uid $uid"
 	else
