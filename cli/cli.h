@@ -53,8 +53,6 @@ int egress_learn_cmd(struct cli *c, int argc, char **argv);
 int egress_learn_args(int argc, char **argv);
 /* --since WHEN (30m, 2h, 7d, 2026-12-06, 2026-12-06T21:00:00Z) as a time: 0, or -1. */
 int egress_since(const char *s, time_t now, time_t *ret);
-/* Turn one squid access.log line into a readable one, with the rule that decided it. */
-int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
 
 /* doctor.c: `ocsb doctor [--fix] [--json]`; exit 1 when a check FAILs */
 int cmd_doctor(struct cli *c, int argc, char **argv);

@@ -76,6 +76,36 @@ int egress_log_parse(const char *line, struct egress_logrec *r)
 	return 0;
 }
 
+int egress_log_line(const struct egress *e, const char *line, char *out, size_t n)
+{
+	struct egress_logrec r;
+	struct egress_verdict v;
+	char when[32], why[1200];
+	time_t t;
+	struct tm tm;
+
+	if (egress_log_parse(line, &r) < 0)
+		return -1;
+	if (r.step[0]) {
+		snprintf(why, sizeof(why), "%s%s%s", r.step, strcmp(r.rule, "builtin") ? " " : "",
+			strcmp(r.rule, "builtin") ? r.rule : "");
+	} else {
+		/* An older log line without our fields: what the rules say now. */
+		egress_decide(e, r.host, r.port, &v);
+		if (v.rule)
+			snprintf(why, sizeof(why), "%s %s:%u (by the current rules)", v.tag,
+				v.rule->file, v.rule->line);
+		else
+			snprintf(why, sizeof(why), "%s (by the current rules)", v.tag);
+	}
+	t = (time_t)r.ts;
+	localtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(out, n, "%s %-5s %-7s %s:%u  %s  [%s]", when, r.denied ? "DENY" : "ALLOW",
+		r.method, r.host, r.port, r.action, why);
+	return 0;
+}
+
 int egress_host_plain(const char *host)
 {
 	unsigned char a[16];

@@ -28,6 +28,12 @@ struct egress_logrec {
 
 /* One line (without its newline): 0, or -1 for a line that is not ours. */
 int egress_log_parse(const char *line, struct egress_logrec *r);
+/*
+ * One line made readable for `ocsb egress logs`: local time, ALLOW or DENY, method,
+ * host:port, squid's action and the step and rule that decided it (for an older line
+ * without them, what the rules e say now). 0, or -1 for a line that is not ours.
+ */
+int egress_log_line(const struct egress *e, const char *line, char *out, size_t n);
 
 /*
  * A host that may go into a rule as it is: a name of letters, digits and '-' in dotted

@@ -26,38 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "conf.h"
 #include "egress.h"
-#include "spawn.h"
+#include "egress_log.h"
 #include "fuzz_util.h"
-
-/*
- * cli/egress.c also runs curl for `ocsb egress verify` (spawn.c, built only by the Makefile
- * with its install paths) and prints the proxy's configuration (egress_proxy.c, which
- * starts squid); nothing here calls them.
- */
-int proxy_render(const struct proxy *px, const struct egress *e, struct buf *out)
-{
-	(void)px;
-	(void)e;
-	(void)out;
-	abort();
-}
-
-int spawn_run(const char *const argv[], const struct spawn_opts *o, struct spawn_result *ret)
-{
-	(void)argv;
-	(void)o;
-	(void)ret;
-	abort();
-}
-
-void spawn_result_free(struct spawn_result *r)
-{
-	(void)r;
-	abort();
-}
 
 #define FILE_NAME "egress.conf"
 
