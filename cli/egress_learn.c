@@ -136,7 +136,8 @@ static int reload_wait(const struct cli *c)
 
 	r = ctl_call(c->paths.ctl_sock, &rq, &resp, 15000, err, sizeof(err));
 	if (r == -ENOENT || r == -ECONNREFUSED) {
-		printf("ocsb-agentd is not running: the rules are read when it starts\n");
+		printf("ocsb-agentd is not running: it reads the rules when it starts (a proxy "
+		       "that ocsb-provision started takes them with sudo ocsb-provision)\n");
 		return 0;
 	}
 	if (r < 0) {
@@ -181,13 +182,14 @@ static int reload_wait(const struct cli *c)
 		}
 		if ((why = ctl_response_get(&resp, "proxy-refused")))
 			failed = (unsigned)strtoul(why, NULL, 10);
-		if (r == 0 && gen > gen0 && failed >= gen) {
+		/* Ours, not learn mode's end: the reload counted as well as the generation. */
+		if (r == 0 && reloads > reloads0 && gen > gen0 && failed >= gen) {
 			log_err("the proxy keeps its old rules: %s", strchr(why, ':') + 2);
 			ctl_response_free(&resp);
 			return -1;
 		}
 		ctl_response_free(&resp);
-		if (r == 0 && gen > gen0 && pgen >= gen) {
+		if (r == 0 && reloads > reloads0 && gen > gen0 && pgen >= gen) {
 			proxy_answers(c);
 			printf("in force: ocsb-agentd reloaded and the proxy has the rules\n");
 			return 0;
