@@ -13,8 +13,8 @@
 #include "util.h"
 
 #include "../../cli/cli.h"
+#include "egress_learn_unit.h"
 
-#define T0 ((time_t)1796590800) /* 2026-12-06T21:00:00Z */
 #define WINDOW "learn 2026-12-06T21:00:00Z 2026-12-06T22:00:00Z\n"
 #define LEARN "policy allowlist\n" WINDOW
 
@@ -24,14 +24,6 @@ static int parse_as(struct egress *e, const char *text, const char *file, char *
 	return egress_parse_buf(e, text, strlen(text), file, err, n);
 }
 
-/* Parsed as file, or the test fails with the error. */
-static void ok_as(struct egress *e, const char *text, const char *file)
-{
-	char err[512];
-
-	if (parse_as(e, text, file, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
-}
 #define ok(e, text) ok_as((e), (text), "t.conf")
 
 /* Refused with an error that starts with prefix; nothing of it kept. */
@@ -46,17 +38,6 @@ static void refused(const char *text, const char *prefix)
 	assert_true(e.learn_from == 0 && e.learn_until == 0 && !e.learn_file);
 	assert_true(e.n == 0 && e.proposals.n == 0);
 	egress_free(&e);
-}
-
-static void expect_tag(
-	const struct egress *e, const char *host, unsigned port, int allow, const char *tag)
-{
-	struct egress_verdict v;
-
-	egress_decide(e, host, port, &v);
-	if (v.allow != allow || strcmp(v.tag, tag) != 0)
-		fail_msg("%s:%u: got %s %s, want %s %s", host, port, v.allow ? "allow" : "deny",
-			v.tag, allow ? "allow" : "deny", tag);
 }
 
 /* ---- learn FROM UNTIL ---- */
