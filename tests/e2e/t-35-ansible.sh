@@ -88,6 +88,11 @@ check_fails_output "two agents with one name: the role's assert refuses, naming 
 	'each with its own name' ansible-playbook -c local -i localhost, -e "@$W/vars.yml" \
 	-e "{\"ocsb_agents\": [{\"name\": \"x\", \"owner\": \"$OWNER\"}, {\"name\": \"x\", \"owner\": \"$OWNER\"}]}" "$W/play.yml"
 check_fails "  ... before any change (no account x)" getent passwd x
+check_fails_output "a project with a newline (a second ocsb.conf line) is refused by the assert" \
+	'no value holds a control character' ansible-playbook -c local -i localhost, -e "@$W/vars.yml" \
+	-e "{\"ocsb_agents\": [{\"name\": \"$AGENT\", \"owner\": \"$OWNER\", \"projects\": [\"$PROJECT\\nopencode-bin /tmp/x\"]}]}" \
+	"$W/play.yml"
+check "  ... before any change (no ocsb.conf)" test ! -e /etc/ocsb/ocsb.conf
 
 # --- first play: provisions; second play: nothing to do
 check_play "first play provisions (changed)" first '[1-9][0-9]*'
