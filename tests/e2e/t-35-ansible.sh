@@ -94,7 +94,7 @@ check_fails_output "a project with a newline (a second ocsb.conf line) is refuse
 	"$W/play.yml"
 check "  ... before any change (no ocsb.conf)" test ! -e /etc/ocsb/ocsb.conf
 check_fails_output "an allow value with a newline (a policy line of its own) is refused by the assert" \
-	'rule value' ansible-playbook -c local -i localhost, -e "@$W/vars.yml" \
+	'connect values hold no space' ansible-playbook -c local -i localhost, -e "@$W/vars.yml" \
 	-e '{"ocsb_egress": {"allow": ["allowed.test\npolicy blocklist"]}}' "$W/play.yml"
 
 # --- first play: provisions; second play: nothing to do
