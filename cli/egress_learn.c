@@ -397,16 +397,12 @@ static int learn_start(struct cli *c, unsigned minutes)
 		"# stop` removes this file and writes what was learned as a proposal.\n"
 		"learn %s %s\n",
 		from, from, until);
-	if (check_alone(text, (size_t)n, path) < 0 ||
-		install(c, path, text, (size_t)n, NULL, 0) < 0)
+	if (put_in_force(c, path, text, (size_t)n, NULL, 0, "learn mode written to") < 0)
 		return 1;
 	printf("learn mode on until %s (%u min): the agent may reach what the blocklist would "
-	       "allow, and each such request is logged\n",
+	       "allow, and each such request is logged; 'ocsb status' shows the time left, "
+	       "'sudo ocsb egress learn stop' writes the proposal\n",
 		until, minutes);
-	if (reload_wait(c) < 0)
-		return 1;
-	printf("'ocsb status' shows the time left; 'sudo ocsb egress learn stop' writes the "
-	       "proposal\n");
 	return 0;
 }
 
