@@ -6,6 +6,7 @@
 #include "egress_unit.h"
 
 #include "../../cli/cli.h"
+#include "egress_log.h"
 
 /* ---- parsing ---- */
 
