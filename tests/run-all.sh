@@ -9,7 +9,24 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log" ${vm_pre:+"$vm_pre"}' EXIT
+
+# The build matrix's roots and the VM tier's base images, when not cached, are downloads of
+# minutes each (mmdebstrap): made in the background while the other tiers run, at low
+# priority, and waited for before the matrix (which, like the VM tier, makes again any that
+# failed, and reports that). OCSB_VM_PREFETCH=0 leaves them to their tiers.
+vm_run=${OCSB_VM_RUN:-$here/vm/run.sh}
+vm_pre=
+if [ "$(id -u)" -eq 0 ] && [ "${OCSB_VM_PREFETCH:-1}" = 1 ]; then
+	vm_pre=$(mktemp)
+	# In a mount namespace of its own: mmdebstrap's mounts of /dev, /sys and /proc in its
+	# temporary root would otherwise be copied into the namespaces the other tiers make.
+	(
+		nice -n 10 "$here/matrix/run.sh" --roots
+		nice -n 10 unshare --mount --propagation private -- "$vm_run" --images bookworm trixie
+	) >"$vm_pre" 2>&1 </dev/null &
+	vm_pre_pid=$!
+fi
 
 echo "== unit tests"
 "$here/run-unit.sh" "$@" 2>&1 | tee -a "$log"
@@ -19,6 +36,13 @@ echo "== escape battery runner (unprivileged)"
 "$here/escape/test-battery.sh" 2>&1 | tee -a "$log"
 echo "== end-to-end tests"
 "$here/e2e/run.sh" 2>&1 | tee -a "$log"
+if [ -n "$vm_pre" ]; then
+	t_pre=$(date +%s)
+	wait "$vm_pre_pid"
+	grep '^#' "$vm_pre"
+	echo "# waited $(($(date +%s) - t_pre)) s for the roots and images made in the background"
+	rm -f "$vm_pre"
+fi
 echo "== build matrix"
 "$here/matrix/run.sh" 2>&1 | tee -a "$log"
 echo "== virtual machines"
@@ -27,7 +51,6 @@ echo "== virtual machines"
 # only the second run counts; it says so. Its own closing line is not the suite's: only its
 # ok/not ok lines count. OCSB_VM_PARALLEL=1 runs the two releases at once (each guest keeps
 # about 1.3 of 2 cores busy under software emulation); the default is one after the other.
-vm_run=${OCSB_VM_RUN:-$here/vm/run.sh}
 vm_one() { # RELEASE: its lines, without its closing count
 	local rel=$1 vm_out
 	vm_out=$("$vm_run" "$rel" 2>&1)

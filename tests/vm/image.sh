@@ -16,7 +16,7 @@
 # at install time (the run says so): add it to the list.
 GUEST_PKGS="systemd systemd-sysv udev linux-image-amd64 initramfs-tools dbus libpam-systemd
 openssh-server openssh-client squid nftables git curl iproute2 procps util-linux passwd
-e2fsprogs kmod at cron ca-certificates libpam-modules mount python3
+e2fsprogs kmod at cron ca-certificates libpam-modules mount python3 python3-apt sudo
 libssh-4 libsodium23 libnftnl11 libmnl0 libsecret-1-0 libseccomp2"
 guest_pkgs() { # guest_pkgs RELEASE
 	echo "$GUEST_PKGS"

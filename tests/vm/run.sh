@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # run.sh [bookworm|trixie ...]: the VM tier. For each Debian release (default: both), a real
-# guest with systemd, cgroup v2 and logind boots under QEMU with no network device, installs
-# nothing from the network, and runs tests/vm/scenario.sh from a systemd oneshot unit. The
+# guest with systemd, cgroup v2 and logind boots under QEMU with no network device (the last
+# boot of one release has a restricted one, for the Ansible role over ssh), installs nothing
+# from the network, and runs tests/vm/scenario.sh from a systemd oneshot unit. The
 # scenario prints TAP to the guest's second serial port; this script copies each ok/not ok
 # line into its own output (prefixed with the release) and adds a "not ok" for a guest that
 # never reports, stops early or times out. Ends with "N passed, N failed, N skipped".
@@ -20,6 +21,8 @@
 #   OCSB_VM_MEM       guest memory in MiB (default 3072)
 #   OCSB_VM_POWEROFF_WAIT  seconds the guest has to power off after "# END" (default 120)
 #   OCSB_VM_BASE      a guest base tarball to use instead of the cached one (debugging)
+#   OCSB_VM_ANSIBLE   the release whose last boot runs the Ansible role over ssh (default
+#                     bookworm: Debian 12's ansible-core supports its Python; none: no release)
 set -u
 export LC_ALL=C
 
@@ -61,6 +64,32 @@ if [ "$(id -u)" -ne 0 ]; then
 	say_ok "vm tier # SKIP needs root (run: sudo make test-vm)"
 	summary
 	exit
+fi
+
+# run.sh --images [RELEASE...]: only make the guests' base images that are not cached yet
+# (tests/run-all.sh does it in the background while the other tiers run: a cold image is a
+# download of minutes). No TAP: lines starting with "#"; a failure is left to the tier,
+# which tries again and reports it.
+if [ "${1:-}" = --images ]; then
+	shift
+	[ "$#" -gt 0 ] || set -- bookworm trixie
+	command -v mmdebstrap >/dev/null || { echo "# vm images: mmdebstrap missing (the tier will say so)"; exit 0; }
+	mkdir -p "$CACHE"
+	# shellcheck source=tests/vm/image.sh
+	. "$VM_DIR/image.sh"
+	for rel in "$@"; do
+		t0=$(now)
+		# shellcheck disable=SC2046
+		if cached_tar base "$rel" $(guest_pkgs "$rel") 2>"$LOG.err"; then
+			how=cached
+			[ -z "$MADE" ] || how="cold: built"
+			echo "# $rel: guest base image $how in $(elapsed "$t0") s, ahead of the tier"
+		else
+			echo "# $rel: guest base image ahead of the tier failed (the tier tries again): $(tail -n 3 "$LOG.err" | tr '\n' ' ')"
+		fi
+	done
+	rm -f "$LOG" "$LOG.err"
+	exit 0
 fi
 missing=()
 for tool in mmdebstrap qemu-system-x86_64 mkfs.ext4 unshare chroot timeout; do
@@ -117,6 +146,128 @@ probe_kvm() { # probe_kvm KERNEL
 	return 1
 }
 
+# --- the Ansible boot (issue 30): the role, from this host over ssh into the guest's last
+# boot, the way a fleet is reached. The guest says "# NIC-NEXT-BOOT" before that boot, which
+# then gets QEMU's user-mode network, restricted (the guest reaches nothing, not even this
+# host) with 127.0.0.1:PORT forwarded to its sshd; it says "# ANSIBLE" when the owner can log
+# in with this run's key and sudo, and waits for /run/ocsb-vm-ansible-done.
+ANSIBLE_REL=${OCSB_VM_ANSIBLE-bookworm}
+# ansible_setup RELEASE TREE RUNDIR: the key pair and the guest's copy of its public half.
+# Sets ANSIBLE_ON.
+ansible_setup() {
+	local rel=$1 tree=$2 rundir=$3
+	ANSIBLE_ON=
+	[ "$rel" = "$ANSIBLE_REL" ] || return 0
+	if ! command -v ansible-playbook >/dev/null; then
+		say_ok "$rel: the Ansible role over ssh # SKIP ansible-playbook missing (package ansible-core: sudo make test-deps)"
+		return 0
+	fi
+	if [ -z "${PKG_DEB:-}" ]; then
+		say_ok "$rel: the Ansible role over ssh # SKIP no .deb for the role to install (a staged install)"
+		return 0
+	fi
+	rm -f "$rundir/ansible-key" "$rundir/ansible-key.pub"
+	ssh-keygen -q -t ed25519 -N '' -C ocsb-vm-ansible -f "$rundir/ansible-key" || return 1
+	install -m 0644 "$rundir/ansible-key.pub" "$tree/usr/local/lib/ocsb-vm/ansible.pub" || return 1
+	ANSIBLE_ON=1
+}
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# ansible_play NAME: one run of the play; its output in RUNDIR/ansible/NAME.out, its time in
+# PLAY_TIME, the recap's counts in RECAP_CHANGED and RECAP_FAILED, ocsb-provision's summary
+# line in PROV_SAYS.
+ansible_play() {
+	local name=$1 t0 rc
+	t0=$(now)
+	# Bounded: a hung play is a failure, not a tier that never ends (the guest waits 1500 s).
+	timeout -k 10 600 ansible-playbook -i "$AD/inventory" -v "$AD/play.yml" </dev/null >"$AD/$name.out" 2>&1
+	rc=$?
+	PLAY_TIME=$(elapsed "$t0")
+	RECAP_CHANGED=$(sed -n 's/^guest *: .*changed=\([0-9]*\).*/\1/p' "$AD/$name.out")
+	RECAP_FAILED=$(sed -n 's/^guest *: .*failed=\([0-9]*\).*/\1/p' "$AD/$name.out")
+	PROV_SAYS=$(grep -o 'ocsb-provision: [0-9]* [a-z]*' "$AD/$name.out" | tail -n 1)
+	return $rc
+}
+# ansible_run RELEASE RUNDIR PORT: the two plays, then the guest's signal (ok or failed).
+ansible_run() {
+	local rel=$1 rundir=$2 port=$3 i result=failed ssh_opts
+	AD=$rundir/ansible
+	mkdir -p "$AD/tmp" "$AD/home"
+	ssh_opts=(-i "$rundir/ansible-key" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no
+		-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10)
+	local reached=
+	for i in $(seq 1 30); do
+		if timeout 30 ssh -n "${ssh_opts[@]}" dev@127.0.0.1 true 2>"$AD/ssh.err"; then
+			reached=1
+			break
+		fi
+		sleep 2
+	done
+	if [ -z "$reached" ]; then
+		say_not_ok "$rel: the host reaches the guest's sshd as dev with its key (127.0.0.1:$port)" "$(cat "$AD/ssh.err")"
+		return 1
+	fi
+	say_ok "$rel: the host reaches the guest's sshd as dev with its key (127.0.0.1:$port forwarded)"
+	cat >"$AD/inventory" <<-EOF
+	guest ansible_host=127.0.0.1 ansible_port=$port ansible_user=dev ansible_ssh_private_key_file=$rundir/ansible-key ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' ansible_python_interpreter=/usr/bin/python3
+	EOF
+	# The .deb is copied to the guest first, the way a fleet without a repository is served;
+	# the role installs it with apt (the guest has its dependencies: nothing is downloaded).
+	cat >"$AD/play.yml" <<-EOF
+	- name: ocsb on a guest, over ssh
+	  hosts: all
+	  become: true
+	  gather_facts: false
+	  vars:
+	    ocsb_package: /var/tmp/${PKG_DEB##*/}
+	    ocsb_agents:
+	      - name: ai-dev
+	        owner: dev
+	        projects: [/home/dev/code/p]
+	    ocsb_egress:
+	      block: [blocked-by-ansible.example]
+	  pre_tasks:
+	    - name: Copy the package to the guest
+	      ansible.builtin.copy:
+	        src: $PKG_DEB
+	        dest: /var/tmp/${PKG_DEB##*/}
+	        mode: "0644"
+	  roles: [ocsb]
+	EOF
+	(
+		export LC_ALL=C.UTF-8 ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 \
+			ANSIBLE_LOCAL_TEMP=$AD/tmp ANSIBLE_HOME=$AD/home ANSIBLE_ROLES_PATH=$REPO/deploy/ansible/roles \
+			ANSIBLE_DEPRECATION_WARNINGS=0 ANSIBLE_SSH_ARGS='-o ControlMaster=auto -o ControlPersist=20s' \
+			ANSIBLE_TIMEOUT=60
+		ok=1
+		if ansible_play first && [ "$RECAP_FAILED" = 0 ] && [ "${RECAP_CHANGED:-0}" -gt 0 ] &&
+			grep -Eq 'ocsb-provision: [1-9][0-9]* changes?' "$AD/first.out"; then
+			say_ok "$rel: the role's first play over ssh installs and provisions (changed=$RECAP_CHANGED; $PROV_SAYS; $PLAY_TIME s)"
+		else
+			ok=
+			say_not_ok "$rel: the role's first play over ssh installs and provisions" \
+				"changed=${RECAP_CHANGED:-?} failed=${RECAP_FAILED:-?} ($PROV_SAYS)" \
+				"$(grep -E '^(fatal|failed|changed|TASK|guest)|msg' "$AD/first.out" | tail -n 40)"
+		fi
+		if ansible_play second && [ "$RECAP_FAILED" = 0 ] && [ "$RECAP_CHANGED" = 0 ] &&
+			grep -q 'ocsb-provision: 0 changes' "$AD/second.out"; then
+			say_ok "$rel: the role's second play over ssh changes nothing (changed=0; $PROV_SAYS; $PLAY_TIME s)"
+		else
+			ok=
+			say_not_ok "$rel: the role's second play over ssh changes nothing" \
+				"changed=${RECAP_CHANGED:-?} failed=${RECAP_FAILED:-?} ($PROV_SAYS)" \
+				"$(grep -E '^(fatal|failed|changed|TASK|guest)|msg' "$AD/second.out" | tail -n 40)"
+		fi
+		[ -n "$ok" ]
+	) && result=ok
+	# The guest goes on either way; it checks the machine only after "ok".
+	if ! timeout 60 ssh -n "${ssh_opts[@]}" dev@127.0.0.1 "echo $result | sudo -n tee /run/ocsb-vm-ansible-done >/dev/null" \
+		2>"$AD/ssh.err"; then
+		say_not_ok "$rel: the host told the guest the plays ended" "$(cat "$AD/ssh.err")"
+	fi
+}
+
 # run_guest RELEASE TREE: image the tree, boot it, relay the TAP. Sets BOOT_* timings.
 run_guest() {
 	local rel=$1 tree=$2 rundir=$3 kernel initrd img con tap qpid t0 n deadline
@@ -126,6 +277,7 @@ run_guest() {
 	img=$rundir/disk.img
 	con=$rundir/console.log
 	tap=$rundir/tap.log
+	ansible_setup "$rel" "$tree" "$rundir" || return 1
 	# The kernel and initrd are read from the host's copy; the guest keeps its own.
 	cp "$kernel" "$rundir/vmlinuz" && cp "$initrd" "$rundir/initrd.img" || return 1
 	local size_mb
@@ -154,6 +306,7 @@ run_guest() {
 	BOOT_END=
 	BOOTS=0
 	local done_seen= t_end= stuck= reboot_seen= boot con_all=$rundir/console.log
+	local nic_next= nic port=
 	: >"$con_all"
 	# One QEMU per boot: the scenario says "# REBOOT" and reboots the guest, which ends QEMU
 	# (-no-reboot: a kernel panic must not boot again unseen); the same disk boots again.
@@ -164,11 +317,17 @@ run_guest() {
 		: >"$con"
 		: >"$tap"
 		reboot_seen=
+		nic=(-nic none)
+		if [ -n "$nic_next" ]; then
+			port=$(free_port)
+			nic=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22")
+			nic_next=
+		fi
 		# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP.
 		qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" -smp 2 \
 			-kernel "$rundir/vmlinuz" -initrd "$rundir/initrd.img" \
 			-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1" \
-			-drive "file=$img,if=virtio,format=raw" -nic none -display none -no-reboot \
+			-drive "file=$img,if=virtio,format=raw" "${nic[@]}" -display none -no-reboot \
 			-monitor none -serial "file:$con" -serial "file:$tap" \
 			>"$rundir/qemu.$boot.log" 2>&1 &
 		qpid=$!
@@ -188,6 +347,14 @@ run_guest() {
 						;;
 					'# END'*) done_seen=1 ;;
 					'# REBOOT'*) reboot_seen=1 ;;
+					'# NIC-NEXT-BOOT'*) [ -n "$ANSIBLE_ON" ] && nic_next=1 ;;
+					'# ANSIBLE'*)
+						if [ -n "$ANSIBLE_ON" ] && [ -n "${port:-}" ]; then
+							ansible_run "$rel" "$rundir" "$port"
+						else
+							say_not_ok "$rel: the guest asked for the Ansible plays in a boot without a network device"
+						fi
+						;;
 					'#'* | '  #'*) out "$line" ;;
 					esac
 				done < <(sed -n "$((n + 1)),${total}p" "$tap")

@@ -19,6 +19,7 @@ PROJECT=/home/$OWNER/code/p
 WORK=/var/tmp/ocsb-vm-work
 STATE=/var/lib/ocsb-vm
 LIB=/usr/local/lib/ocsb-vm
+OC_DIR=/opt/ocsb/opencode
 mkdir -p "$WORK" "$STATE"
 
 tap() { printf '%s\n' "$*" >&3; echo "TAP: $*"; }
@@ -655,6 +656,62 @@ phase_removed() {
 	if [ -z "$o" ]; then pass "after the reboot, nothing of ocsb is back"; else fail "after the reboot, nothing of ocsb is back" "$o"; fi
 }
 
+# --- boot 4, last (issue 30): the Ansible role over ssh, the way a fleet is reached. The
+# host (run.sh) made a key pair and put its public half in $LIB/ansible.pub, and gave this
+# boot a network device: QEMU's user-mode network with restrict=on (the guest reaches
+# nothing; the host's 127.0.0.1:PORT is forwarded to the guest's port 22). Here: address the
+# device, let the host's key log in as the owner with sudo, put OpenCode back (kept from
+# before the purge: --install-opencode needs npm's registry, which a guest cannot reach),
+# say "# ANSIBLE" and wait while the host runs the role's play twice. Then the machine the
+# role made is checked from inside.
+ansible_wanted() { [ -r "$LIB/ansible.pub" ]; }
+phase_ansible() {
+	local ifc o t0
+	ifc=$(for d in /sys/class/net/*; do [ -e "$d/device" ] && basename "$d"; done | head -n 1)
+	if [ -z "$ifc" ] || ! o=$(ip addr add 10.0.2.15/24 dev "$ifc" 2>&1 && ip link set "$ifc" up 2>&1); then
+		fail "the Ansible boot has its network device (QEMU user-mode, restricted)" "${ifc:-no device}" "$o" "$(ip -o link 2>&1)"
+		return 0
+	fi
+	pass "the Ansible boot has its network device $ifc (10.0.2.15; QEMU user-mode, restricted)"
+	install -d -m 0700 -o "$OWNER" -g "$OWNER" "/home/$OWNER/.ssh"
+	cat "$LIB/ansible.pub" >>"/home/$OWNER/.ssh/authorized_keys"
+	chown "$OWNER:$OWNER" "/home/$OWNER/.ssh/authorized_keys"
+	chmod 0600 "/home/$OWNER/.ssh/authorized_keys"
+	printf '%s ALL=(ALL) NOPASSWD: ALL\n' "$OWNER" >/etc/sudoers.d/ocsb-vm-ansible
+	chmod 0440 /etc/sudoers.d/ocsb-vm-ansible
+	if [ -d "$WORK/opencode.keep" ]; then
+		mkdir -p "$(dirname "$OC_DIR")"
+		cp -al "$WORK/opencode.keep" "$OC_DIR"
+	fi
+	check "OpenCode is back in $OC_DIR for the role (kept from before the purge)" test -x "$OC_DIR/node_modules/opencode-linux-x64/bin/opencode"
+	t0=$(uptime_s)
+	tap "# ANSIBLE"
+	if ! wait_for 1500 test -e /run/ocsb-vm-ansible-done; then
+		fail "the host ran its Ansible plays within 1500 s (no /run/ocsb-vm-ansible-done)"
+		return 0
+	fi
+	note "Ansible: $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN { printf "%.0f", b - a }') s in the guest, from # ANSIBLE to the host's signal"
+	if [ "$(cat /run/ocsb-vm-ansible-done)" != ok ]; then
+		skip "the machine the role made" "the host's plays failed (its lines above say how)"
+		return 0
+	fi
+	check_output "after the role: the ocsb package is installed" '^install ok installed$' \
+		dpkg-query -W -f='${Status}' ocsb
+	check "after the role: the agent account $AGENT exists" id "$AGENT"
+	check_output "after the role: ocsb-agentd.service is enabled and active" '^enabled active$' \
+		bash -c 'echo "$(systemctl is-enabled ocsb-agentd) $(systemctl is-active ocsb-agentd)"'
+	check "after the role: the role's egress drop-in is in /etc/ocsb/egress.d" \
+		grep -qx 'block blocked-by-ansible.example' /etc/ocsb/egress.d/ansible.conf
+	check "after the role: ocsb-provision --check finds nothing to do (exit 0)" ocsb-provision --check
+	if wait_for 240 answers; then
+		pass "after the role: OpenCode answers under the unit"
+	else
+		fail "after the role: OpenCode answers under the unit" "$(ocsb status 2>&1)"
+	fi
+	check_output "after the role: ssh $AGENT@localhost works for the owner" "^$AGENT\$" \
+		owner_ssh "$AGENT@localhost" id -un
+}
+
 phase_fixed_rest() {
 	# --- limits on cgroup v2 (issue 18, item 3), from an ssh session of the agent: a fork bomb
 	# stops below limit-tasks and a memory hog is killed at limit-memory, while the owner still
@@ -789,6 +846,11 @@ phase_fixed_rest() {
 	else
 		fail "control: before removal, the owner's repository has refs/remotes/$AGENT/vm-work, .git/ocsb-sync.lock and .review" "$o"
 	fi
+	# The Ansible boot needs OpenCode back (it cannot download it): hard links, kept
+	# outside /opt/ocsb, which the purge must still empty.
+	if ansible_wanted; then
+		cp -al "$OC_DIR" "$WORK/opencode.keep" || fail "OpenCode kept for the Ansible boot"
+	fi
 	if rm_out=$(ocsb-provision --remove --purge 2>&1); then
 		pass "ocsb-provision --remove --purge"
 	else
@@ -860,12 +922,15 @@ fixed)
 	phase_fixed
 	phase_fixed_rest
 	echo removed >"$STATE/phase"
+	# The host gives the next boot a network device (see phase_ansible).
+	ansible_wanted && tap "# NIC-NEXT-BOOT"
 	reboot_now
 	;;
 removed)
 	DROPIN=/etc/systemd/system/user-$AGENT_UID.slice.d/ocsb.conf
 	MASK=/etc/systemd/system/user@$AGENT_UID.service
 	phase_removed
+	ansible_wanted && phase_ansible
 	;;
 *)
 	fail "unknown phase '$PHASE' in $STATE/phase"
