@@ -3,18 +3,33 @@
 # The whole suite: unit tests and fuzz targets (unprivileged), the end-to-end suite (root, namespaces), the
 # build matrix (root: other Debian releases in chroots, tests/matrix/run.sh), then the VM
 # tier (root: Debian 12 and 13 guests with systemd under QEMU, tests/vm/run.sh; it installs
-# the packages the matrix left in build/matrix/RELEASE/).
+# the packages the matrix left in build/matrix/RELEASE/). The matrix's roots and the VM
+# tier's images are downloaded in the background from the start (below).
 # Ends with one line "N passed, N failed, N skipped" counting every check of all four.
 # Usage: tests/run-all.sh UNIT_BINARY...   (OCSB_BUILD names the build directory)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 log=$(mktemp)
-trap 'rm -f "$log" ${vm_pre:+"$vm_pre"}' EXIT
+# The background job below (and every process under it: timeout(1) puts mmdebstrap in a
+# process group of its own) ends with this script, however it ends.
+kill_tree() { # PID: it and its descendants, the deepest first
+	local c
+	for c in $(pgrep -P "$1"); do kill_tree "$c"; done
+	kill "$1" 2>/dev/null
+}
+stop_prefetch() {
+	[ -n "${vm_pre_pid:-}" ] && kill -0 "$vm_pre_pid" 2>/dev/null || return 0
+	kill_tree "$vm_pre_pid"
+	wait "$vm_pre_pid" 2>/dev/null
+}
+trap 'stop_prefetch; rm -f "$log" ${vm_pre:+"$vm_pre"}' EXIT
+trap 'exit 130' INT TERM
 
 # The build matrix's roots and the VM tier's base images, when not cached, are downloads of
 # minutes each (mmdebstrap): made in the background while the other tiers run, at low
-# priority, and waited for before the matrix (which, like the VM tier, makes again any that
-# failed, and reports that). OCSB_VM_PREFETCH=0 leaves them to their tiers.
+# priority (CPU and I/O), and waited for before the matrix (which, like the VM tier, makes
+# again any that failed, and reports that). OCSB_VM_PREFETCH=0 leaves them to their tiers.
+# A runner given as OCSB_VM_RUN gets "--images" first.
 vm_run=${OCSB_VM_RUN:-$here/vm/run.sh}
 vm_pre=
 if [ "$(id -u)" -eq 0 ] && [ "${OCSB_VM_PREFETCH:-1}" = 1 ]; then
@@ -22,8 +37,8 @@ if [ "$(id -u)" -eq 0 ] && [ "${OCSB_VM_PREFETCH:-1}" = 1 ]; then
 	# In a mount namespace of its own: mmdebstrap's mounts of /dev, /sys and /proc in its
 	# temporary root would otherwise be copied into the namespaces the other tiers make.
 	(
-		nice -n 10 "$here/matrix/run.sh" --roots
-		nice -n 10 unshare --mount --propagation private -- "$vm_run" --images bookworm trixie
+		nice -n 10 ionice -c 3 "$here/matrix/run.sh" --roots || exit
+		nice -n 10 ionice -c 3 unshare --mount --propagation private -- "$vm_run" --images bookworm trixie
 	) >"$vm_pre" 2>&1 </dev/null &
 	vm_pre_pid=$!
 fi

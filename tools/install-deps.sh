@@ -40,7 +40,7 @@ ca-certificates"
 # for, where apt would otherwise pick dbus-user-session and systemd's user session with it), at and cron (the escape battery's persistence
 # probes), iproute2 and util-linux (the harness's namespaces), mmdebstrap (build matrix, VM
 # images), QEMU and e2fsprogs (VM tier), ansible-core (the Ansible role's end-to-end test,
-# t-35; ansible-lint below).
+# t-35, and the VM tier's run of it over ssh; ansible-lint below).
 TEST_PKGS="libcmocka-dev clang clang-format lintian
 python3 openssl dbus dbus-x11 gnome-keyring libsecret-tools at cron iproute2 util-linux
 mmdebstrap qemu-system-x86 qemu-utils e2fsprogs ansible-core"

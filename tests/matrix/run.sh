@@ -98,6 +98,8 @@ remove_work() { # DIR
 
 # A run killed by SIGKILL cannot clean up: the next one removes what it left (the name
 # holds the pid; a directory whose process is gone is stale).
+# (Not with --roots, which runs beside the other tiers: the matrix itself does it later.)
+[ "$roots_only" = 1 ] ||
 for d in /var/tmp/ocsb-matrix-run.*; do
 	[ -d "$d" ] || continue
 	p=${d#/var/tmp/ocsb-matrix-run.}
@@ -450,7 +452,8 @@ if [ "$roots_only" = 1 ]; then
 		if get_root "$rel" "$work/root.log"; then
 			echo "# $rel: build root $root_made in $(secs "$t") s, ahead of the matrix"
 		else
-			echo "# $rel: build root ahead of the matrix failed (the matrix tries again): ${root_err:-see its log}"
+			cp "$work/root.log" "$cache/.roots-$rel.log" 2>/dev/null
+			echo "# $rel: build root ahead of the matrix failed (the matrix tries again): ${root_err:-see $cache/.roots-$rel.log}"
 		fi
 		cleanup
 	done

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # Sourced by tests/vm/run.sh: the ocsb package for a release, the cached guest base image
 # and the per-run guest tree. Everything comes from Debian's archive through mmdebstrap on
-# the host; the guest itself never has a network device.
+# the host; the guest never has a network device to download with (the one boot that has
+# one, for the Ansible role, is restricted: see run.sh).
 #
 # Cache ($CACHE, default /var/tmp/ocsb-vm), every file written under a temporary name and
 # renamed into place:
@@ -40,17 +41,19 @@ cached_tar() {
 	MADE=
 	CACHED=
 	if [ ! -s "$out" ]; then
-		tmp=$CACHE/.$kind-$rel.$BASHPID.tmp.tar
+		# This shell's pid, taken once: $BASHPID in a command's redirection is the child's.
+		local log=$CACHE/.$kind-$rel.$BASHPID.log
+		tmp=${log%.log}.tmp.tar
 		# Bounded: a hung download is a failure, not a CI run that never ends.
 		if ! timeout 1800 mmdebstrap --variant=apt --include="$(comma_list "$@")" "$rel" "$tmp" \
-			>"$CACHE/.$kind-$rel.$BASHPID.log" 2>&1; then
+			>"$log" 2>&1; then
 			rm -f "$tmp"
-			echo "mmdebstrap $kind $rel failed; see $CACHE/.$kind-$rel.$BASHPID.log:" >&2
-			tail -n 20 "$CACHE/.$kind-$rel.$BASHPID.log" >&2
+			echo "mmdebstrap $kind $rel failed; see $log:" >&2
+			tail -n 20 "$log" >&2
 			return 1
 		fi
 		mv -f "$tmp" "$out" || return 1
-		rm -f "$CACHE/.$kind-$rel.$BASHPID.log"
+		rm -f "$log"
 		# Older keys of the same kind and release are dead weight (~0.8 GB each).
 		find "$CACHE" -maxdepth 1 -name "$kind-$rel-*.tar" ! -name "${out##*/}" -delete
 		MADE=1

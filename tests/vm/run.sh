@@ -75,6 +75,9 @@ if [ "${1:-}" = --images ]; then
 	[ "$#" -gt 0 ] || set -- bookworm trixie
 	command -v mmdebstrap >/dev/null || { echo "# vm images: mmdebstrap missing (the tier will say so)"; exit 0; }
 	mkdir -p "$CACHE"
+	# Stopped (tests/run-all.sh ends): what this run was writing goes (cached_tar names it
+	# by this shell's pid); bash runs the trap once the timeout(1) in front has ended.
+	trap 'rm -f "$CACHE"/.base-*."$$".tmp.tar "$CACHE"/.base-*."$$".log "$LOG" "$LOG.err"; exit 130' INT TERM
 	# shellcheck source=tests/vm/image.sh
 	. "$VM_DIR/image.sh"
 	for rel in "$@"; do
@@ -117,6 +120,15 @@ if [ -n "${OCSB_VM_DEB:-}" ] && [ "${#RELEASES[@]}" -ne 1 ]; then
 	exit
 fi
 mkdir -p "$CACHE"
+# What a run killed outright left: a half-written image (and its log) whose writer is gone.
+for f in "$CACHE"/.*.tmp.tar "$CACHE"/.*.log; do
+	[ -f "$f" ] || continue
+	p=${f%.tmp.tar}
+	p=${p%.log}
+	p=${p##*.}
+	case $p in *[!0-9]* | '') continue ;; esac
+	kill -0 "$p" 2>/dev/null || rm -f "$f"
+done
 
 # shellcheck source=tests/vm/image.sh
 . "$VM_DIR/image.sh"
@@ -152,6 +164,13 @@ probe_kvm() { # probe_kvm KERNEL
 # host) with 127.0.0.1:PORT forwarded to its sshd; it says "# ANSIBLE" when the owner can log
 # in with this run's key and sudo, and waits for /run/ocsb-vm-ansible-done.
 ANSIBLE_REL=${OCSB_VM_ANSIBLE-bookworm}
+case $ANSIBLE_REL in
+bookworm | trixie | none) ;;
+*)
+	say_not_ok "OCSB_VM_ANSIBLE='$ANSIBLE_REL': bookworm, trixie or none"
+	ANSIBLE_REL=none
+	;;
+esac
 # ansible_setup RELEASE TREE RUNDIR: the key pair and the guest's copy of its public half.
 # Sets ANSIBLE_ON.
 ansible_setup() {
@@ -167,8 +186,13 @@ ansible_setup() {
 		return 0
 	fi
 	rm -f "$rundir/ansible-key" "$rundir/ansible-key.pub"
-	ssh-keygen -q -t ed25519 -N '' -C ocsb-vm-ansible -f "$rundir/ansible-key" || return 1
-	install -m 0644 "$rundir/ansible-key.pub" "$tree/usr/local/lib/ocsb-vm/ansible.pub" || return 1
+	local o
+	if ! o=$(ssh-keygen -q -t ed25519 -N '' -C ocsb-vm-ansible -f "$rundir/ansible-key" 2>&1 &&
+		install -m 0644 "$rundir/ansible-key.pub" "$tree/usr/local/lib/ocsb-vm/ansible.pub" 2>&1); then
+		say_not_ok "$rel: the Ansible boot's ssh key (ssh-keygen, package openssh-client)" "$o"
+		return 0
+	fi
+	out "# $rel: the last boot runs the Ansible role over ssh (OCSB_VM_ANSIBLE=$ANSIBLE_REL)"
 	ANSIBLE_ON=1
 }
 free_port() {
@@ -191,13 +215,17 @@ ansible_play() {
 }
 # ansible_run RELEASE RUNDIR PORT: the two plays, then the guest's signal (ok or failed).
 ansible_run() {
-	local rel=$1 rundir=$2 port=$3 i result=failed ssh_opts
+	local rel=$1 rundir=$2 port=$3 result=failed ssh_opts reached= until
 	AD=$rundir/ansible
-	mkdir -p "$AD/tmp" "$AD/home"
-	ssh_opts=(-i "$rundir/ansible-key" -p "$port" -o BatchMode=yes -o StrictHostKeyChecking=no
-		-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=10)
-	local reached=
-	for i in $(seq 1 30); do
+	mkdir -p "$AD/tmp" "$AD/home" "$AD/cp"
+	# Only this run's key and options: not root's ~/.ssh/config, agent or known hosts.
+	ssh_opts=(-F /dev/null -i "$rundir/ansible-key" -o IdentitiesOnly=yes -p "$port"
+		-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
+		-o LogLevel=ERROR -o ConnectTimeout=10)
+	# At most 180 s to reach sshd, 600 s per play, 60 s for the signal: within the guest's
+	# 1500 s wait. A guest that cannot be reached is stopped (it would wait its 1500 s).
+	until=$(($(date +%s) + 180))
+	while [ "$(date +%s)" -lt "$until" ]; do
 		if timeout 30 ssh -n "${ssh_opts[@]}" dev@127.0.0.1 true 2>"$AD/ssh.err"; then
 			reached=1
 			break
@@ -205,12 +233,14 @@ ansible_run() {
 		sleep 2
 	done
 	if [ -z "$reached" ]; then
-		say_not_ok "$rel: the host reaches the guest's sshd as dev with its key (127.0.0.1:$port)" "$(cat "$AD/ssh.err")"
+		say_not_ok "$rel: the host reaches the guest's sshd as dev with its key (127.0.0.1:$port, 180 s)" \
+			"$(cat "$AD/ssh.err")"
+		kill "$qpid" 2>/dev/null
 		return 1
 	fi
 	say_ok "$rel: the host reaches the guest's sshd as dev with its key (127.0.0.1:$port forwarded)"
 	cat >"$AD/inventory" <<-EOF
-	guest ansible_host=127.0.0.1 ansible_port=$port ansible_user=dev ansible_ssh_private_key_file=$rundir/ansible-key ansible_ssh_common_args='-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' ansible_python_interpreter=/usr/bin/python3
+	guest ansible_host=127.0.0.1 ansible_port=$port ansible_user=dev ansible_ssh_private_key_file=$rundir/ansible-key ansible_ssh_common_args='-F /dev/null -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' ansible_python_interpreter=/usr/bin/python3
 	EOF
 	# The .deb is copied to the guest first, the way a fleet without a repository is served;
 	# the role installs it with apt (the guest has its dependencies: nothing is downloaded).
@@ -239,15 +269,18 @@ ansible_run() {
 		export LC_ALL=C.UTF-8 ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 \
 			ANSIBLE_LOCAL_TEMP=$AD/tmp ANSIBLE_HOME=$AD/home ANSIBLE_ROLES_PATH=$REPO/deploy/ansible/roles \
 			ANSIBLE_DEPRECATION_WARNINGS=0 ANSIBLE_SSH_ARGS='-o ControlMaster=auto -o ControlPersist=20s' \
-			ANSIBLE_TIMEOUT=60
+			ANSIBLE_SSH_CONTROL_PATH_DIR=$AD/cp ANSIBLE_TIMEOUT=60
 		ok=1
-		if ansible_play first && [ "$RECAP_FAILED" = 0 ] && [ "${RECAP_CHANGED:-0}" -gt 0 ] &&
+		# The package task's own result: the copy before it changes in any first play.
+		pkg_task() { awk '/^TASK \[ocsb : Install the ocsb package from a \.deb/ { t = 1; next }
+			t && /^(changed|ok|skipping|fatal|failed):/ { sub(/:.*/, ""); print; exit }' "$AD/$1.out"; }
+		if ansible_play first && [ "$RECAP_FAILED" = 0 ] && [ "$(pkg_task first)" = changed ] &&
 			grep -Eq 'ocsb-provision: [1-9][0-9]* changes?' "$AD/first.out"; then
-			say_ok "$rel: the role's first play over ssh installs and provisions (changed=$RECAP_CHANGED; $PROV_SAYS; $PLAY_TIME s)"
+			say_ok "$rel: the role's first play over ssh installs the .deb and provisions (changed=$RECAP_CHANGED; $PROV_SAYS; $PLAY_TIME s)"
 		else
 			ok=
-			say_not_ok "$rel: the role's first play over ssh installs and provisions" \
-				"changed=${RECAP_CHANGED:-?} failed=${RECAP_FAILED:-?} ($PROV_SAYS)" \
+			say_not_ok "$rel: the role's first play over ssh installs the .deb and provisions" \
+				"changed=${RECAP_CHANGED:-?} failed=${RECAP_FAILED:-?}, the package task: $(pkg_task first) ($PROV_SAYS)" \
 				"$(grep -E '^(fatal|failed|changed|TASK|guest)|msg' "$AD/first.out" | tail -n 40)"
 		fi
 		if ansible_play second && [ "$RECAP_FAILED" = 0 ] && [ "$RECAP_CHANGED" = 0 ] &&
@@ -261,9 +294,10 @@ ansible_run() {
 		fi
 		[ -n "$ok" ]
 	) && result=ok
-	# The guest goes on either way; it checks the machine only after "ok".
-	if ! timeout 60 ssh -n "${ssh_opts[@]}" dev@127.0.0.1 "echo $result | sudo -n tee /run/ocsb-vm-ansible-done >/dev/null" \
-		2>"$AD/ssh.err"; then
+	# The guest goes on either way; it checks the machine only after "ok". Written whole,
+	# then renamed: the guest never reads a half-written file.
+	if ! timeout 60 ssh -n "${ssh_opts[@]}" dev@127.0.0.1 "echo $result | sudo -n tee /run/ocsb-vm-ansible-done.tmp >/dev/null &&
+		sudo -n mv /run/ocsb-vm-ansible-done.tmp /run/ocsb-vm-ansible-done" 2>"$AD/ssh.err"; then
 		say_not_ok "$rel: the host told the guest the plays ended" "$(cat "$AD/ssh.err")"
 	fi
 }
@@ -306,7 +340,7 @@ run_guest() {
 	BOOT_END=
 	BOOTS=0
 	local done_seen= t_end= stuck= reboot_seen= boot con_all=$rundir/console.log
-	local nic_next= nic port=
+	local nic_next= nic port= ansible_seen=
 	: >"$con_all"
 	# One QEMU per boot: the scenario says "# REBOOT" and reboots the guest, which ends QEMU
 	# (-no-reboot: a kernel panic must not boot again unseen); the same disk boots again.
@@ -318,9 +352,14 @@ run_guest() {
 		: >"$tap"
 		reboot_seen=
 		nic=(-nic none)
+		port=
 		if [ -n "$nic_next" ]; then
 			port=$(free_port)
-			nic=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22")
+			if [ -n "$port" ]; then
+				nic=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22")
+			else
+				say_not_ok "$rel: a free loopback port for the Ansible boot (python3)"
+			fi
 			nic_next=
 		fi
 		# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP.
@@ -349,7 +388,8 @@ run_guest() {
 					'# REBOOT'*) reboot_seen=1 ;;
 					'# NIC-NEXT-BOOT'*) [ -n "$ANSIBLE_ON" ] && nic_next=1 ;;
 					'# ANSIBLE'*)
-						if [ -n "$ANSIBLE_ON" ] && [ -n "${port:-}" ]; then
+						ansible_seen=1
+						if [ -n "$ANSIBLE_ON" ] && [ -n "$port" ]; then
 							ansible_run "$rel" "$rundir" "$port"
 						else
 							say_not_ok "$rel: the guest asked for the Ansible plays in a boot without a network device"
@@ -389,11 +429,14 @@ run_guest() {
 	done
 	con=$con_all
 	BOOT_END=$(elapsed "$t0")
+	if [ -n "$ANSIBLE_ON" ] && [ -z "$ansible_seen" ]; then
+		say_not_ok "$rel: the guest reached its Ansible boot (no '# ANSIBLE' line; $BOOTS boots)"
+	fi
 	if [ -z "$BOOT_FIRST" ]; then
 		say_not_ok "$rel: the guest reported TAP" "console:" "$(tail -n 30 "$con" | tr -d '\r')"
 	elif [ -z "$done_seen" ]; then
 		say_not_ok "$rel: the scenario ran to its end (no '# END' line; $BOOTS boots)" \
-			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
+			"console:" "$(tail -n 30 "$con" | tr -d '\r')" "$(tail -n 5 "$rundir/qemu.$BOOTS.log")"
 	elif [ -n "$stuck" ]; then
 		say_not_ok "$rel: the guest powered off within ${POWEROFF_WAIT} s of the scenario's end (stopped)" \
 			"console:" "$(tail -n 30 "$con" | tr -d '\r')"
@@ -409,7 +452,8 @@ for rel in "${RELEASES[@]}"; do
 	out "# == $rel"
 	rundir=$(mktemp -d "$CACHE/run-$rel.XXXXXX")
 	if prepare_guest "$rel" "$rundir"; then
-		run_guest "$rel" "$rundir/tree" "$rundir"
+		run_guest "$rel" "$rundir/tree" "$rundir" ||
+			say_not_ok "$rel: the guest's kernel, initrd and disk image (in $rundir; OCSB_VM_KEEP=1 keeps it)"
 		out "# $rel timings: package ${PKG_TIME:-?} s ($PKG_HOW), image ${IMAGE_TIME:-?} s ($IMAGE_HOW), guest tree ${TREE_TIME:-?} s, boot to first TAP line ${BOOT_FIRST:-none} s, ${BOOTS:-?} boots to power-off ${BOOT_END:-?} s, release total $(elapsed "$t_rel") s"
 	fi
 	if [ "${OCSB_VM_KEEP:-}" = 1 ]; then

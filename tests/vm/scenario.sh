@@ -666,8 +666,12 @@ phase_removed() {
 # role made is checked from inside.
 ansible_wanted() { [ -r "$LIB/ansible.pub" ]; }
 phase_ansible() {
-	local ifc o t0
-	ifc=$(for d in /sys/class/net/*; do [ -e "$d/device" ] && basename "$d"; done | head -n 1)
+	local ifc= o= t0 i
+	for i in $(seq 1 30); do
+		ifc=$(for d in /sys/class/net/*; do [ -e "$d/device" ] && basename "$d"; done | head -n 1)
+		[ -z "$ifc" ] || break
+		sleep 1
+	done
 	if [ -z "$ifc" ] || ! o=$(ip addr add 10.0.2.15/24 dev "$ifc" 2>&1 && ip link set "$ifc" up 2>&1); then
 		fail "the Ansible boot has its network device (QEMU user-mode, restricted)" "${ifc:-no device}" "$o" "$(ip -o link 2>&1)"
 		return 0
@@ -686,7 +690,7 @@ phase_ansible() {
 	check "OpenCode is back in $OC_DIR for the role (kept from before the purge)" test -x "$OC_DIR/node_modules/opencode-linux-x64/bin/opencode"
 	t0=$(uptime_s)
 	tap "# ANSIBLE"
-	if ! wait_for 1500 test -e /run/ocsb-vm-ansible-done; then
+	if ! wait_for 1500 test -s /run/ocsb-vm-ansible-done; then
 		fail "the host ran its Ansible plays within 1500 s (no /run/ocsb-vm-ansible-done)"
 		return 0
 	fi
