@@ -34,11 +34,12 @@ vm_run=${OCSB_VM_RUN:-$here/vm/run.sh}
 vm_pre=
 if [ "$(id -u)" -eq 0 ] && [ "${OCSB_VM_PREFETCH:-1}" = 1 ]; then
 	vm_pre=$(mktemp)
-	# In a mount namespace of its own: mmdebstrap's mounts of /dev, /sys and /proc in its
-	# temporary root would otherwise be copied into the namespaces the other tiers make.
+	# Each in a mount namespace of its own (they see to it): mmdebstrap's mounts of /dev,
+	# /sys and /proc and their tmpfs would otherwise be copied into the namespaces the other
+	# tiers make, or change the host's mounts under their checks.
 	(
 		nice -n 10 ionice -c 3 "$here/matrix/run.sh" --roots || exit
-		nice -n 10 ionice -c 3 unshare --mount --propagation private -- "$vm_run" --images bookworm trixie
+		nice -n 10 ionice -c 3 "$vm_run" --images bookworm trixie
 	) >"$vm_pre" 2>&1 </dev/null &
 	vm_pre_pid=$!
 fi
