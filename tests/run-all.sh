@@ -66,7 +66,7 @@ echo "== virtual machines"
 # fault in the scheduler while idle, an emulator fault, not ocsb's) is booted once more and
 # only the second run counts; it says so. Its own closing line is not the suite's: only its
 # ok/not ok lines count. The two releases run at once (each guest keeps about 1.3 of 2 cores
-# busy under software emulation: 1,404 s for both against about 1,810 s one after the other,
+# busy under software emulation: 1,404 s for both against about 1,830 s one after the other,
 # session 17); OCSB_VM_PARALLEL=0 runs them one after the other.
 vm_one() { # RELEASE: its lines, without its closing count
 	local rel=$1 vm_out
