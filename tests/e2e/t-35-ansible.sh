@@ -16,11 +16,9 @@ if ! command -v ansible-playbook >/dev/null; then
 	exit 0
 fi
 W=$E2E_SCRATCH/ansible
-mkdir -p "$W/tmp"
-# ansible-core refuses a locale that is not UTF-8 (the harness runs with LC_ALL=C).
-export LC_ALL=C.UTF-8 ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 \
-	ANSIBLE_LOCAL_TEMP=$W/tmp ANSIBLE_HOME=$W/home ANSIBLE_ROLES_PATH=$ROLE_DIR/roles \
-	ANSIBLE_PYTHON_INTERPRETER=/usr/bin/python3 ANSIBLE_DEPRECATION_WARNINGS=0
+# shellcheck source=../ansible-lib.sh
+. "$REPO/tests/ansible-lib.sh"
+ansible_env "$W" "$ROLE_DIR/roles"
 
 make_project
 cat >"$W/vars.yml" <<EOF
@@ -44,19 +42,12 @@ cat >"$W/play.yml" <<'EOF'
   roles: [ocsb]
 EOF
 
-# play NAME ARGS...: one ansible-playbook run, its output in $W/NAME.out, its wall time in
-# $W/NAME.time; the recap's counts in RECAP_CHANGED, RECAP_FAILED.
+# play NAME ARGS...: one ansible-playbook run (ansible_play: $W/NAME.out, $W/NAME.time,
+# RECAP_CHANGED, RECAP_FAILED).
 play() {
-	local name=$1 t0 rc
+	local name=$1
 	shift
-	t0=$(date +%s.%N)
-	ansible-playbook -c local -i localhost, -v -e "@$W/vars.yml" "$@" "$W/play.yml" \
-		>"$W/$name.out" 2>&1
-	rc=$?
-	awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }' >"$W/$name.time"
-	RECAP_CHANGED=$(sed -n 's/^localhost *: .*changed=\([0-9]*\).*/\1/p' "$W/$name.out")
-	RECAP_FAILED=$(sed -n 's/^localhost *: .*failed=\([0-9]*\).*/\1/p' "$W/$name.out")
-	return $rc
+	ansible_play "$W" "$name" localhost -c local -i localhost, -v -e "@$W/vars.yml" "$@" "$W/play.yml"
 }
 # check_play DESC NAME WANT-CHANGED(regex) ARGS...: the play runs without failure and its
 # recap's changed= count matches.
@@ -66,14 +57,13 @@ check_play() {
 	play "$name" "$@"
 	local rc=$?
 	if [ "$rc" -eq 0 ] && [ "${RECAP_FAILED:-x}" = 0 ] && [[ $RECAP_CHANGED =~ ^($want)$ ]]; then
-		pass "$desc (changed=$RECAP_CHANGED, $(cat "$W/$name.time") s)"
+		pass "$desc (changed=$RECAP_CHANGED, $PLAY_TIME s)"
 		return 0
 	fi
 	fail "$desc" "exit $rc, changed=${RECAP_CHANGED:-?} (want $want), failed=${RECAP_FAILED:-?}" \
 		"$(grep -E '^(fatal|failed|changed|TASK|localhost)|msg' "$W/$name.out" | tail -n 40)"
 }
-# prov_says NAME: the summary lines ocsb-provision printed in that play (-v shows them).
-prov_says() { grep -o 'ocsb-provision: [0-9]* [a-z]*' "$W/$1.out" | sort | uniq -c | paste -sd ';'; }
+prov_says() { ansible_prov_says "$W" "$1"; }
 
 # --- the example playbook and the role's tasks, the package's included (not run here)
 check_output "site.yml passes ansible-playbook --syntax-check" '^playbook: ' \

@@ -179,6 +179,8 @@ probe_kvm() { # probe_kvm KERNEL
 # host) with 127.0.0.1:PORT forwarded to its sshd; it says "# ANSIBLE" when the owner can log
 # in with this run's key and sudo, and waits for /run/ocsb-vm-ansible-done.
 ANSIBLE_REL=${OCSB_VM_ANSIBLE-bookworm}
+# shellcheck source=tests/ansible-lib.sh
+. "$REPO/tests/ansible-lib.sh"
 case $ANSIBLE_REL in
 bookworm | trixie | none) ;;
 *)
@@ -210,29 +212,59 @@ ansible_setup() {
 	out "# $rel: the last boot runs the Ansible role over ssh (OCSB_VM_ANSIBLE=$ANSIBLE_REL)"
 	ANSIBLE_ON=1
 }
+# listener_start RUNDIR: a listener on a free port of the host's 127.0.0.1 that counts what
+# connects to it, for the Ansible boot's check that its network is restricted (the guest's
+# 10.0.2.2 is the host's loopback unless restrict=on). Sets LISTEN_PORT and LISTEN_PID;
+# RUNDIR/listener.count holds the number of connections.
+listener_start() {
+	local i
+	LISTEN_PORT=
+	: >"$1/listener.port"
+	python3 -c '
+import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+open(sys.argv[1] + "/listener.port", "w").write("%d\n" % s.getsockname()[1])
+n = 0
+while True:
+    c, _ = s.accept()
+    c.close()
+    n += 1
+    open(sys.argv[1] + "/listener.count", "w").write("%d\n" % n)
+' "$1" </dev/null >/dev/null 2>&1 &
+	LISTEN_PID=$!
+	for i in $(seq 1 50); do
+		LISTEN_PORT=$(cat "$1/listener.port")
+		[ -z "$LISTEN_PORT" ] || break
+		sleep 0.1
+	done
+}
+listener_count() { cat "$1/listener.count" 2>/dev/null || echo 0; }
+wait_count() { # RUNDIR N: until the listener has counted N connections (5 s at most)
+	local i
+	for i in $(seq 1 50); do
+		[ "$(listener_count "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-# ansible_play NAME: one run of the play; its output in RUNDIR/ansible/NAME.out, its time in
-# PLAY_TIME, the recap's counts in RECAP_CHANGED and RECAP_FAILED, ocsb-provision's summary
-# line in PROV_SAYS.
-ansible_play() {
-	local name=$1 t0 rc
-	t0=$(now)
-	# Bounded: a hung play is a failure, not a tier that never ends (the guest waits 1500 s).
-	timeout -k 10 600 ansible-playbook -i "$AD/inventory" -v "$AD/play.yml" </dev/null >"$AD/$name.out" 2>&1
-	rc=$?
-	PLAY_TIME=$(elapsed "$t0")
-	RECAP_CHANGED=$(sed -n 's/^guest *: .*changed=\([0-9]*\).*/\1/p' "$AD/$name.out")
-	RECAP_FAILED=$(sed -n 's/^guest *: .*failed=\([0-9]*\).*/\1/p' "$AD/$name.out")
-	PROV_SAYS=$(grep -o 'ocsb-provision: [0-9]* [a-z]*' "$AD/$name.out" | tail -n 1)
+# guest_play NAME: one run of the play (ansible_play, tests/ansible-lib.sh: at most 600 s,
+# within the guest's 1500 s wait); ocsb-provision's summary in PROV_SAYS.
+guest_play() {
+	ansible_play "$AD" "$1" guest -i "$AD/inventory" -v "$AD/play.yml"
+	local rc=$?
+	PROV_SAYS=$(ansible_prov_says "$AD" "$1")
 	return $rc
 }
 # ansible_run RELEASE RUNDIR PORT: the two plays, then the guest's signal (ok or failed).
 ansible_run() {
 	local rel=$1 rundir=$2 port=$3 result=failed ssh_opts reached= until
 	AD=$rundir/ansible
-	mkdir -p "$AD/tmp" "$AD/home" "$AD/cp"
+	mkdir -p "$AD"
 	# Only this run's key and options: not root's ~/.ssh/config, agent or known hosts.
 	ssh_opts=(-F /dev/null -i "$rundir/ansible-key" -o IdentitiesOnly=yes -p "$port"
 		-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null
@@ -281,15 +313,13 @@ ansible_run() {
 	  roles: [ocsb]
 	EOF
 	(
-		export LC_ALL=C.UTF-8 ANSIBLE_NOCOLOR=1 ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 \
-			ANSIBLE_LOCAL_TEMP=$AD/tmp ANSIBLE_HOME=$AD/home ANSIBLE_ROLES_PATH=$REPO/deploy/ansible/roles \
-			ANSIBLE_DEPRECATION_WARNINGS=0 ANSIBLE_SSH_ARGS='-o ControlMaster=auto -o ControlPersist=20s' \
-			ANSIBLE_SSH_CONTROL_PATH_DIR=$AD/cp ANSIBLE_TIMEOUT=60
+		ansible_env "$AD" "$REPO/deploy/ansible/roles" || exit 1
+		export ANSIBLE_SSH_ARGS='-o ControlMaster=auto -o ControlPersist=20s' ANSIBLE_TIMEOUT=60
 		ok=1
 		# The package task's own result: the copy before it changes in any first play.
 		pkg_task() { awk '/^TASK \[ocsb : Install the ocsb package from a \.deb/ { t = 1; next }
 			t && /^(changed|ok|skipping|fatal|failed):/ { sub(/:.*/, ""); print; exit }' "$AD/$1.out"; }
-		if ansible_play first && [ "$RECAP_FAILED" = 0 ] && [ "$(pkg_task first)" = changed ] &&
+		if guest_play first && [ "$RECAP_FAILED" = 0 ] && [ "$(pkg_task first)" = changed ] &&
 			grep -Eq 'ocsb-provision: [1-9][0-9]* changes?' "$AD/first.out"; then
 			say_ok "$rel: the role's first play over ssh installs the .deb and provisions (changed=$RECAP_CHANGED; $PROV_SAYS; $PLAY_TIME s)"
 		else
@@ -298,7 +328,7 @@ ansible_run() {
 				"changed=${RECAP_CHANGED:-?} failed=${RECAP_FAILED:-?}, the package task: $(pkg_task first) ($PROV_SAYS)" \
 				"$(grep -E '^(fatal|failed|changed|TASK|guest)|msg' "$AD/first.out" | tail -n 40)"
 		fi
-		if ansible_play second && [ "$RECAP_FAILED" = 0 ] && [ "$RECAP_CHANGED" = 0 ] &&
+		if guest_play second && [ "$RECAP_FAILED" = 0 ] && [ "$RECAP_CHANGED" = 0 ] &&
 			grep -q 'ocsb-provision: 0 changes' "$AD/second.out"; then
 			say_ok "$rel: the role's second play over ssh changes nothing (changed=0; $PROV_SAYS; $PLAY_TIME s)"
 		else
@@ -355,7 +385,7 @@ run_guest() {
 	BOOT_END=
 	BOOTS=0
 	local done_seen= t_end= stuck= reboot_seen= boot con_all=$rundir/console.log
-	local nic_next= nic port= ansible_seen=
+	local nic_next= nic port= ansible_seen= append=
 	: >"$con_all"
 	# One QEMU per boot: the scenario says "# REBOOT" and reboots the guest, which ends QEMU
 	# (-no-reboot: a kernel panic must not boot again unseen); the same disk boots again.
@@ -368,6 +398,7 @@ run_guest() {
 		reboot_seen=
 		nic=(-nic none)
 		port=
+		append=
 		if [ -n "$nic_next" ]; then
 			port=$(free_port)
 			if [ -n "$port" ]; then
@@ -376,11 +407,21 @@ run_guest() {
 				say_not_ok "$rel: a free loopback port for the Ansible boot (python3)"
 			fi
 			nic_next=
+			# What the guest must not reach: a listener on the host's loopback, its port
+			# on the guest's kernel command line. The control: the host reaches it.
+			listener_start "$rundir"
+			if [ -n "$LISTEN_PORT" ] && timeout 5 bash -c "echo >/dev/tcp/127.0.0.1/$LISTEN_PORT" 2>/dev/null &&
+				wait_count "$rundir" 1; then
+				say_ok "$rel: control: the host's listener on 127.0.0.1:$LISTEN_PORT counts a connection"
+				append=" ocsb_vm.hostport=$LISTEN_PORT"
+			else
+				say_not_ok "$rel: control: the host's listener on 127.0.0.1:${LISTEN_PORT:-?} counts a connection"
+			fi
 		fi
 		# ttyS0: kernel and systemd console (kept for diagnosis); ttyS1: the scenario's TAP.
 		qemu-system-x86_64 "${accel_args[@]}" -m "$MEM" -smp 2 \
 			-kernel "$rundir/vmlinuz" -initrd "$rundir/initrd.img" \
-			-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1" \
+			-append "root=/dev/vda rw console=ttyS0 quiet systemd.show_status=0 systemd.firstboot=off panic=-1$append" \
 			-drive "file=$img,if=virtio,format=raw" "${nic[@]}" -display none -no-reboot \
 			-monitor none -serial "file:$con" -serial "file:$tap" \
 			>"$rundir/qemu.$boot.log" 2>&1 &
@@ -438,6 +479,19 @@ run_guest() {
 			sleep 1
 		done
 		wait "$qpid" 2>/dev/null
+		if [ -n "${LISTEN_PID:-}" ]; then
+			kill "$LISTEN_PID" 2>/dev/null
+			wait "$LISTEN_PID" 2>/dev/null
+			LISTEN_PID=
+		fi
+		if [ -n "$append" ]; then
+			if [ "$(listener_count "$rundir")" = 1 ]; then
+				say_ok "$rel: nothing of the Ansible boot reached the host's listener (restrict=on; 1 connection, the control's)"
+			else
+				say_not_ok "$rel: nothing of the Ansible boot reached the host's listener (restrict=on)" \
+					"$(listener_count "$rundir") connections, 1 of them the control's"
+			fi
+		fi
 		cat "$con" >>"$con_all"
 		[ -n "$reboot_seen" ] && [ -z "$done_seen" ] && [ "$(date +%s)" -lt "$deadline" ] || break
 		out "# $rel: the guest rebooted (boot $boot ended at $(elapsed "$t0") s); booting the same disk again"

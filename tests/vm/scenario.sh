@@ -677,6 +677,16 @@ phase_ansible() {
 		return 0
 	fi
 	pass "the Ansible boot has its network device $ifc (10.0.2.15; QEMU user-mode, restricted)"
+	# restrict=on: the guest reaches neither the host nor beyond. The host listens on its
+	# loopback (10.0.2.2 here without restrict) and counts (run.sh checks that it counted
+	# only its own control); here, the attempt fails.
+	o=$(sed -n 's/.*ocsb_vm\.hostport=\([0-9]*\).*/\1/p' /proc/cmdline)
+	if [ -n "$o" ]; then
+		check_fails "the restricted network: the guest cannot connect to the host's listener (10.0.2.2:$o)" \
+			timeout 10 bash -c "echo >/dev/tcp/10.0.2.2/$o"
+	else
+		fail "the host's listener port is on the kernel command line" "$(cat /proc/cmdline)"
+	fi
 	install -d -m 0700 -o "$OWNER" -g "$OWNER" "/home/$OWNER/.ssh"
 	cat "$LIB/ansible.pub" >>"/home/$OWNER/.ssh/authorized_keys"
 	chown "$OWNER:$OWNER" "/home/$OWNER/.ssh/authorized_keys"
